@@ -1,0 +1,108 @@
+"""Root conftest: shared fixtures for the test suite (pytester is enabled in pyproject addopts).
+
+``atlante_project`` lays out a small, valid eval project in a temp dir — config, harness, one
+scenario, a fixture and a finished build — that tests mutate to provoke exactly one problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent
+HOSTS_BIN = REPO_ROOT / "hosts-npm" / "node_modules" / ".bin"
+SCENARIO_SCHEMA = "https://atlante.sh/schema/v0.1/eval-scenario.json"
+
+
+def scenario_doc(name: str = "writes-hello", **overrides: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "$schema": SCENARIO_SCHEMA,
+        "version": "0.1",
+        "name": name,
+        "task": {"fixture": "eval/fixtures/app", "prompt": "Create hello.txt containing hello."},
+        "checks": [
+            {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+            {"type": "diff-allowlist", "allow": ["hello.txt"]},
+        ],
+    }
+    doc.update(overrides)
+    return doc
+
+
+def config_doc(host: str = "claude-code", **eval_overrides: Any) -> dict[str, Any]:
+    return {
+        "version": "0.2",
+        "harness": {
+            "agents": {"helper": {"description": "Writes small files.", "prompt": "harness/helper.md"}},
+            "skills": {"tidy": {"description": "Keeps files tidy.", "dir": "harness/tidy"}},
+        },
+        "eval": {"host": host, "scenarios": "eval/scenarios/*.eval.json*", "budget": {"trials": 1}, **eval_overrides},
+    }
+
+
+class Project:
+    """A temp eval project; ``write`` and ``scenario`` edit it, ``build`` refreshes the native tree."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def write(self, rel: str, content: str | dict[str, Any] | list[Any]) -> Path:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content if isinstance(content, str) else json.dumps(content, indent=2) + "\n")
+        return path
+
+    def config(self, doc: dict[str, Any]) -> None:
+        self.write("atlante.jsonc", doc)
+
+    def scenario(self, doc: dict[str, Any], file: str = "eval/scenarios/main.eval.json") -> Path:
+        return self.write(file, doc)
+
+    def script(self, name: str, turns: list[dict[str, Any]]) -> Path:
+        return self.write(f"eval/scenarios/scripted/{name}.json", {"schema": "atlante/scripted-model-v1", "turns": turns})
+
+    def build(self) -> None:
+        from pytest_atlante.build import build
+
+        build(self.root)
+
+
+@pytest.fixture
+def atlante_project(tmp_path: Path) -> Project:
+    project = Project(tmp_path / "project")
+    project.root.mkdir()
+    project.config(config_doc())
+    project.write("harness/helper.md", "You write small files.\n")
+    project.write("harness/tidy/SKILL.md", "Keep files tidy.\n")
+    project.write("eval/fixtures/app/README.md", "# app\n")
+    project.scenario(scenario_doc())
+    project.script("writes-hello", [
+        {"text": "Writing.", "actions": [{"type": "write", "path": "hello.txt", "content": "hello\n"}],
+         "usage": {"input": 100, "output": 20}},
+        {"text": "Done."},
+    ])
+    project.build()
+    return project
+
+
+@pytest.fixture
+def hosts_path() -> Callable[[], str]:
+    """PATH with the pinned CLIs (installed by scripts/setup) in front."""
+
+    def make() -> str:
+        if not (HOSTS_BIN / "claude").exists():
+            pytest.fail(f"the pinned host CLIs are missing from {HOSTS_BIN}: run scripts/setup")
+        return f"{HOSTS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+    return make
+
+
+def copy_example(tmp_path: Path) -> Path:
+    target = tmp_path / "example_project"
+    shutil.copytree(REPO_ROOT / "example_project", target, ignore=shutil.ignore_patterns(".atlante", "__pycache__"))
+    return target

@@ -1,0 +1,3 @@
+"""pytest-atlante: evaluate coding-agent harnesses with pytest."""
+
+__version__ = "0.1.0"

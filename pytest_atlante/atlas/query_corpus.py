@@ -1,0 +1,228 @@
+"""``agent-spec/atlas-eval/query-corpus-v1``: the versioned golden corpus of query cases.
+
+Parsing has two layers.  The pydantic models check shape and types (unknown fields, missing fields,
+wrong types, unknown tiers); ``corpus_problems`` then checks the rules that span fields and cases
+(duplicates, conflicts, tiers, revisions, fixture links, bounds).  Every rule has its own stable
+diagnostic code so a CI log says exactly which rule a corpus broke; the codes are listed in
+``docs/atlas-query.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..diagnostics import Diagnostic, DiagnosticError
+from .context import ContextExpectation, expectation_problems
+from .query_loading import parse_model, read_bytes
+
+QUERY_CORPUS_SCHEMA = "agent-spec/atlas-eval/query-corpus-v1"
+PREFIX = "atlas-query-corpus"
+FIXTURE_TIER = "deterministic-fixture"
+PINNED_TIER = "pinned-repository"
+DIAGNOSTIC_KINDS: tuple[str, ...] = (
+    "capability",
+    "stale",
+    "worktree-mismatch",
+    "truncated",
+    "degraded",
+    "runtime-boundary",
+)
+MAX_AMBIGUITY = 64
+_FULL_REVISION = re.compile(r"[0-9a-f]{40}")
+_HINT = "fix the field to match agent-spec/atlas-eval/query-corpus-v1 (see docs/atlas-query.md)"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class TypedDiagnostic(_Strict):
+    """A ``{kind, code}`` boundary.  ``kind`` is checked against the six kinds by the rules layer
+    (not by a Literal) so that an unknown kind gets its own diagnostic code."""
+
+    kind: str
+    code: str = Field(min_length=1)
+
+
+class QueryCase(_Strict):
+    id: str = Field(min_length=1)
+    tier: Literal["deterministic-fixture", "pinned-repository"]
+    repository: str = Field(min_length=1)
+    revision: str | None = None
+    paired_fixture: str | None = None
+    query: str = Field(min_length=1)
+    expected_symbols: list[str]
+    expected_paths: list[list[str]]
+    forbidden_symbols: list[str]
+    forbidden_paths: list[list[str]]
+    required_evidence: list[str]
+    required_diagnostics: list[TypedDiagnostic]
+    allowed_ambiguity: int
+    rubric: list[str]
+    source_ref: str = Field(min_length=1)
+    context_expectation: ContextExpectation | None = None
+
+
+class QueryCorpus(_Strict):
+    schema_: Literal["agent-spec/atlas-eval/query-corpus-v1"] = Field(alias="schema")
+    version: str = Field(min_length=1)
+    cases: list[QueryCase]
+
+
+def _under_fixtures(repository: str) -> bool:
+    parts = Path(repository.replace("\\", "/")).parts
+    stripped = [p for p in parts if p not in (".", "/")]
+    return bool(stripped) and stripped[0] == "fixtures"
+
+
+def _duplicates(values: Sequence[object]) -> list[str]:
+    seen: set[object] = set()
+    dups: list[str] = []
+    for value in values:
+        if value in seen:
+            dups.append(" -> ".join(value) if isinstance(value, tuple) else str(value))
+        seen.add(value)
+    return dups
+
+
+class _Collector:
+    """Accumulates diagnostics for one corpus file; every rule reports, none stops the others."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.found: list[Diagnostic] = []
+
+    def add(self, location: str, code: str, message: str, hint: str) -> None:
+        self.found.append(Diagnostic(self.file, location, f"{PREFIX}-{code}", message, hint))
+
+
+def _case_list_rules(out: _Collector, at: str, case: QueryCase) -> None:
+    """Rules inside one case: required lists, empty items, duplicates, conflicts, bounds, kinds."""
+    for name in ("expected_symbols", "required_evidence", "rubric"):
+        if not getattr(case, name):
+            out.add(f"{at}.{name}", "empty-list", f"{name} must not be empty",
+                    "list at least one entry; a case without it cannot detect a regression")
+    paths = {
+        "expected_paths": [tuple(p) for p in case.expected_paths],
+        "forbidden_paths": [tuple(p) for p in case.forbidden_paths],
+    }
+    lists: dict[str, Sequence[object]] = {
+        "expected_symbols": case.expected_symbols,
+        "forbidden_symbols": case.forbidden_symbols,
+        "required_evidence": case.required_evidence,
+        "rubric": case.rubric,
+        "required_diagnostics": [(d.kind, d.code) for d in case.required_diagnostics],
+        **paths,
+    }
+    for name, values in lists.items():
+        # Fast path first: these checks run for every case of corpora with 10^5 cases, and the
+        # set/containment tests run in C; only a list that has a problem is walked item by item.
+        if "" in values or () in values or any(isinstance(v, tuple) and "" in v for v in values):
+            for index, value in enumerate(values):
+                if value == "" or value == () or (isinstance(value, tuple) and "" in value):
+                    out.add(f"{at}.{name}[{index}]", "empty-entry", f"{name}[{index}] is empty",
+                            "remove the empty entry or fill it in")
+        if len(set(values)) != len(values):
+            out.add(f"{at}.{name}", "duplicate-entry",
+                    f"{name} lists {', '.join(map(repr, _duplicates(values)))} more than once",
+                    "golden entries must be unique; remove the repeated entry")
+    for kind, expected, forbidden in (
+        ("symbol", case.expected_symbols, case.forbidden_symbols),
+        ("path", paths["expected_paths"], paths["forbidden_paths"]),
+    ):
+        both = set(expected) & set(forbidden)
+        if both:
+            shown = sorted(" -> ".join(b) if isinstance(b, tuple) else str(b) for b in both)
+            out.add(f"{at}.forbidden_{kind}s", "conflict",
+                    f"{', '.join(shown)} is both expected and forbidden",
+                    f"a {kind} cannot be a required answer and a known wrong answer")
+    if not 0 <= case.allowed_ambiguity <= MAX_AMBIGUITY:
+        out.add(f"{at}.allowed_ambiguity", "ambiguity-range",
+                f"allowed_ambiguity {case.allowed_ambiguity} is outside 0..={MAX_AMBIGUITY}",
+                f"use an integer from 0 to {MAX_AMBIGUITY}")
+    for index, diag in enumerate(case.required_diagnostics):
+        if diag.kind not in DIAGNOSTIC_KINDS:
+            out.add(f"{at}.required_diagnostics[{index}].kind", "diagnostic-kind",
+                    f"unknown diagnostic kind {diag.kind!r}",
+                    "use one of: " + ", ".join(DIAGNOSTIC_KINDS))
+    if case.context_expectation is not None:
+        for suffix, message in expectation_problems(case.context_expectation):
+            out.add(f"{at}.context_expectation{suffix}", "context-expectation", message,
+                    "make the expected loss behaviour and omission classes agree")
+
+
+def _tier_rules(out: _Collector, at: str, case: QueryCase) -> None:
+    if case.tier == FIXTURE_TIER:
+        if not _under_fixtures(case.repository):
+            out.add(f"{at}.repository", "fixture-location",
+                    f"deterministic-fixture case points at {case.repository!r}, outside fixtures/",
+                    "deterministic-fixture cases must point under fixtures/")
+        if case.paired_fixture is not None:
+            out.add(f"{at}.paired_fixture", "paired-fixture",
+                    "only pinned-repository cases link a paired_fixture",
+                    "remove paired_fixture from the deterministic-fixture case")
+        if case.revision is not None and not case.revision:
+            out.add(f"{at}.revision", "empty-entry", "revision is empty", "omit it or fill it in")
+        return
+    if case.revision is None or not _FULL_REVISION.fullmatch(case.revision):
+        shown = "missing" if case.revision is None else repr(case.revision)
+        out.add(f"{at}.revision", "mutable-revision",
+                f"pinned-repository revision is {shown}, not a full 40-hex commit",
+                "pin the exact commit: `git rev-parse <ref>` (lowercase, 40 hex digits)")
+    if _under_fixtures(case.repository):
+        out.add(f"{at}.repository", "pinned-in-fixtures",
+                f"pinned-repository case points back into fixtures/ ({case.repository!r})",
+                "name the real repository; reduce it to a fixture in a separate case")
+    if case.paired_fixture is None:
+        out.add(f"{at}.paired_fixture", "paired-fixture",
+                "pinned-repository case has no paired_fixture",
+                "link the deterministic-fixture case that reproduces it")
+
+
+def corpus_problems(corpus: QueryCorpus, file: str) -> list[Diagnostic]:
+    """Every rule violation of an already shape-valid corpus (empty list = valid)."""
+    out = _Collector(file)
+    first_index: dict[str, int] = {}
+    for index, case in enumerate(corpus.cases):
+        at = f"$.cases[{index}]"
+        if case.id in first_index:
+            out.add(f"{at}.id", "duplicate-id",
+                    f"case id {case.id!r} is already used by $.cases[{first_index[case.id]}]",
+                    "give every case a unique id")
+        else:
+            first_index[case.id] = index
+        _case_list_rules(out, at, case)
+        _tier_rules(out, at, case)
+    tiers = {case.tier for case in corpus.cases}
+    for tier in (FIXTURE_TIER, PINNED_TIER):
+        if tier not in tiers:
+            out.add("$.cases", "tier-missing", f"the corpus has no {tier} case",
+                    "both tiers are required: deterministic-fixture and pinned-repository")
+    for index, case in enumerate(corpus.cases):
+        link = case.paired_fixture
+        if case.tier != PINNED_TIER or link is None:
+            continue
+        target = first_index.get(link)
+        if target is None or corpus.cases[target].tier != FIXTURE_TIER:
+            why = "no case has that id" if target is None else "that case is not a deterministic-fixture case"
+            out.add(f"$.cases[{index}].paired_fixture", "paired-fixture",
+                    f"paired_fixture {link!r} is invalid: {why}",
+                    "link the id of a deterministic-fixture case in this corpus")
+    return out.found
+
+
+def parse_corpus(data: bytes, file: str) -> QueryCorpus:
+    """Shape and rule validation of corpus bytes; raises ``DiagnosticError`` with every problem."""
+    corpus = parse_model(data, QueryCorpus, file, PREFIX, _HINT)
+    if problems := corpus_problems(corpus, file):
+        raise DiagnosticError(problems)
+    return corpus
+
+
+def load_corpus(path: Path) -> QueryCorpus:
+    """Read and validate a corpus file."""
+    return parse_corpus(read_bytes(path, PREFIX), str(path))

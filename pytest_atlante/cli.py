@@ -1,0 +1,146 @@
+"""The ``atlante`` command: build, eval, benchmark and pack subcommands.
+
+Each subcommand is a thin adapter: parse arguments, call one function of a plain module, turn a
+``DiagnosticError`` into readable stderr lines and an exit status.  No traceback reaches the user
+for bad input; an unexpected exception is reported as ``atlante-internal-error`` with exit 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .diagnostics import DiagnosticError, envelope
+
+EXIT_VALIDATION = 2
+EXIT_INTERNAL = 3
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .build import build_command
+
+    return build_command(Path(args.project), args.host)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .evalcmd import eval_command
+
+    return eval_command(args.pytest_args)
+
+
+def _bench_validate(args: argparse.Namespace) -> int:
+    from .atlas.e0 import cmd_validate
+
+    return cmd_validate(Path(args.corpus))
+
+
+def _bench_plan(args: argparse.Namespace) -> int:
+    from .atlas.e0 import cmd_plan
+
+    return cmd_plan(Path(args.corpus), _opt_path(args.out))
+
+
+def _bench_summarize(args: argparse.Namespace) -> int:
+    from .atlas.e0 import cmd_summarize
+
+    return cmd_summarize(Path(args.receipts), _opt_path(args.out))
+
+
+def _bench_score(args: argparse.Namespace) -> int:
+    from .atlas.score import cmd_score
+
+    return cmd_score(Path(args.corpus), Path(args.results), _opt_path(args.out))
+
+
+def _pack_report(args: argparse.Namespace) -> int:
+    from .provenance import cmd_pack_report
+
+    return cmd_pack_report(Path(args.path))
+
+
+def _opt_path(value: str | None) -> Path | None:
+    return Path(value) if value is not None else None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="atlante",
+        description="Build agent harnesses, run evals through pytest, and score Atlas benchmarks.",
+    )
+    parser.add_argument(
+        "--diagnostics-json",
+        action="store_true",
+        help="on a validation error, print the machine-readable diagnostics envelope on stderr",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    build = sub.add_parser("build", help="compile harness sources into native host outputs")
+    build.add_argument("--project", default=".", help="project root holding atlante.jsonc")
+    build.add_argument(
+        "--host",
+        choices=["claude-code", "opencode", "all"],
+        default="all",
+        help="which host's native tree to build (default: all)",
+    )
+    build.set_defaults(func=_build)
+
+    ev = sub.add_parser(
+        "eval",
+        help="run `pytest --atlante-eval` with the given pytest arguments (exit status 0-3)",
+    )
+    ev.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
+    ev.set_defaults(func=_eval)
+
+    bench = sub.add_parser("benchmark", help="Atlas evaluation: validate, plan, summarize, score")
+    bsub = bench.add_subparsers(dest="bench_command", required=True, metavar="ACTION")
+    validate = bsub.add_parser("validate", help="validate an agent-spec/atlas-eval/corpus-v1 file")
+    validate.add_argument("--corpus", required=True)
+    validate.set_defaults(func=_bench_validate)
+    plan = bsub.add_parser("plan", help="compile a corpus into a paired run plan")
+    plan.add_argument("--corpus", required=True)
+    plan.add_argument("--out", help="atomically write the plan here instead of stdout")
+    plan.set_defaults(func=_bench_plan)
+    summ = bsub.add_parser("summarize", help="grade and aggregate receipts (JSON array or NDJSON)")
+    summ.add_argument("--receipts", required=True)
+    summ.add_argument("--out", help="atomically write the summary here instead of stdout")
+    summ.set_defaults(func=_bench_summarize)
+    score = bsub.add_parser("score", help="score query observations against a query corpus")
+    score.add_argument("--corpus", required=True)
+    score.add_argument("--results", required=True)
+    score.add_argument("--out", help="atomically write the receipt here instead of stdout")
+    score.set_defaults(func=_bench_score)
+
+    pack = sub.add_parser("pack", help="resource-pack tools")
+    psub = pack.add_subparsers(dest="pack_command", required=True, metavar="ACTION")
+    preport = psub.add_parser(
+        "report", help="print the validated provenance view of a published eval report"
+    )
+    preport.add_argument("path")
+    preport.set_defaults(func=_pack_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except DiagnosticError as exc:
+        for diag in sorted(set(exc.diagnostics)):
+            print(diag.render(), file=sys.stderr)
+        if args.diagnostics_json:
+            print(json.dumps(envelope(exc.diagnostics), indent=2), file=sys.stderr)
+        return EXIT_VALIDATION
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        print(f"atlante-internal-error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""Discovery: from a project root to the validated list of scenarios a run may execute.
+
+Everything a run needs is checked here, before any host run or model call: the configuration, the
+selected packs and ``include``, every scenario document, every path and pattern, every fixture
+tree, and (in scripted mode) every scenario's script.  All problems are collected, so one run
+reports them all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import EvalSection, HostName, ProjectConfig, load_project_config
+from .diagnostics import Diagnostic
+from .documents import load_document, validate_model
+from .packs import ResolvedPack, include_targets, resolve_packages
+from .scenario import Scenario, rule_diagnostics, unsafe_path_reason
+
+# The config path the OpenCode runner authors in every sandbox; a fixture may hold a file only here
+# (it is overwritten), any other OpenCode config path would be merged as an extra layer.
+OPENCODE_SELECTED_CONFIG = ".opencode/opencode.jsonc"
+OPENCODE_CONFIG_PATHS = (
+    "opencode.json",
+    "opencode.jsonc",
+    ".opencode/opencode.json",
+    ".opencode/opencode.jsonc",
+    ".opencode/config.json",
+)
+CLAUDE_FORBIDDEN_PATHS = (".mcp.json", ".claude/settings.json", ".claude/settings.local.json")
+
+
+@dataclass(frozen=True)
+class ScenarioEntry:
+    scenario: Scenario
+    file: Path            # absolute path of the scenario document
+    display: str          # the document's path as shown in diagnostics and node ids
+    line: int             # 1-based line of the scenario's name, for reportinfo()
+    source: str           # "local" or the pack locator
+    fixture: Path         # absolute fixture directory
+    script: Path | None   # the scripted-model script, in scripted mode
+
+
+@dataclass
+class Suite:
+    project_root: Path
+    config: ProjectConfig | None
+    eval: EvalSection | None
+    packs: list[ResolvedPack] = field(default_factory=list)
+    scenarios: list[ScenarioEntry] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def expand_glob(root: Path, pattern: str) -> list[Path]:
+    """Glob relative to ``root``; a trailing ``.json*`` matches exactly ``.json`` and ``.jsonc``.
+
+    Raises ``ValueError`` with a readable reason for a glob that is unsafe or that the filesystem
+    refuses (absolute, ``..``, over-long names).
+    """
+    reason = unsafe_path_reason(pattern)
+    if reason:
+        raise ValueError(reason)
+    patterns = [pattern[:-1], pattern[:-1] + "c"] if pattern.endswith(".json*") else [pattern]
+    try:
+        found = {p for pat in patterns for p in root.glob(pat) if p.is_file()}
+    except (OSError, ValueError, NotImplementedError) as exc:
+        raise ValueError(f"the glob cannot be expanded: {exc}") from exc
+    return sorted(found)
+
+
+def _glob_or_problem(suite: Suite, root: Path, pattern: str, file: str, location: str) -> list[Path]:
+    try:
+        documents = expand_glob(root, pattern)
+    except ValueError as exc:
+        suite.diagnostics.append(Diagnostic(file, location, "eval-path-unsafe", f"scenarios glob {pattern!r}: {exc}",
+                                            "use a glob relative to its root, such as eval/scenarios/*.eval.json*"))
+        return []
+    if not documents:
+        suite.diagnostics.append(Diagnostic(file, location, "eval-scenario-invalid",
+                                            f"the glob {pattern!r} matches no scenario documents",
+                                            "fix the glob (relative to its root) or add scenarios"))
+    return documents
+
+
+def display_path(path: Path, project_root: Path) -> str:
+    try:
+        return path.relative_to(project_root).as_posix()
+    except ValueError:
+        return os.path.relpath(path, project_root).replace(os.sep, "/")
+
+
+def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagnostic]:
+    """Fixture tree rules: no ``.git``, ``node_modules`` or symlinks; host config-path rules."""
+    found: list[Diagnostic] = []
+
+    def problem(rel: str, message: str, hint: str) -> None:
+        found.append(Diagnostic(file, "$.task.fixture", "eval-fixture-invalid", f"fixture file {rel!r}: {message}", hint))
+
+    for dirpath, dirnames, filenames in os.walk(fixture):
+        base = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            full = base / name
+            rel = full.relative_to(fixture).as_posix()
+            if full.is_symlink():
+                problem(rel, "fixtures cannot contain symlinks", "replace the link with a copy of its target")
+            elif name in (".git", "node_modules"):
+                problem(rel, f"fixtures cannot contain {name}", f"remove {name} from the fixture; setup can create it")
+        dirnames[:] = sorted(d for d in dirnames if d not in (".git", "node_modules") and not (base / d).is_symlink())
+    if host == "claude-code":
+        for rel in CLAUDE_FORBIDDEN_PATHS:
+            if (fixture / rel).exists():
+                problem(rel, "Claude Code would load or merge it alongside the generated sandbox configuration",
+                        "remove it from the fixture; the runner authors .claude/settings.json itself")
+    else:
+        for rel in OPENCODE_CONFIG_PATHS:
+            if rel != OPENCODE_SELECTED_CONFIG and (fixture / rel).exists():
+                problem(rel, "OpenCode would merge it as an additional configuration layer",
+                        f"remove it; only {OPENCODE_SELECTED_CONFIG} may exist (the runner overwrites it)")
+    return found
+
+
+def _script_for(document: Path, name: str) -> Path | None:
+    for suffix in (".json", ".jsonc"):
+        candidate = document.parent / "scripted" / f"{name}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_root: Path, host: HostName, scripted: bool) -> None:
+    root = suite.project_root
+    for document in documents:
+        display = display_path(document, root)
+        loaded = load_document(document, display, "eval-scenario-invalid")
+        if isinstance(loaded, Diagnostic):
+            suite.diagnostics.append(loaded)
+            continue
+        scenario, problems = validate_model(Scenario, loaded, "eval-scenario-invalid",
+                                            "see the Scenario documents section of the README")
+        suite.diagnostics.extend(problems)
+        if scenario is None:
+            continue
+        assert isinstance(scenario, Scenario)
+        suite.diagnostics.extend(rule_diagnostics(scenario, display))
+        fixture = fixture_root / scenario.task.fixture
+        if unsafe_path_reason(scenario.task.fixture) is None:
+            real_root = fixture_root.resolve()
+            if not fixture.is_dir():
+                suite.diagnostics.append(Diagnostic(display, "$.task.fixture", "eval-fixture-invalid",
+                                                    f"fixture directory {scenario.task.fixture!r} does not exist",
+                                                    f"create it under {display_path(fixture_root, root) or '.'} or fix the path"))
+            elif fixture.is_symlink() or not fixture.resolve().is_relative_to(real_root):
+                suite.diagnostics.append(Diagnostic(display, "$.task.fixture", "eval-path-unsafe",
+                                                    f"fixture {scenario.task.fixture!r} escapes its root through a symlink",
+                                                    "fixtures must be real directories inside the project (or pack) root"))
+            else:
+                suite.diagnostics.extend(fixture_diagnostics(fixture, host, display))
+        script = _script_for(document, scenario.name) if scripted else None
+        if scripted:
+            if script is None:
+                suite.diagnostics.append(Diagnostic(display, "$.name", "eval-script-missing",
+                                                    f"no scripted-model script for scenario {scenario.name!r}",
+                                                    f"add scripted/{scenario.name}.json beside the scenario document"))
+            else:
+                suite.diagnostics.extend(_script_diagnostics(script, root))
+        suite.scenarios.append(ScenarioEntry(scenario, document, display, loaded.line_of_key("name", scenario.name),
+                                             source, fixture.resolve(), script))
+
+
+def _script_diagnostics(script: Path, root: Path) -> list[Diagnostic]:
+    from .diagnostics import DiagnosticError
+    from .scripted import load_script
+
+    try:
+        load_script(script)
+    except DiagnosticError as exc:
+        return [Diagnostic(display_path(script, root), d.location, d.code, d.message, d.hint) for d in exc.diagnostics]
+    return []
+
+
+def _duplicates(suite: Suite) -> None:
+    seen: dict[str, ScenarioEntry] = {}
+    for entry in suite.scenarios:
+        name = entry.scenario.name
+        if name in seen:
+            first = seen[name]
+            suite.diagnostics.append(Diagnostic(entry.display, "$.name", "eval-scenario-duplicate",
+                                                f"scenario name {name!r} is already used by {first.display} ({first.source})",
+                                                "scenario names must be unique across local and included suites; rename one"))
+        else:
+            seen[name] = entry
+
+
+def discover(project_root: Path, *, scripted: bool = False, names: list[str] | None = None, require_eval: bool = True) -> Suite:
+    """Load and validate everything; ``suite.diagnostics`` is empty when the run may proceed."""
+    project_root = project_root.resolve()
+    config, loaded, problems = load_project_config(project_root)
+    suite = Suite(project_root, config, config.eval if config else None, diagnostics=list(problems))
+    if config is None or loaded is None:
+        return suite
+    packs, pack_problems = resolve_packages(project_root, config.packages, loaded.display)
+    suite.packs = packs
+    suite.diagnostics.extend(pack_problems)
+    if config.eval is None:
+        if require_eval:
+            suite.diagnostics.append(Diagnostic(loaded.display, "$.eval", "eval-config-invalid",
+                                                "atlante.jsonc has no eval section", "add an eval section with host and scenarios"))
+        return suite
+    host = config.eval.host
+    if config.eval.scenarios is not None:
+        documents = _glob_or_problem(suite, project_root, config.eval.scenarios, loaded.display, "$.eval.scenarios")
+        _load_scenarios(suite, documents, "local", project_root, host, scripted)
+    targets, include_problems = include_targets(packs, config.eval.include or [], loaded.display)
+    suite.diagnostics.extend(include_problems)
+    for index, pack in enumerate(targets):
+        pack_suite = pack.suite
+        assert pack_suite is not None
+        if pack_suite.host is not None and pack_suite.host != host:
+            suite.diagnostics.append(Diagnostic(loaded.display, f"$.eval.include[{index}]", "eval-pack-host-incompatible",
+                                                f"pack suite {pack.locator!r} declares host {pack_suite.host!r}, the project runs {host!r}",
+                                                "include a host-neutral or matching suite, or change eval.host"))
+            continue
+        documents = _glob_or_problem(suite, pack.root, pack_suite.scenarios, display_path(pack.root / "atlante.jsonc", project_root),
+                                     "$.eval.scenarios")
+        escaped = [d for d in documents if not d.resolve().is_relative_to(pack.root)]
+        for d in escaped:
+            suite.diagnostics.append(Diagnostic(display_path(d, project_root), "", "eval-path-unsafe",
+                                                "pack scenario document escapes the pack root", "remove the symlink from the pack"))
+        _load_scenarios(suite, [d for d in documents if d not in escaped], pack.locator, pack.root, host, scripted)
+    _duplicates(suite)
+    if names:
+        known = {e.scenario.name for e in suite.scenarios}
+        for name in names:
+            if name not in known:
+                suite.diagnostics.append(Diagnostic("", "--atlante-scenario", "eval-scenario-filter-empty",
+                                                    f"no scenario named {name!r}",
+                                                    "known scenarios: " + (", ".join(sorted(known)) or "(none)")))
+        suite.scenarios = [e for e in suite.scenarios if e.scenario.name in names]
+    return suite

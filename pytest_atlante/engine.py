@@ -1,0 +1,250 @@
+"""The eval engine: run-level preparation, one trial end to end, and the final report.
+
+Plain code, no pytest: ``session.py`` adapts it to hooks.  A trial goes through the steps of
+ARCHITECTURE §4 and always ends with a ``TrialRecord`` — every failure inside a trial becomes a
+verdict (``infra-error`` when nothing better applies), never an exception into pytest, except a
+``KeyboardInterrupt``, which is recorded and re-raised so the run stops.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Mapping
+
+from . import sandbox as sandboxes
+from .budget import TokenGate, TrialBudget
+from .build import tree_dir, verify
+from .checks import run_checks
+from .diagnostics import Diagnostic, DiagnosticError
+from .discovery import ScenarioEntry, Suite
+from .exitcodes import decide
+from .hosts import host_for
+from .hosts.base import HostInfo, ScriptedEndpoint
+from .process import allowlisted_environment, run
+from .records import TrialRecord, Verdict, cap_diff, strongest, tail
+from .report import BudgetRecord, HostIdentity, build_report, ensure_gitignore, new_run_id, scrub_paths, write_report
+from .scenario import SETUP_TIMEOUT_MS
+
+__all__ = ["Engine", "finish_report", "new_run_id", "prepare_run", "summary_lines"]
+
+Progress = Callable[[str], None]
+
+
+def prepare_run(suite: Suite, *, scripted: bool, probe: bool = True) -> tuple[list[Diagnostic], list[Diagnostic], dict[str, str] | None]:
+    """Checks that need the machine: build manifest, host probe, git, credentials.
+
+    Returns (validation problems → exit 2, run-level problems → exit 3, host info).  The probe runs
+    here, once, on the controller; workers receive its result.  ``probe=False`` (``--collect-only``,
+    e.g. an IDE test explorer) stops after the build check, so collecting never needs the CLI.
+    """
+    assert suite.eval is not None
+    host_name = suite.eval.host
+    problems = verify(suite.project_root, host_name)
+    if problems or not probe:
+        return problems, [], None
+    if shutil.which("git") is None:
+        return [], [Diagnostic("", "", "eval-git-missing", "git is not on PATH; it records each trial's baseline",
+                               "install git (e.g. apt-get install git)")], None
+    host = host_for(host_name)
+    try:
+        info = host.probe(os.environ)
+    except DiagnosticError as exc:
+        return [], exc.diagnostics, None
+    if info.dialect == "opencode-v2" and suite.eval.model is None:
+        return [Diagnostic("atlante.jsonc", "$.eval.model", "eval-config-invalid",
+                           f"OpenCode {info.version} (V2) has no default model in an isolated sandbox",
+                           "set eval.model to a provider/model your stored OpenCode credentials cover")], [], None
+    if not scripted:
+        missing = host.credential_diagnostics(info, os.environ, Path.home(), suite.eval.model)
+        if missing:
+            return [], missing, None
+    return [], [], {"name": info.name, "version": info.version, "dialect": info.dialect, "executable": info.executable}
+
+
+class TrialInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a trial: carries the trial's record (marked interrupted) so the report keeps it."""
+
+    def __init__(self, record: TrialRecord) -> None:
+        super().__init__("trial interrupted")
+        self.record = record
+
+
+class Engine:
+    """Runs trials for one process; built lazily on the first trial a process runs."""
+
+    def __init__(self, suite: Suite, run_id: str, host_info: Mapping[str, str], *, scripted: bool, keep: bool) -> None:
+        assert suite.eval is not None
+        self.suite = suite
+        self.eval = suite.eval
+        self.run_id = run_id
+        self.info = HostInfo(name=host_info["name"], version=host_info["version"],  # type: ignore[arg-type]
+                             dialect=host_info["dialect"], executable=host_info["executable"])
+        self.host = host_for(self.info.name)
+        self.scripted = scripted
+        self.keep = keep
+        self.overlay = tree_dir(suite.project_root, self.eval.host)
+
+    def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
+        base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
+        if not budget.allocated:
+            return base
+        started = time.monotonic()
+        try:
+            record = self._run_allocated(entry, trial, base, budget, progress)
+        except KeyboardInterrupt as exc:
+            record = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
+                                             "error": "interrupted (Ctrl-C) while the trial ran",
+                                             "durationMs": int((time.monotonic() - started) * 1000)})
+            raise TrialInterrupted(record) from exc
+        return record.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
+
+    def _run_allocated(self, entry: ScenarioEntry, trial: int, base: TrialRecord, budget: TrialBudget, progress: Progress) -> TrialRecord:
+        scenario = entry.scenario
+        progress("sandbox")
+        try:
+            sb = sandboxes.assemble(self.run_id, scenario.name, trial, entry.fixture, self.overlay)
+        except (sandboxes.OverlayCollision, sandboxes.SandboxError, OSError) as exc:
+            return base.model_copy(update={"verdict": "infra-error", "error": str(exc)})
+        roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
+        server = None
+        try:
+            if self.scripted:
+                from .scripted import ScriptedModelServer, claude_env, load_script, opencode_provider_config
+
+                assert entry.script is not None
+                server = ScriptedModelServer(load_script(entry.script), sandbox_root=sb.root)
+                server.start()
+                endpoint: ScriptedEndpoint | None = ScriptedEndpoint(server.anthropic_base_url, server.openai_base_url,
+                                                                     claude_env(server), opencode_provider_config(server))
+            else:
+                endpoint = None
+            record = self._in_sandbox(entry, sb, base, budget, progress, endpoint)
+            return record.model_copy(update={
+                "error": scrub_paths(record.error, roots) if record.error else None,
+                "diff": scrub_paths(record.diff, roots) if record.diff else record.diff,
+                "checks": [c.model_copy(update={"message": scrub_paths(c.message, roots),
+                                                "output": scrub_paths(c.output, roots) if c.output else c.output})
+                           for c in record.checks],
+            })
+        finally:
+            if server is not None:
+                server.stop()
+            if not self.keep:
+                sandboxes.remove(sb)
+
+    def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
+                    progress: Progress, endpoint: ScriptedEndpoint | None) -> TrialRecord:
+        scenario = entry.scenario
+        parent_env = dict(os.environ)
+        self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
+                          parent_env=parent_env, model=self.eval.model, scripted=endpoint)
+        if scenario.task.setup:
+            progress("setup")
+            # setup inherits the full environment (the reference says so) and runs before the baseline
+            result = run(scenario.task.setup, cwd=sb.root, env=parent_env, timeout_s=SETUP_TIMEOUT_MS / 1000)
+            if result.start_error or result.timed_out or result.returncode != 0:
+                why = result.start_error or ("timed out after 300 s" if result.timed_out else f"exited {result.returncode}")
+                output = tail(result.stdout + result.stderr)
+                return base.model_copy(update={"verdict": "infra-error",
+                                               "error": f"setup {' '.join(scenario.task.setup)} failed: {why}\n{output}".rstrip()})
+        unchanged = [c.path for c in scenario.checks if c.type == "file-unchanged"]
+        sandboxes.snapshot(sb, unchanged)
+
+        progress("host session")
+        monitor = self.host.new_monitor()
+        gate = TokenGate(budget.maxTokens)
+
+        def on_line(line: str) -> bool:
+            monitor.feed(line)
+            return gate.observe(monitor.cumulative_tokens)
+
+        allowlisted = allowlisted_environment(parent_env, home=sb.home)
+        host_env = self.host.environment(self.info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
+        argv = self.host.command(self.info, prompt=scenario.task.prompt, agent=scenario.task.agent, model=self.eval.model)
+        session = run(argv, cwd=sb.root, env=host_env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
+                      interrupt_signal=self.host.interrupt_signal)
+        outcome = monitor.outcome()
+        verdicts: list[Verdict] = []
+        error: str | None = None
+        if session.start_error:
+            verdicts.append("infra-error")
+            error = f"the host could not start: {session.start_error}"
+        elif session.timed_out:
+            verdicts.append("timeout")
+            error = f"host session exceeded timeoutMs={budget.timeoutMs}"
+        elif session.aborted:
+            verdicts.append("budget-exceeded")
+            error = f"cumulative usage {gate.tripped_at} exceeded maxTokens={budget.maxTokens}; session aborted"
+        elif outcome.is_error or session.returncode != 0:
+            verdicts.append("infra-error")
+            detail = outcome.error_message or tail(session.stderr, 500).strip() or "no error text"
+            error = f"host session failed (exit {session.returncode}): {detail}"
+
+        progress("checks")
+        diff = sandboxes.collect_diff(sb, self.host.owned_dir)
+        checks_env = allowlisted_environment(parent_env, home=sb.home)
+        checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env)
+        if any(c.error for c in checks):
+            verdicts.append("infra-error")
+        elif any(not c.passed for c in checks):
+            verdicts.append("fail")
+        diff_text, truncated = cap_diff(diff.text)
+        return base.model_copy(update={
+            "verdict": strongest(verdicts),
+            "hostDurationMs": int(session.duration_s * 1000),
+            "checks": checks,
+            "diff": diff_text,
+            "diffTruncated": truncated,
+            "changedPaths": diff.changed_paths,
+            "usage": outcome.usage,
+            "costUsd": outcome.cost_usd,
+            "modelIdentity": outcome.model_identity,
+            "budgetUnmonitored": outcome.budget_unmonitored,
+            "error": error,
+        })
+
+
+def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Mapping[str, str] | None,
+                  records: Mapping[str, TrialRecord], expected: list[str], run_errors: list[Diagnostic],
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool) -> tuple[int, Path]:
+    """Aggregate, decide the exit status, write ``report.json`` atomically."""
+    assert suite.eval is not None
+    finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
+    run_level = bool(run_errors) or interrupted
+    status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
+    budget = suite.eval.budget
+    host = None
+    if host_info:
+        host = HostIdentity(name=host_info["name"], version=host_info["version"], dialect=host_info["dialect"])  # type: ignore[arg-type]
+    report = build_report(
+        run_id=run_id, started_at=started_at, finished_at=datetime.now(timezone.utc), host=host,
+        model=suite.eval.model, scripted=scripted,
+        budget=BudgetRecord(trials=budget.trials, timeoutMs=budget.timeoutMs, maxSessions=budget.maxSessions, maxTokens=budget.maxTokens),
+        scenarios=[(e.scenario.name, e.display, e.source, budget.trials) for e in suite.scenarios],
+        trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
+        exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+    )
+    path = write_report(report, out_dir)
+    if default_out:
+        ensure_gitignore(suite.project_root / ".atlante")
+    return status, path
+
+
+def summary_lines(report_path: Path) -> list[str]:
+    from .report import EvalReport
+
+    report = EvalReport.model_validate_json(report_path.read_text(encoding="utf-8"))
+    lines = [f"{'scenario':<32} {'pass':>6} {'mean s':>8} {'p95 s':>8} {'tokens':>9} {'cost $':>9}"]
+    for scenario in report.scenarios:
+        tokens = sum(t.usage.total for t in scenario.trials if t.usage)
+        cost = sum(t.costUsd or 0.0 for t in scenario.trials)
+        lines.append(f"{scenario.name[:32]:<32} {scenario.passRate:>6.0%} {scenario.meanDurationMs / 1000:>8.1f} "
+                     f"{scenario.p95DurationMs / 1000:>8.1f} {tokens:>9} {cost:>9.4f}")
+    counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
+    lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
+    lines.append(f"report: {report_path}")
+    return lines

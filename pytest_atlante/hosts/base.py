@@ -1,0 +1,245 @@
+"""What every host adapter provides, and the version probe they share.
+
+A host adapter knows everything host-specific about running one trial session through a real CLI:
+its version range and dialect, where its stored credentials live, the fresh configuration that
+carries the containment policy, the command line, the environment, and how to read its event
+stream. The trial engine codes against :class:`Host` and never branches on the host's name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Protocol
+
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+
+if TYPE_CHECKING:
+    from pytest_atlante.records import Usage
+
+HostName = Literal["claude-code", "opencode"]
+
+HOST_MISSING = "eval-host-missing"
+HOST_VERSION_UNSUPPORTED = "eval-host-version-unsupported"
+HOST_PROBE_FAILED = "eval-host-probe-failed"
+HOST_UNAUTHENTICATED = "eval-host-unauthenticated"
+HOST_PREPARE_FAILED = "eval-host-prepare-failed"
+FIXTURE_HOST_CONFIG = "eval-fixture-host-config"
+
+# `--version` prints instantly; a CLI that hangs here is broken, not slow.
+PROBE_TIMEOUT_S = 30.0
+
+Version = tuple[int, int, int]
+_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)\.(\d+)\b")
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """The probed host: fixed once per run on the controller and handed to every worker."""
+
+    name: HostName
+    version: str
+    dialect: str  # "claude-code" | "opencode-v1" | "opencode-v2"
+    executable: str  # absolute path of the probed binary
+
+
+@dataclass(frozen=True)
+class ScriptedEndpoint:
+    """Where the scripted model listens, in the form each host needs (built by the trial engine)."""
+
+    anthropic_base_url: str
+    openai_base_url: str
+    claude_env: dict[str, str]
+    opencode_config: dict[str, object]
+
+
+@dataclass
+class SessionOutcome:
+    """What a host session's event stream said about itself."""
+
+    usage: Usage | None  # None when no usage event was seen
+    cost_usd: float | None
+    model_identity: str | None
+    is_error: bool
+    error_message: str | None
+    usage_events: int  # how many usage-bearing events were seen
+    budget_unmonitored: bool  # True when the host emitted no usage events
+
+
+class StreamMonitor(Protocol):
+    def feed(self, line: str) -> None:
+        """One stdout line: a JSON event or junk. Never raises."""
+
+    @property
+    def cumulative_tokens(self) -> int | None:
+        """Best running total so far; None before the first usage event."""
+
+    def outcome(self) -> SessionOutcome: ...
+
+
+class Host(Protocol):
+    name: HostName
+    owned_dir: str  # ".claude" / ".opencode": ignored by the diff allowlist
+    interrupt_signal: int
+
+    def probe(self, env: Mapping[str, str]) -> HostInfo: ...
+
+    def credential_diagnostics(
+        self, info: HostInfo, parent_env: Mapping[str, str], user_home: Path, model: str | None
+    ) -> list[Diagnostic]: ...
+
+    def fixture_diagnostics(self, info: HostInfo, fixture_rel_files: Iterable[str], file: str) -> list[Diagnostic]: ...
+
+    def prepare(
+        self,
+        info: HostInfo,
+        *,
+        sandbox_root: Path,
+        home: Path,
+        user_home: Path,
+        parent_env: Mapping[str, str],
+        model: str | None,
+        scripted: ScriptedEndpoint | None,
+    ) -> None: ...
+
+    def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]: ...
+
+    def environment(
+        self,
+        info: HostInfo,
+        *,
+        base_env: Mapping[str, str],
+        parent_env: Mapping[str, str],
+        home: Path,
+        scripted: ScriptedEndpoint | None,
+    ) -> dict[str, str]: ...
+
+    def new_monitor(self) -> StreamMonitor: ...
+
+    def finalize(
+        self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path
+    ) -> SessionOutcome: ...
+
+
+# --------------------------------------------------------------------------- version probe
+
+
+def parse_version(text: str) -> Version | None:
+    """``2.1.197 (Claude Code)`` → (2, 1, 197); ``1.18.33`` → (1, 18, 33); anything else → None.
+
+    Only the first non-empty line counts: a CLI may print an update notice after it.
+    """
+    for line in text.splitlines():
+        if line.strip():
+            match = _VERSION.match(line)
+            if match is None:
+                return None
+            return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    return None
+
+
+def format_version(version: Version) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def _probe_error(code: str, message: str, hint: str) -> DiagnosticError:
+    return DiagnosticError(diagnostics=[Diagnostic("", "", code, message, hint)])
+
+
+def probe_version(executable_name: str, env: Mapping[str, str], *, install_hint: str) -> tuple[str, Version]:
+    """Find ``executable_name`` on ``env``'s PATH and run ``--version`` once.
+
+    Returns the absolute executable path and the parsed version; raises ``eval-host-missing`` or
+    ``eval-host-probe-failed``. The range check belongs to the caller, which knows the dialects.
+    """
+    found = shutil.which(executable_name, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise _probe_error(
+            HOST_MISSING,
+            f"the {executable_name!r} executable is not on PATH",
+            install_hint,
+        )
+    executable = os.path.abspath(found)
+    try:
+        completed = subprocess.run(
+            [executable, "--version"],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise _probe_error(
+            HOST_PROBE_FAILED,
+            f"`{executable} --version` did not finish within {PROBE_TIMEOUT_S:.0f} s",
+            "run it by hand to see what it waits for",
+        ) from None
+    except OSError as exc:
+        raise _probe_error(
+            HOST_PROBE_FAILED,
+            f"`{executable} --version` could not be started: {exc.strerror or exc}",
+            "check that the file is an executable for this machine",
+        ) from None
+    version = parse_version(completed.stdout)
+    if completed.returncode != 0 or version is None:
+        said = (completed.stdout.strip() or completed.stderr.strip() or "<no output>").splitlines()[0][:200]
+        raise _probe_error(
+            HOST_PROBE_FAILED,
+            f"`{executable} --version` exited {completed.returncode} and printed {said!r}, not a version",
+            "run it by hand; reinstall the CLI if it does not print a version",
+        )
+    return executable, version
+
+
+def unsupported_version(executable: str, version: Version, supported: str, hint: str) -> DiagnosticError:
+    return _probe_error(
+        HOST_VERSION_UNSUPPORTED,
+        f"{executable} is version {format_version(version)}; supported: {supported}",
+        hint,
+    )
+
+
+# --------------------------------------------------------------------------- small shared helpers
+
+
+def fixture_config_diagnostics(
+    fixture_rel_files: Iterable[str], forbidden: Mapping[str, str], file: str, host_label: str
+) -> list[Diagnostic]:
+    """One diagnostic per fixture file at a path the host would load beside the generated config."""
+    out: list[Diagnostic] = []
+    for rel in sorted({Path(p).as_posix() for p in fixture_rel_files}):
+        reason = forbidden.get(rel)
+        if reason is not None:
+            out.append(
+                Diagnostic(
+                    file,
+                    "$.task.fixture",
+                    FIXTURE_HOST_CONFIG,
+                    f"the fixture provides {rel}: {reason}",
+                    f"remove {rel} from the fixture; {host_label} trials get a fresh generated configuration",
+                )
+            )
+    return out
+
+
+def copy_private_file(source: Path, target: Path) -> bool:
+    """Copy a credentials file readable by its owner only; False when there is none to copy."""
+    if not source.is_file():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = source.read_bytes()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return True
+
+
+def prepare_failed(message: str, hint: str) -> DiagnosticError:
+    return DiagnosticError(diagnostics=[Diagnostic("", "", HOST_PREPARE_FAILED, message, hint)])

@@ -1,0 +1,260 @@
+"""Claude Code (``claude``): version, credentials, fresh settings, command line, environment.
+
+Facts this adapter relies on (``shared/hosts/FACTS.md`` §1–§6):
+- ``claude --version`` prints ``2.1.197 (Claude Code)``;
+- project ``permissions.allow`` rules are ignored unless ``<HOME>/.claude.json`` trusts the exact
+  realpath of the cwd; ``deny`` rules apply regardless;
+- the stored login is ``~/.claude/.credentials.json`` (or ``$CLAUDE_CONFIG_DIR/.credentials.json``);
+- without the non-essential-traffic switches it phones home (telemetry DNS lookups);
+- SIGINT makes it abort gracefully, kill its tool tree and still print a ``result`` event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.hosts.base import (
+    HOST_UNAUTHENTICATED,
+    HostInfo,
+    HostName,
+    ScriptedEndpoint,
+    SessionOutcome,
+    StreamMonitor,
+    copy_private_file,
+    fixture_config_diagnostics,
+    probe_version,
+    unsupported_version,
+)
+from pytest_atlante.hosts.policy import claude_settings
+from pytest_atlante.hosts.streams import ClaudeStreamMonitor
+
+SUPPORTED = ">=2.0.0 <3.0.0"
+
+#: Variables that carry Claude Code credentials or select a cloud-provider mode. They reach the
+#: host session (never the checks).
+CREDENTIAL_ENV: tuple[str, ...] = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    # Amazon Bedrock
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_SKIP_BEDROCK_AUTH",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    # Google Vertex AI
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_SKIP_VERTEX_AUTH",
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "CLOUD_ML_REGION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+    "GCLOUD_PROJECT",
+    # Microsoft Foundry
+    "CLAUDE_CODE_USE_FOUNDRY",
+    "ANTHROPIC_FOUNDRY_API_KEY",
+    "ANTHROPIC_FOUNDRY_RESOURCE",
+    "AZURE_CLIENT_ID",
+    "AZURE_CLIENT_SECRET",
+    "AZURE_TENANT_ID",
+)
+
+#: Keep the session off the network except for model traffic (FACTS §3 "Network check").
+QUIET_ENV: dict[str, str] = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
+
+# Fixture files Claude Code would load or merge beside the generated settings (eval reference,
+# "Path containment").
+_FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
+    ".mcp.json": "Claude Code would start its MCP servers in the trial",
+    ".claude/settings.json": "Claude Code would merge it with the generated containment settings",
+    ".claude/settings.local.json": "Claude Code would merge it with the generated containment settings",
+}
+
+_LOGIN_HINT = (
+    "log in with `claude auth login`, or create a long-lived token with `claude setup-token` and "
+    "export CLAUDE_CODE_OAUTH_TOKEN, or export ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, or select a "
+    "cloud provider (CLAUDE_CODE_USE_BEDROCK=1 / CLAUDE_CODE_USE_VERTEX=1 / CLAUDE_CODE_USE_FOUNDRY=1 "
+    "with that provider's credentials)"
+)
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _credentials_file(parent_env: Mapping[str, str], user_home: Path) -> Path:
+    config_dir = parent_env.get("CLAUDE_CONFIG_DIR")
+    base = Path(config_dir) if config_dir else user_home / ".claude"
+    return base / ".credentials.json"
+
+
+def _usable_credentials_file(path: Path) -> bool:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(document, dict) and bool(document)
+
+
+def _cloud_mode_ready(env: Mapping[str, str], user_home: Path) -> bool:
+    def has(*names: str) -> bool:
+        return any(env.get(name) for name in names)
+
+    if _truthy(env.get("CLAUDE_CODE_USE_BEDROCK")):
+        return (
+            has("AWS_BEARER_TOKEN_BEDROCK", "AWS_PROFILE")
+            or (has("AWS_ACCESS_KEY_ID") and has("AWS_SECRET_ACCESS_KEY"))
+            or (user_home / ".aws" / "credentials").is_file()
+            or _truthy(env.get("CLAUDE_CODE_SKIP_BEDROCK_AUTH"))
+        )
+    if _truthy(env.get("CLAUDE_CODE_USE_VERTEX")):
+        return (
+            has("GOOGLE_APPLICATION_CREDENTIALS", "ANTHROPIC_VERTEX_PROJECT_ID")
+            or _gcloud_adc(user_home).is_file()
+            or _truthy(env.get("CLAUDE_CODE_SKIP_VERTEX_AUTH"))
+        )
+    if _truthy(env.get("CLAUDE_CODE_USE_FOUNDRY")):
+        return has("ANTHROPIC_FOUNDRY_API_KEY", "ANTHROPIC_FOUNDRY_RESOURCE", "AZURE_CLIENT_ID")
+    return False
+
+
+def _gcloud_adc(user_home: Path) -> Path:
+    return user_home / ".config" / "gcloud" / "application_default_credentials.json"
+
+
+class ClaudeCodeHost:
+    name: HostName = "claude-code"
+    owned_dir = ".claude"
+    interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (FACTS §6)
+
+    def probe(self, env: Mapping[str, str]) -> HostInfo:
+        executable, version = probe_version(
+            "claude", env, install_hint="install Claude Code (`npm install -g @anthropic-ai/claude-code`) and put `claude` on PATH"
+        )
+        if version[0] != 2:
+            raise unsupported_version(executable, version, SUPPORTED, "install a Claude Code 2.x release")
+        return HostInfo(self.name, ".".join(map(str, version)), "claude-code", executable)
+
+    def credential_diagnostics(
+        self, info: HostInfo, parent_env: Mapping[str, str], user_home: Path, model: str | None
+    ) -> list[Diagnostic]:
+        if any(parent_env.get(name) for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")):
+            return []
+        if _cloud_mode_ready(parent_env, user_home):
+            return []
+        credentials = _credentials_file(parent_env, user_home)
+        if _usable_credentials_file(credentials):
+            return []
+        return [
+            Diagnostic(
+                "",
+                "",
+                HOST_UNAUTHENTICATED,
+                f"Claude Code {info.version} has no usable credentials: no ANTHROPIC_API_KEY, "
+                f"ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN, no cloud-provider mode, and no login "
+                f"session at {credentials}",
+                _LOGIN_HINT,
+            )
+        ]
+
+    def fixture_diagnostics(self, info: HostInfo, fixture_rel_files: Iterable[str], file: str) -> list[Diagnostic]:
+        return fixture_config_diagnostics(fixture_rel_files, _FORBIDDEN_FIXTURE_FILES, file, "Claude Code")
+
+    def prepare(
+        self,
+        info: HostInfo,
+        *,
+        sandbox_root: Path,
+        home: Path,
+        user_home: Path,
+        parent_env: Mapping[str, str],
+        model: str | None,
+        scripted: ScriptedEndpoint | None,
+    ) -> None:
+        """Write the fresh settings, the trust entry and (real runs) the copied login."""
+        settings = sandbox_root / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps(claude_settings(), indent=2) + "\n", encoding="utf-8")
+        # Trust must name the exact realpath of the cwd (FACTS §4); nothing else goes in.
+        trusted = os.path.realpath(sandbox_root)
+        home.mkdir(parents=True, exist_ok=True)
+        (home / ".claude.json").write_text(
+            json.dumps({"projects": {trusted: {"hasTrustDialogAccepted": True}}}, indent=2) + "\n", encoding="utf-8"
+        )
+        if scripted is None:
+            copy_private_file(_credentials_file(parent_env, user_home), home / ".claude" / ".credentials.json")
+
+    def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]:
+        argv = [info.executable, "-p", prompt, "--output-format", "stream-json", "--verbose", "--setting-sources", "project"]
+        if agent:
+            argv += ["--agent", agent]
+        if model:
+            argv += ["--model", model]
+        return argv
+
+    def environment(
+        self,
+        info: HostInfo,
+        *,
+        base_env: Mapping[str, str],
+        parent_env: Mapping[str, str],
+        home: Path,
+        scripted: ScriptedEndpoint | None,
+    ) -> dict[str, str]:
+        env = dict(base_env)
+        env["HOME"] = str(home)
+        env.pop("CLAUDE_CONFIG_DIR", None)  # the private HOME holds the copied login and trust entry
+        if scripted is not None:
+            env.update(QUIET_ENV)
+            env.update(scripted.claude_env)
+            return env
+        env.update({name: parent_env[name] for name in CREDENTIAL_ENV if parent_env.get(name)})
+        env.update(_cloud_file_pointers(parent_env, env))
+        env.update(QUIET_ENV)
+        return env
+
+    def new_monitor(self) -> StreamMonitor:
+        return ClaudeStreamMonitor()
+
+    def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path) -> SessionOutcome:
+        """Everything Claude Code reports is in its stream."""
+        return monitor.outcome()
+
+
+def _cloud_file_pointers(parent_env: Mapping[str, str], env: Mapping[str, str]) -> dict[str, str]:
+    """Point cloud SDKs at the user's own credential files: the private HOME does not have them.
+
+    The files are read in place, not copied, so nothing of the user's cloud config lands in the
+    trial's home.
+    """
+    user_home = parent_env.get("HOME")
+    if not user_home:
+        return {}
+    out: dict[str, str] = {}
+    if _truthy(parent_env.get("CLAUDE_CODE_USE_BEDROCK")):
+        for name, rel in (("AWS_CONFIG_FILE", ".aws/config"), ("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials")):
+            path = Path(user_home) / rel
+            if name not in env and path.is_file():
+                out[name] = str(path)
+    if _truthy(parent_env.get("CLAUDE_CODE_USE_VERTEX")) and "GOOGLE_APPLICATION_CREDENTIALS" not in env:
+        adc = _gcloud_adc(Path(user_home))
+        if adc.is_file():
+            out["GOOGLE_APPLICATION_CREDENTIALS"] = str(adc)
+    return out

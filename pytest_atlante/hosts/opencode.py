@@ -1,0 +1,325 @@
+"""OpenCode (``opencode``): V1 and V2 dialects, credentials, fresh config, command, environment.
+
+Facts this adapter relies on (``shared/hosts/FACTS.md`` §7–§10 and the eval reference):
+- ``opencode --version`` prints ``1.18.33``; V1 is ``>=1.18.29 <2.0.0``, V2 ``>=2.0.0 <3.0.0``;
+- project configuration is merged from several layers, so a trial writes one fresh file at the
+  selected project path (:data:`PROJECT_CONFIG`) and the fixture may not provide any other;
+- credentials: ``auth.json`` (V1), plus the credential tables of ``opencode.db`` (V2);
+- every run npm-installs ``@opencode-ai/plugin`` into each config directory, the sandbox's
+  ``.opencode/`` included, when the registry is reachable — pointing npm's registry at a closed
+  loopback port stops it (measured: no ``node_modules`` appears, the run is unaffected);
+- the model identity and subagent sessions are not in the stream: ``opencode export`` has them.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.hosts.base import (
+    HOST_UNAUTHENTICATED,
+    HostInfo,
+    HostName,
+    ScriptedEndpoint,
+    SessionOutcome,
+    StreamMonitor,
+    copy_private_file,
+    fixture_config_diagnostics,
+    prepare_failed,
+    probe_version,
+    unsupported_version,
+)
+from pytest_atlante.hosts.opencode_store import (
+    copy_credential_database,
+    data_dir,
+    has_auth_for,
+    read_auth,
+    stored_credential_rows,
+)
+from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
+from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
+from pytest_atlante.records import Usage
+
+SUPPORTED = ">=1.18.29 <2.0.0 (V1) or >=2.0.0 <3.0.0 (V2)"
+V1_MINIMUM = (1, 18, 29)
+
+#: The selected project config path: the one file a trial's configuration lives in.
+PROJECT_CONFIG = ".opencode/opencode.jsonc"
+CONFIG_SCHEMA_URL = "https://opencode.ai/config.json"
+
+#: Every port-1..1023 service is off on a test machine; 9 is "discard", never an npm registry.
+CLOSED_REGISTRY = "http://127.0.0.1:9/"
+
+QUIET_ENV: dict[str, str] = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    # Without it OpenCode also loads `.claude/skills` from the project (FACTS §8).
+    "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+    # Its background `npm install @opencode-ai/plugin` reads npm's config from the environment;
+    # a closed loopback registry makes it fail at once instead of filling `.opencode/node_modules`.
+    "npm_config_registry": CLOSED_REGISTRY,
+}
+
+# Variables that would add configuration layers or permissions behind the generated config's back.
+_CONFIG_ENV = ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION")
+
+# Every project-level path OpenCode merges as a config layer (FACTS §8 "Config files read").
+_PROJECT_CONFIG_PATHS = ("opencode.json", "opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc")
+_FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
+    rel: f"OpenCode would merge it as an additional layer over the generated {PROJECT_CONFIG}"
+    for rel in _PROJECT_CONFIG_PATHS
+    if rel != PROJECT_CONFIG
+}
+
+EXPORT_TIMEOUT_S = 60.0
+
+_LOGIN_HINT = (
+    "log in with `opencode auth login` (it stores the key in ~/.local/share/opencode/auth.json); "
+    "shell API-key variables alone are not used by eval"
+)
+
+
+def dialect_for(version: tuple[int, int, int]) -> OpenCodeDialect | None:
+    if version[0] == 1 and version >= V1_MINIMUM:
+        return "opencode-v1"
+    if version[0] == 2:
+        return "opencode-v2"
+    return None
+
+
+def _dialect(info: HostInfo) -> OpenCodeDialect:
+    return "opencode-v2" if info.dialect == "opencode-v2" else "opencode-v1"
+
+
+def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: ScriptedEndpoint | None) -> dict[str, Any]:
+    """The trial's fresh configuration: containment policy, model, and nothing from the project.
+
+    No providers (except the scripted one), MCP servers, plugins, instructions or agents: the
+    native agent files under ``.opencode/agents`` are loaded by OpenCode on its own.
+
+    V1: ``continue_loop_on_deny`` keeps the agent loop running after a denied call, as a deny rule
+    does anyway (FACTS §8) — belt and braces for the rules that could reject.
+    V2: designed from the reference (``permissions``/``shell``/``subagent``) and from 1.18.33's
+    V2-compatibility layer, which names ``providers`` (not ``provider``) as a V2 key and knows no
+    ``continue_loop_on_deny`` there, so neither is carried over unchanged.
+    """
+    config: dict[str, Any] = {"$schema": CONFIG_SCHEMA_URL, "autoupdate": False, "share": "disabled"}
+    if scripted is not None:
+        config.update(scripted.opencode_config)
+    elif model:
+        config["model"] = model
+    config.update(opencode_permission(dialect))
+    if dialect == "opencode-v1":
+        config["experimental"] = {"continue_loop_on_deny": True}
+    elif "provider" in config:
+        config["providers"] = config.pop("provider")
+    return config
+
+
+class OpenCodeHost:
+    name: HostName = "opencode"
+    owned_dir = ".opencode"
+    interrupt_signal = int(signal.SIGINT)  # FACTS §10: it dies at once either way; the reaper cleans up
+
+    def probe(self, env: Mapping[str, str]) -> HostInfo:
+        executable, version = probe_version(
+            "opencode", env, install_hint="install OpenCode (`npm install -g opencode-ai`) and put `opencode` on PATH"
+        )
+        dialect = dialect_for(version)
+        if dialect is None:
+            raise unsupported_version(executable, version, SUPPORTED, "install a supported OpenCode release")
+        return HostInfo(self.name, ".".join(map(str, version)), dialect, executable)
+
+    def credential_diagnostics(
+        self, info: HostInfo, parent_env: Mapping[str, str], user_home: Path, model: str | None
+    ) -> list[Diagnostic]:
+        store = data_dir(user_home, parent_env)
+        auth = read_auth(store / "auth.json") or {}
+        if has_auth_for(auth, model):
+            return []
+        if _dialect(info) == "opencode-v2" and stored_credential_rows(store / "opencode.db") > 0:
+            return []
+        wanted = f"for provider {model.split('/', 1)[0]!r} " if model else ""
+        return [
+            Diagnostic(
+                "",
+                "",
+                HOST_UNAUTHENTICATED,
+                f"OpenCode {info.version} has no stored credentials {wanted}in {store / 'auth.json'}"
+                + (" or in the credential tables of opencode.db" if _dialect(info) == "opencode-v2" else ""),
+                _LOGIN_HINT,
+            )
+        ]
+
+    def fixture_diagnostics(self, info: HostInfo, fixture_rel_files: Iterable[str], file: str) -> list[Diagnostic]:
+        return fixture_config_diagnostics(fixture_rel_files, _FORBIDDEN_FIXTURE_FILES, file, "OpenCode")
+
+    def prepare(
+        self,
+        info: HostInfo,
+        *,
+        sandbox_root: Path,
+        home: Path,
+        user_home: Path,
+        parent_env: Mapping[str, str],
+        model: str | None,
+        scripted: ScriptedEndpoint | None,
+    ) -> None:
+        """Write the fresh config (overwriting a fixture file there) and copy the stored login."""
+        config_path = sandbox_root / PROJECT_CONFIG
+        config_path.parent.mkdir(parents=True, exist_ok=True)
+        config = render_config(_dialect(info), model=model, scripted=scripted)
+        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        home.mkdir(parents=True, exist_ok=True)
+        if scripted is not None:
+            return  # the scripted provider needs no login; the user's never reaches the trial
+        source = data_dir(user_home, parent_env)
+        target = data_dir(home)  # the trial's environment carries no XDG_DATA_HOME
+        copy_private_file(source / "auth.json", target / "auth.json")
+        if _dialect(info) == "opencode-v2" and (source / "opencode.db").is_file():
+            try:
+                copy_credential_database(source / "opencode.db", target / "opencode.db")
+            except (sqlite3.Error, OSError) as exc:
+                raise prepare_failed(
+                    f"could not copy OpenCode's stored credentials from {source / 'opencode.db'}: {exc}",
+                    "close other OpenCode processes and check that the database is readable",
+                ) from None
+
+    def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]:
+        argv = [info.executable, "run"]
+        if _dialect(info) == "opencode-v2":
+            argv.append("--standalone")  # V2: no shared server; runs from the sandbox cwd
+        argv += ["--format", "json"]
+        if agent:
+            argv += ["--agent", agent]
+        if model:
+            argv += ["--model", model]
+        argv.append(prompt)
+        return argv
+
+    def environment(
+        self,
+        info: HostInfo,
+        *,
+        base_env: Mapping[str, str],
+        parent_env: Mapping[str, str],
+        home: Path,
+        scripted: ScriptedEndpoint | None,
+    ) -> dict[str, str]:
+        env = {name: value for name, value in base_env.items() if name not in _CONFIG_ENV}
+        env["HOME"] = str(home)
+        env.update(QUIET_ENV)
+        return env
+
+    def new_monitor(self) -> StreamMonitor:
+        return OpenCodeStreamMonitor()
+
+    def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path) -> SessionOutcome:
+        """The stream's outcome plus what only ``opencode export`` knows: the model identity, and
+        the cost and tokens of subagent sessions (which are not streamed)."""
+        outcome = monitor.outcome()
+        if not isinstance(monitor, OpenCodeStreamMonitor) or monitor.session_id is None:
+            return outcome
+        main = export_session(info, env, cwd, monitor.session_id)
+        if main is not None:
+            outcome.model_identity = main.model
+        children = [export_session(info, env, cwd, child) for child in monitor.subagent_session_ids]
+        found = [child for child in children if child is not None]
+        if found:
+            outcome.cost_usd = (outcome.cost_usd or 0.0) + sum(child.cost for child in found)
+            parts = [outcome.usage] if outcome.usage is not None else []
+            parts += [child.usage for child in found if child.usage is not None]
+            outcome.usage = sum_usage(parts) if parts else None
+        return outcome
+
+
+@dataclass(frozen=True)
+class ExportedSession:
+    model: str | None  # "providerID/modelID"
+    cost: float
+    usage: Usage | None
+
+
+def export_session(info: HostInfo, env: Mapping[str, str], cwd: Path, session_id: str) -> ExportedSession | None:
+    """Run ``opencode export <session_id>`` with the trial's env and cwd; None when it fails."""
+    try:
+        completed = subprocess.run(
+            [info.executable, "export", session_id],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=EXPORT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if completed.returncode != 0:
+        return None
+    return parse_export(completed.stdout)
+
+
+def parse_export(text: str) -> ExportedSession | None:
+    """Model, cost and tokens from ``opencode export`` output (FACTS §8)."""
+    start = text.find("{")
+    try:
+        document = json.loads(text[start:]) if start >= 0 else None
+    except ValueError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    raw_info = document.get("info")
+    info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
+    tokens = info.get("tokens")
+    model = _model_ref(info.get("model"), "id") or _last_assistant_model(document.get("messages"))
+    cost = info.get("cost")
+    return ExportedSession(
+        model=model,
+        cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0,
+        usage=opencode_usage(tokens) if isinstance(tokens, dict) else None,
+    )
+
+
+def export_model_identity(
+    info: HostInfo, env: Mapping[str, str], cwd: Path, session_id: str, subagent_session_ids: Sequence[str] = ()
+) -> tuple[str | None, float]:
+    """(model identity of ``session_id``, total cost of its subagent sessions) via ``opencode export``.
+
+    Call it after the session ended, with the trial's environment and the sandbox as cwd, passing
+    the monitor's ``session_id`` and ``subagent_session_ids``. :meth:`OpenCodeHost.finalize` does
+    exactly this (and also adds the subagents' tokens).
+    """
+    main = export_session(info, env, cwd, session_id)
+    children = [export_session(info, env, cwd, child) for child in subagent_session_ids]
+    return (main.model if main else None), sum(child.cost for child in children if child is not None)
+
+
+def _model_ref(value: object, id_key: str) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    provider, model = value.get("providerID"), value.get(id_key)
+    if isinstance(provider, str) and isinstance(model, str) and provider and model:
+        return f"{provider}/{model}"
+    return None
+
+
+def _last_assistant_model(messages: object) -> str | None:
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        info = message.get("info") if isinstance(message, dict) else None
+        if isinstance(info, dict) and info.get("role") == "assistant":
+            ref = _model_ref(info, "modelID")
+            if ref:
+                return ref
+    return None

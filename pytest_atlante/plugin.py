@@ -1,0 +1,72 @@
+"""pytest hooks for pytest-atlante.
+
+Thin by design (as in pytest-xdist and pytest-cov): options, and at configure time the per-role
+objects that carry the behaviour — ``EvalSession`` for ``--atlante-eval`` runs and the Atlas
+query-regression plugin when ``atlante.jsonc`` names a query corpus.  Without ``--atlante-eval`` and
+without an ``atlas`` section nothing is registered and pytest behaves exactly as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .items import SESSION_KEY
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("atlante", "pytest-atlante: evaluate agent harnesses")
+    group.addoption("--atlante-eval", action="store_true", default=False,
+                    help="collect and run the eval scenarios configured in atlante.jsonc (one item per trial)")
+    group.addoption("--atlante-scenario", action="append", metavar="NAME", default=[],
+                    help="run only the named scenario (repeatable); filters after discovery, never opts a pack in")
+    group.addoption("--atlante-out", metavar="DIR", default=None,
+                    help="write report.json (and diagnostics.json) into DIR, as given (relative to the "
+                         "working directory); default: <project>/.atlante/eval/<run-id>/")
+    group.addoption("--atlante-keep", action="store_true", default=False,
+                    help="keep trial sandboxes under $TMPDIR/atlante-eval-<run-id>/ for inspection")
+    group.addoption("--atlante-project", metavar="DIR", default=None,
+                    help="project root holding atlante.jsonc (default: pytest's rootdir)")
+    group.addoption("--atlante-scripted", action="store_true", default=False,
+                    help="run trials through the real CLIs against the offline scripted model "
+                         "(each scenario's scripted/<name>.json) instead of a real provider")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "atlante: an atlante eval trial (added automatically)")
+    config.addinivalue_line("markers", "atlante_pack: an eval trial from an included pack suite")
+    from .session import EvalSession, Options
+
+    options = Options.from_config(config)
+    if config.getoption("atlante_eval"):
+        session = EvalSession(config, options)
+        config.stash[SESSION_KEY] = session
+        config.pluginmanager.register(session, "atlante-eval")
+    _register_atlas(config, options.project_root)
+
+
+def _register_atlas(config: pytest.Config, project_root: Path) -> None:
+    from .config import load_project_config
+
+    if not (project_root / "atlante.jsonc").is_file():
+        return
+    project, _, problems = load_project_config(project_root)
+    if project is None or project.atlas is None or problems:
+        return
+    from .atlas.items import AtlasQueryPlugin
+
+    config.pluginmanager.register(
+        AtlasQueryPlugin(project_root, project_root / project.atlas.queryCorpus, project_root / project.atlas.queryResults),
+        "atlante-atlas",
+    )
+
+
+@pytest.fixture
+def atlante_budget(request: pytest.FixtureRequest) -> Any:
+    """The budget of the current eval trial (timeoutMs, maxTokens, maxSessions, trials, allocated)."""
+    session = request.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        pytest.skip("atlante_budget is only available in --atlante-eval runs")
+    return session.budget_for(request.node)

@@ -1,0 +1,89 @@
+"""Per-trial records: what one trial produced, as it travels from a worker to the report.
+
+These models are the contract between the trial engine (which fills them), the xdist transport
+(which serialises them on the ``TestReport``) and the report writer (which aggregates them).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Verdict = Literal["pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
+
+# Precedence when several outcomes apply to one trial (ARCHITECTURE §4.6), strongest first.
+VERDICT_PRECEDENCE: tuple[Verdict, ...] = (
+    "skipped-budget",
+    "infra-error",
+    "timeout",
+    "budget-exceeded",
+    "fail",
+    "pass",
+)
+
+DIFF_CAP_CHARS = 20_000
+OUTPUT_TAIL_CHARS = 2_000
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(Record):
+    inputTokens: int = 0
+    outputTokens: int = 0
+    cacheReadTokens: int = 0
+    cacheWriteTokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.inputTokens + self.outputTokens + self.cacheReadTokens + self.cacheWriteTokens
+
+
+class CheckResult(Record):
+    index: int
+    type: str
+    passed: bool
+    error: bool = False
+    timedOut: bool = False
+    message: str
+    exitCode: int | None = None
+    output: str | None = Field(default=None, description="last 2,000 characters of combined output")
+
+
+class TrialRecord(Record):
+    scenario: str
+    trial: int
+    nodeId: str
+    verdict: Verdict
+    durationMs: int = 0
+    hostDurationMs: int = 0
+    checks: list[CheckResult] = Field(default_factory=list)
+    diff: str | None = None
+    diffTruncated: bool = False
+    changedPaths: list[str] = Field(default_factory=list)
+    usage: Usage | None = None
+    costUsd: float | None = None
+    modelIdentity: str | None = None
+    budgetUnmonitored: bool = False
+    error: str | None = None
+    interrupted: bool = False
+
+
+def strongest(verdicts: list[Verdict]) -> Verdict:
+    """The verdict that wins when several apply (``pass`` when none do)."""
+    for verdict in VERDICT_PRECEDENCE:
+        if verdict in verdicts:
+            return verdict
+    return "pass"
+
+
+def tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
+    return text[-limit:] if len(text) > limit else text
+
+
+def cap_diff(text: str) -> tuple[str, bool]:
+    if len(text) <= DIFF_CAP_CHARS:
+        return text, False
+    return text[:DIFF_CAP_CHARS], True

@@ -1,0 +1,516 @@
+"""One trial's disposable directory: assemble, baseline snapshot, diff, cleanup.
+
+Layout of a trial directory (``<tmp>/atlante-eval-<run_id>/<scenario>-<trial>/``)::
+
+    sandbox/       the agent's working directory (the fixture plus the native outputs)
+    home/          a private HOME for the host (credentials, trust entry, host config)
+    baseline.git/  a bare git repository holding the baseline snapshot
+
+Why the baseline is built the way it is: the agent has a shell and may run ``git init``,
+``git reset --hard``, delete or forge a ``.git``, or write a ``.gitignore``/``.gitattributes`` that
+would make ``git add -A`` skip or rewrite files.  None of that may hide a change.  So git never
+looks at the sandbox at all: this module walks the sandbox itself (no ignore rules, no attribute
+filters, no nested-repository detection), writes every entry as a git blob object straight into the
+bare repository outside the sandbox, and builds the tree with ``update-index --index-info`` and
+``write-tree``.  The diff is then a plain tree-to-tree ``git diff`` in that bare repository, where
+no attribute or config from the sandbox applies.
+
+What counts as a change (sorted relative POSIX paths in ``Diff.changed_paths``):
+
+- added, modified and deleted files, executable-bit changes, symlinks (their target is the content);
+- entries git cannot store as files are stored as a one-line placeholder blob, so they still show
+  up: FIFOs, sockets and devices (``<atlante: fifo>``), unreadable files and unlistable directories;
+- a ``.git`` entry (any letter case, file or directory, at any depth) created, removed, or changed
+  between file and directory is reported as the path of that ``.git`` entry.  Its contents are git
+  metadata, not project files, so changes *inside* a ``.git`` that already existed at the baseline
+  (a setup that ran ``git init``) are not reported;
+- empty directories are not tracked (as in git); a check that needs one can use ``file-exists``.
+
+The host-owned directory (``.claude`` or ``.opencode`` at the sandbox root) is excluded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .fsutil import sha256_file
+
+BASELINE_REF = "refs/heads/main"
+# Deterministic identity and date: the baseline commit id depends only on the sandbox content.
+_COMMIT_ENV = {
+    "GIT_AUTHOR_NAME": "atlante",
+    "GIT_AUTHOR_EMAIL": "atlante@localhost",
+    "GIT_AUTHOR_DATE": "@946684800 +0000",
+    "GIT_COMMITTER_NAME": "atlante",
+    "GIT_COMMITTER_EMAIL": "atlante@localhost",
+    "GIT_COMMITTER_DATE": "@946684800 +0000",
+}
+# Files up to this size are read once and kept in memory while their blob is written; larger ones
+# are streamed twice (hash first, then compress only if the object is new).
+_IN_MEMORY_LIMIT = 1 << 20
+_CHUNK = 1 << 16
+# `git diff` output beyond this is cut: the report keeps 20,000 characters anyway, and a trial that
+# writes a huge file must not make the runner hold all of it in memory.
+DIFF_READ_LIMIT = 2_000_000
+_GIT_TIMEOUT_S = 300.0
+_MODE_FILE = "100644"
+_MODE_EXEC = "100755"
+_MODE_LINK = "120000"
+
+
+class SandboxError(Exception):
+    """The sandbox could not be assembled, snapshotted or diffed: the trial is an infra-error."""
+
+
+class OverlayCollision(Exception):
+    """Fixture files sit at the same relative path as verified native outputs."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        listed = ", ".join(paths)
+        super().__init__(
+            f"fixture file(s) collide with native outputs of the build: {listed}; "
+            "rename or remove these files in the fixture"
+        )
+
+
+@dataclass
+class Sandbox:
+    trial_dir: Path
+    root: Path
+    home: Path
+    git_dir: Path
+    digests: dict[str, str | None] = field(default_factory=dict)
+    # `.git` entries present at the baseline (relative path -> "dir" | "file" | "symlink").
+    git_markers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Diff:
+    changed_paths: list[str]
+    text: str
+
+
+def run_dir(run_id: str) -> Path:
+    """The run's directory in the OS temp dir, as a realpath (macOS ``/tmp`` is a symlink)."""
+    _require_plain_name(run_id, "run id")
+    return Path(os.path.realpath(tempfile.gettempdir())) / f"atlante-eval-{run_id}"
+
+
+def assemble(
+    run_id: str, scenario: str, trial: int, fixture: Path, overlay: Path | None
+) -> Sandbox:
+    """Create the trial directory: the fixture copied, the build tree overlaid, an empty home.
+
+    Collisions are found before anything is created, and a failed copy removes the half-made trial
+    directory, so an exception never leaves a directory the caller has no ``Sandbox`` for.
+    """
+    _require_plain_name(scenario, "scenario name")
+    if overlay is not None:
+        collisions = _overlay_collisions(fixture, overlay)
+        if collisions:
+            raise OverlayCollision(collisions)
+    parent = run_dir(run_id)
+    parent.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(parent)
+    # /tmp is shared: never work inside a run directory someone else planted for us.
+    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid():
+        raise SandboxError(f"{parent} is not a directory owned by this user")
+    trial_dir = parent / f"{scenario}-{trial}"
+    try:
+        trial_dir.mkdir(mode=0o700)
+    except FileExistsError as exc:
+        raise SandboxError(f"trial directory {trial_dir} already exists") from exc
+    sandbox_dir = trial_dir / "sandbox"
+    try:
+        # symlinks=True copies a link as a link; validation rejects symlinked fixtures anyway.
+        shutil.copytree(fixture, sandbox_dir, symlinks=True)
+        if overlay is not None:
+            shutil.copytree(overlay, sandbox_dir, symlinks=True, dirs_exist_ok=True)
+        (trial_dir / "home").mkdir(mode=0o700)
+    except (OSError, shutil.Error) as exc:
+        remove_tree(trial_dir)
+        raise SandboxError(f"cannot assemble the sandbox from {fixture}: {exc}") from exc
+    return Sandbox(
+        trial_dir=trial_dir,
+        root=Path(os.path.realpath(sandbox_dir)),
+        home=trial_dir / "home",
+        git_dir=trial_dir / "baseline.git",
+    )
+
+
+def snapshot(sb: Sandbox, unchanged_paths: Iterable[str]) -> None:
+    """Record the baseline (after setup ran): a commit in the bare repo, and file digests."""
+    _git(sb, "init", "--quiet", "--bare", str(sb.git_dir), use_git_dir=False)
+    tree, sb.git_markers = _write_tree_or_fail(sb, ignore_dir=None)
+    commit = _git(sb, "commit-tree", "--no-gpg-sign", "-m", "atlante baseline", tree).strip()
+    _git(sb, "update-ref", BASELINE_REF, commit)
+    sb.digests = {path: path_digest(sb.root, path) for path in unchanged_paths}
+
+
+def collect_diff(sb: Sandbox, ignore_dir: str) -> Diff:
+    """Every change since the baseline, except inside the host-owned ``ignore_dir``."""
+    tree, markers = _write_tree_or_fail(sb, ignore_dir=ignore_dir)
+    excluded = f":(exclude,literal,top){ignore_dir}"
+    names = _git(
+        sb, "diff", "--name-only", "-z", "--no-renames", BASELINE_REF, tree, "--", excluded
+    )
+    changed = {name for name in names.split("\0") if name}
+    text = _git(
+        sb,
+        "-c",
+        "core.quotePath=false",
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        BASELINE_REF,
+        tree,
+        "--",
+        excluded,
+        limit=DIFF_READ_LIMIT,
+    )
+    baseline_markers = {
+        path: kind for path, kind in sb.git_markers.items() if not _under(path, ignore_dir)
+    }
+    marker_changes = sorted(
+        path
+        for path in baseline_markers.keys() | markers.keys()
+        if baseline_markers.get(path) != markers.get(path)
+    )
+    if marker_changes:
+        notes = [
+            f"# {path}: {_describe_marker(baseline_markers.get(path), markers.get(path))}"
+            for path in marker_changes
+        ]
+        text = text + ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
+    return Diff(changed_paths=sorted(changed | set(marker_changes)), text=text)
+
+
+def remove(sb: Sandbox) -> None:
+    """Delete the trial directory, even when the agent left read-only files or directories."""
+    remove_tree(sb.trial_dir)
+
+
+def remove_run_dir(run_id: str) -> None:
+    """Remove the run directory if it is empty (kept trials keep it alive)."""
+    try:
+        run_dir(run_id).rmdir()
+    except OSError:
+        pass
+
+
+def remove_tree(top: Path) -> None:
+    if not os.path.lexists(top):
+        return
+    # Unlinking needs write and search permission on the parent directory, so open every directory
+    # up first.  chmod follows symlinks, hence the islink guard: never touch what a link points at.
+    if not top.is_symlink():
+        os.chmod(top, 0o700)
+        for dirpath, dirnames, _ in os.walk(top):
+            for name in dirnames:
+                child = os.path.join(dirpath, name)
+                if not os.path.islink(child):
+                    os.chmod(child, 0o700)
+
+    def retry_after_chmod(func: Callable[..., object], path: str, _exc: object) -> None:
+        os.chmod(os.path.dirname(path), 0o700)
+        func(path)
+
+    if top.is_symlink() or not top.is_dir():
+        top.unlink()
+    else:
+        shutil.rmtree(top, onerror=retry_after_chmod)
+
+
+def resolve_inside(root: Path, rel: str) -> Path | None:
+    """``root/rel`` with its parent directories resolved, or ``None`` if they lead outside ``root``.
+
+    The last component is left unresolved so callers can tell a symlink from what it points at.
+    """
+    candidate = root / rel
+    if candidate == root:
+        return root
+    parent = Path(os.path.realpath(candidate.parent))
+    if parent != root and root not in parent.parents:
+        return None
+    return parent / candidate.name
+
+
+def is_inside(root: Path, path: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == root or root in real.parents
+
+
+def path_digest(root: Path, rel: str) -> str | None:
+    """sha256 of the regular file at ``rel``; ``None`` when missing, a symlink or not a file."""
+    path = resolve_inside(root, rel)
+    if path is None:
+        return None
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+# --- the tree writer ---------------------------------------------------------------------------
+
+
+def _write_tree_or_fail(sb: Sandbox, ignore_dir: str | None) -> tuple[str, dict[str, str]]:
+    try:
+        return _write_tree(sb, ignore_dir)
+    except OSError as exc:
+        raise SandboxError(f"cannot read the sandbox: {exc}") from exc
+
+
+def _write_tree(sb: Sandbox, ignore_dir: str | None) -> tuple[str, dict[str, str]]:
+    """Store the sandbox as a git tree; return its id and the `.git` entries found."""
+    objects = sb.git_dir / "objects"
+    lines: list[bytes] = []
+    markers: dict[str, str] = {}
+    for rel, kind, path in _walk(sb.root, ignore_dir):
+        if os.path.basename(rel).lower() == ".git":
+            markers[rel] = kind
+            continue
+        mode, oid = _store_entry(objects, rel, kind, path)
+        lines.append(f"{mode} {oid}\t".encode() + os.fsencode(rel) + b"\0")
+    index = sb.git_dir / "atlante-index"
+    index.unlink(missing_ok=True)
+    # protectNTFS/HFS would silently drop names such as `GIT~1`, which are ordinary files on Linux.
+    safe = ("-c", "core.protectNTFS=false", "-c", "core.protectHFS=false")
+    env = {"GIT_INDEX_FILE": str(index)}
+    warnings = _git(
+        sb, *safe, "update-index", "-z", "--index-info",
+        stdin=b"".join(lines), env=env, want_stderr=True,
+    )  # fmt: skip
+    if "Ignoring path" in warnings:
+        raise SandboxError(f"git refused a sandbox path: {warnings.strip()}")
+    tree = _git(sb, *safe, "write-tree", env=env).strip()
+    index.unlink(missing_ok=True)
+    return tree, markers
+
+
+def _walk(root: Path, ignore_dir: str | None) -> Iterator[tuple[str, str, str]]:
+    """Yield (relative posix path, kind, absolute path) for every non-directory entry.
+
+    Kinds: file, symlink, special (fifo, socket, device), unreadable-dir; a `.git` entry is
+    yielded with kind dir/file/symlink and never descended into.
+    """
+    stack: list[tuple[str, str]] = [("", str(root))]
+    while stack:
+        prefix, directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            yield prefix.rstrip("/"), "unreadable-dir", directory
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            if ignore_dir is not None and rel == ignore_dir:
+                continue
+            if entry.is_symlink():
+                yield rel, "symlink", entry.path
+            elif entry.is_dir(follow_symlinks=False):
+                if entry.name.lower() == ".git":
+                    yield rel, "dir", entry.path
+                else:
+                    stack.append((rel + "/", entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                yield rel, "file", entry.path
+            else:
+                yield rel, "special", entry.path
+
+
+def _store_entry(objects: Path, rel: str, kind: str, path: str) -> tuple[str, str]:
+    """Write one walked entry as a blob; return (git mode, object id)."""
+    if kind == "symlink":
+        target = os.fsencode(os.readlink(path))
+        # git refuses a symlinked `.gitmodules`; keep the change visible as a placeholder file.
+        if os.path.basename(rel).lower() == ".gitmodules":
+            return _MODE_FILE, _store_bytes(objects, b"<atlante: symlink to " + target + b">\n")
+        return _MODE_LINK, _store_bytes(objects, target)
+    if kind == "file":
+        try:
+            info = os.stat(path, follow_symlinks=False)
+            mode = _MODE_EXEC if info.st_mode & stat.S_IXUSR else _MODE_FILE
+            return mode, _store_file(objects, path, info.st_size)
+        except PermissionError:
+            return _MODE_FILE, _store_bytes(objects, b"<atlante: unreadable file>\n")
+    if kind == "unreadable-dir":
+        return _MODE_FILE, _store_bytes(objects, b"<atlante: unreadable directory>\n")
+    info = os.stat(path, follow_symlinks=False)
+    what = (
+        "fifo"
+        if stat.S_ISFIFO(info.st_mode)
+        else "socket"
+        if stat.S_ISSOCK(info.st_mode)
+        else "device"
+    )
+    return _MODE_FILE, _store_bytes(objects, f"<atlante: {what}>\n".encode())
+
+
+def _store_bytes(objects: Path, data: bytes) -> str:
+    return _store_blob(objects, lambda: iter((data,)), len(data))
+
+
+def _store_file(objects: Path, path: str, size: int) -> str:
+    if size <= _IN_MEMORY_LIMIT:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        return _store_bytes(objects, data)
+
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as handle:
+            yield from iter(lambda: handle.read(_CHUNK), b"")
+
+    return _store_blob(objects, chunks, size)
+
+
+def _store_blob(objects: Path, chunks: Callable[[], Iterator[bytes]], size: int) -> str:
+    """Write a loose git blob object (zlib of ``blob <size>\\0<content>``) unless it exists."""
+    header = b"blob %d\0" % size
+    digest = hashlib.sha1(header)
+    seen = 0
+    for chunk in chunks():
+        digest.update(chunk)
+        seen += len(chunk)
+    if seen != size:
+        raise SandboxError("a sandbox file changed while the snapshot was being taken")
+    oid = digest.hexdigest()
+    target = objects / oid[:2] / oid[2:]
+    if target.exists():
+        return oid
+    target.parent.mkdir(exist_ok=True)
+    compressor = zlib.compressobj(1)
+    fd, tmp = tempfile.mkstemp(dir=target.parent)
+    with os.fdopen(fd, "wb") as out:
+        out.write(compressor.compress(header))
+        for chunk in chunks():
+            out.write(compressor.compress(chunk))
+        out.write(compressor.flush())
+    os.replace(tmp, target)
+    return oid
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _git(
+    sb: Sandbox,
+    *args: str,
+    use_git_dir: bool = True,
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
+    limit: int | None = None,
+    want_stderr: bool = False,
+) -> str:
+    """Run git against the baseline repository only; return stdout (or stderr) as text.
+
+    The environment is built from scratch: no inherited GIT_* variable (GIT_DIR, GIT_INDEX_FILE,
+    GIT_OBJECT_DIRECTORY, ...) and no system or global config can redirect or alter it.
+    """
+    full_env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "LANG": "C",
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CEILING_DIRECTORIES": str(sb.trial_dir.parent),
+        "GIT_TERMINAL_PROMPT": "0",
+        "HOME": str(sb.home),
+        **_COMMIT_ENV,
+        **(env or {}),
+    }
+    if use_git_dir:
+        full_env["GIT_DIR"] = str(sb.git_dir)
+    try:
+        proc = subprocess.Popen(
+            ["git", *args],
+            cwd=sb.trial_dir,
+            env=full_env,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except FileNotFoundError as exc:
+        raise SandboxError("git is not on PATH: eval needs git for the trial baseline") from exc
+    with proc:  # closes the pipes whatever happens
+        try:
+            if limit is None:
+                out, err = proc.communicate(stdin, timeout=_GIT_TIMEOUT_S)
+            else:
+                # Read at most `limit` bytes, then stop git: the report keeps far less anyway.
+                assert proc.stdout is not None and proc.stderr is not None
+                out = proc.stdout.read(limit)
+                if proc.stdout.read(1):
+                    proc.kill()
+                err = proc.stderr.read()
+                proc.wait(timeout=_GIT_TIMEOUT_S)
+                if proc.returncode < 0:
+                    return out.decode("utf-8", errors="replace") + "\n# (diff output cut)\n"
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            raise SandboxError(
+                f"git {_subcommand(args)} did not finish in {_GIT_TIMEOUT_S:.0f} s"
+            ) from exc
+    if proc.returncode != 0:
+        message = err.decode("utf-8", errors="replace").strip()
+        raise SandboxError(f"git {_subcommand(args)} failed: {message}")
+    return (err if want_stderr else out).decode("utf-8", errors="replace")
+
+
+def _subcommand(args: tuple[str, ...]) -> str:
+    """The git subcommand among ``args`` (skipping ``-c name=value`` options), for messages."""
+    return next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
+
+
+def _overlay_collisions(fixture: Path, overlay: Path) -> list[str]:
+    """Overlay files whose path (or a parent of it) the fixture already occupies."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(overlay):
+        rel_dir = Path(dirpath).relative_to(overlay)
+        linked_dirs = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in [*filenames, *linked_dirs]:
+            rel = rel_dir / name
+            if os.path.lexists(fixture / rel) or _blocked_by_file(fixture, rel):
+                found.append(rel.as_posix())
+    return sorted(found)
+
+
+def _blocked_by_file(fixture: Path, rel: Path) -> bool:
+    """A parent of ``rel`` exists in the fixture as something other than a directory."""
+    for parent in reversed(rel.parents[:-1]):
+        path = fixture / parent
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_dir()):
+            return True
+    return False
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory + "/")
+
+
+def _describe_marker(before: str | None, after: str | None) -> str:
+    if before is None:
+        return f"git metadata {after} created by the trial (its contents are not diffed)"
+    if after is None:
+        return f"git metadata {before} removed by the trial"
+    return f"git metadata changed from {before} to {after}"
+
+
+def _require_plain_name(value: str, what: str) -> None:
+    if not value or "/" in value or "\\" in value or value in (".", "..") or "\0" in value:
+        raise ValueError(f"{what} {value!r} must be a plain file name")

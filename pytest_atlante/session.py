@@ -1,0 +1,274 @@
+"""The eval run as pytest sees it: one ``EvalSession`` per process, registered at configure time.
+
+Roles follow pytest-xdist: the *controller* (the only process in a serial run, the coordinating
+process with ``-n``) validates, probes the host once, aggregates trial records from test reports and
+writes the report; a *worker* receives the probe result through ``workerinput``, collects the same
+items and runs trials.  Behaviour lives in plain modules (discovery, trial, report); this class only
+adapts them to pytest's hooks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Generator
+
+import pytest
+
+from . import __version__
+from .budget import TrialBudget, allocate, trial_budget
+from .diagnostics import Diagnostic, envelope
+from .discovery import ScenarioEntry, Suite, discover
+from .fsutil import atomic_write_text
+from .items import ALLOCATED_KEY, ENTRY_KEY, TRIAL_KEY, ScenarioFile, TrialFailed, TrialItem
+from .records import TrialRecord
+from .scenario import effective_timeout_ms
+
+EXIT_VALIDATION = 2
+EXIT_RUN_ERROR = 3
+WORKERINPUT_KEY = "atlante"
+
+
+@dataclass(frozen=True)
+class Options:
+    project_root: Path
+    names: list[str]
+    out: Path | None
+    keep: bool
+    scripted: bool
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "Options":
+        project = config.getoption("atlante_project")
+        root = Path(project).resolve() if project else config.rootpath
+        out = config.getoption("atlante_out")
+        return cls(root, list(config.getoption("atlante_scenario") or []),
+                   Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
+                   bool(config.getoption("atlante_scripted")))
+
+
+class EvalSession:
+    def __init__(self, config: pytest.Config, options: Options) -> None:
+        self.config = config
+        self.options = options
+        self.is_worker = hasattr(config, "workerinput")
+        self.suite: Suite | None = None
+        self.run_id = ""
+        self.started_at = datetime.now(timezone.utc)
+        self.host_info: dict[str, str] | None = None
+        self.records: dict[str, TrialRecord] = {}
+        self.expected: list[str] = []          # eval node ids in collection order (controller, serial)
+        self.run_errors: list[Diagnostic] = []
+        self.validation_failed = False
+        self.report_path: Path | None = None
+        self._engine: Any = None
+
+    # -- set-up ---------------------------------------------------------------------------------
+    @property
+    def trials_per_scenario(self) -> int:
+        assert self.suite is not None and self.suite.eval is not None
+        return self.suite.eval.budget.trials
+
+    def entries_for(self, path: Path) -> list[ScenarioEntry]:
+        assert self.suite is not None
+        return [e for e in self.suite.scenarios if e.file == path]
+
+    @property
+    def out_dir(self) -> Path:
+        if self.options.out is not None:
+            return self.options.out
+        return self.options.project_root / ".atlante" / "eval" / self.run_id
+
+    def _fail_validation(self, problems: list[Diagnostic]) -> None:
+        self.validation_failed = True
+        problems = sorted(set(problems))
+        writer = self.config.get_terminal_writer()
+        writer.line("")
+        for problem in problems:
+            writer.line(problem.render(), red=True)
+        path = self.out_dir / "diagnostics.json"
+        atomic_write_text(path, json.dumps(envelope(problems), indent=2) + "\n")
+        writer.line(f"atlante: diagnostics envelope written to {path}")
+        pytest.exit(f"atlante: {len(problems)} validation problem(s); no trial was run", returncode=EXIT_VALIDATION)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .engine import new_run_id, prepare_run
+
+        if self.is_worker:
+            shared = self.config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
+            self.run_id = shared["runId"]
+            self.host_info = shared["host"]
+        else:
+            self.run_id = new_run_id(self.started_at)
+        self.suite = discover(self.options.project_root, scripted=self.options.scripted, names=self.options.names)
+        if self.is_worker:
+            if self.suite.diagnostics:
+                raise pytest.UsageError("atlante: the suite changed on disk while the run started")
+        else:
+            if self.suite.diagnostics:
+                self._fail_validation(self.suite.diagnostics)
+            problems, run_error, info = prepare_run(self.suite, scripted=self.options.scripted,
+                                                    probe=not self.config.option.collectonly)
+            if problems:
+                self._fail_validation(problems)
+            if run_error:
+                self.run_errors.extend(run_error)
+                self._write_report(session, interrupted=False)
+                writer = self.config.get_terminal_writer()
+                for problem in run_error:
+                    writer.line(problem.render(), red=True)
+                pytest.exit("atlante: the run cannot start; no trial was run", returncode=EXIT_RUN_ERROR)
+            self.host_info = info
+        if self.config.args_source != pytest.Config.ArgsSource.ARGS:
+            # No paths on the command line: the configured suites are the run.
+            self.config.args = sorted({str(e.file) for e in self.suite.scenarios})
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT_KEY] = {"runId": self.run_id, "host": self.host_info}
+
+    # -- collection -----------------------------------------------------------------------------
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
+        if self.suite is not None and any(e.file == file_path for e in self.suite.scenarios):
+            return ScenarioFile.from_parent(parent, path=file_path)  # type: ignore[no-any-return]
+        return None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        assert self.suite is not None and self.suite.eval is not None
+        trials = [i for i in items if isinstance(i, TrialItem)]
+        for item, allocated in allocate(trials, self.suite.eval.budget.maxSessions):
+            item.stash[ALLOCATED_KEY] = allocated
+        self.expected = [i.nodeid for i in trials]
+
+    # -- running --------------------------------------------------------------------------------
+    def budget_for(self, item: pytest.Item) -> TrialBudget:
+        assert self.suite is not None and self.suite.eval is not None
+        entry = item.stash[ENTRY_KEY]
+        budget = self.suite.eval.budget
+        return trial_budget(budget, effective_timeout_ms(entry.scenario, budget.timeoutMs), item.stash.get(ALLOCATED_KEY, True))
+
+    def run_item(self, item: pytest.Item, budget: TrialBudget) -> None:
+        from .engine import Engine, TrialInterrupted
+
+        assert self.suite is not None and self.host_info is not None
+        if self._engine is None:
+            self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=self.options.scripted, keep=self.options.keep)
+        entry = item.stash[ENTRY_KEY]
+        trial = item.stash[TRIAL_KEY]
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        verbose = reporter is not None and self.config.get_verbosity() > 0 and not self.is_worker
+
+        def progress(phase: str) -> None:
+            if verbose:
+                reporter.write(f" [{phase}]")
+
+        try:
+            record: TrialRecord = self._engine.run(entry, trial, item.nodeid, budget, progress)
+        except TrialInterrupted as exc:
+            # Only a serial run's controller sees this; xdist workers die with the interrupt.
+            if not self.is_worker:
+                self.records[item.nodeid] = exc.record
+            raise
+        item.stash[RECORD_KEY] = record
+        if record.verdict == "pass":
+            return
+        if record.verdict == "skipped-budget":
+            pytest.skip(f"skipped-budget: maxSessions={budget.maxSessions} exhausted before this trial")
+        raise TrialFailed(failure_text(record))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        report = outcome.get_result()
+        if call.when == "call" and RECORD_KEY in item.stash:
+            # Rides on the TestReport: xdist serialises report attributes to the controller.
+            report.atlante_record = item.stash[RECORD_KEY].model_dump_json()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.is_worker:
+            return
+        raw = getattr(report, "atlante_record", None)
+        if raw is not None:
+            record = TrialRecord.model_validate_json(raw)
+            self.records[report.nodeid] = record
+            self._progress_line(record)
+        elif report.when == "call" and report.failed and report.nodeid in self.expected and report.nodeid not in self.records:
+            self.run_errors.append(Diagnostic("", report.nodeid, "eval-worker-crashed",
+                                              "the trial produced no record (its worker crashed or pytest-timeout's guard fired)",
+                                              "see the failure above; the report keeps every trial that finished"))
+
+    def _progress_line(self, record: TrialRecord) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.config.get_verbosity() < 0:
+            return
+        tokens = record.usage.total if record.usage else 0
+        cost = f"${record.costUsd:.4f}" if record.costUsd is not None else "$-"
+        reporter.write_line(f"atlante: {record.nodeId}: {record.verdict} in {record.durationMs / 1000:.1f}s, "
+                            f"{tokens} tokens, {cost}")
+
+    # -- finishing ------------------------------------------------------------------------------
+    def _write_report(self, session: pytest.Session, *, interrupted: bool) -> int:
+        from .engine import finish_report
+
+        assert self.suite is not None
+        exit_status, path = finish_report(
+            self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
+            self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
+            default_out=self.options.out is None,
+        )
+        self.report_path = path
+        return exit_status
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.is_worker or self.validation_failed or self.suite is None or not self.host_info:
+            return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        try:
+            status = self._write_report(session, interrupted=interrupted)
+        except OSError as exc:
+            self.run_errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed", str(exc), "check the output directory"))
+            status = EXIT_RUN_ERROR
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED) or status == EXIT_RUN_ERROR:
+            session.exitstatus = status
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker or self.report_path is None:
+            return
+        from .engine import summary_lines
+
+        terminalreporter.section("atlante eval")
+        for line in summary_lines(self.report_path):
+            terminalreporter.write_line(line)
+        for problem in self.run_errors:
+            terminalreporter.write_line(problem.render(), red=True)
+
+
+RECORD_KEY = pytest.StashKey[TrialRecord]()
+
+
+def failure_text(record: TrialRecord) -> str:
+    """One readable failure: the first line says what failed, details below."""
+    failed = [c for c in record.checks if not c.passed]
+    if record.verdict == "fail" and failed:
+        head = f"{record.scenario} trial {record.trial}: fail: {failed[0].message}"
+    elif record.error:
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}: {record.error.splitlines()[0]}"
+    else:
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}"
+    lines = [head, ""]
+    for check in record.checks:
+        mark = "PASS" if check.passed else ("ERROR" if check.error else "FAIL")
+        extra = " (timed out)" if check.timedOut else ""
+        lines.append(f"  [{mark}] #{check.index} {check.type}: {check.message}{extra}")
+        if not check.passed and check.output:
+            lines.extend("        " + line for line in check.output.splitlines()[-15:])
+    if record.error and record.error.count("\n"):
+        lines += ["", record.error]
+    if record.changedPaths:
+        lines += ["", "changed paths: " + ", ".join(record.changedPaths)]
+    return "\n".join(lines)
+

@@ -1,0 +1,96 @@
+"""Collection: node ids, filters, --collect-only, and ordinary pytest runs left untouched."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import Project, copy_example, scenario_doc
+
+EXAMPLE_IDS = [
+    "eval/scenarios/docs.eval.jsonc::documents-usage[trial-1]",
+    "eval/scenarios/greeter.eval.json::adds-farewell[trial-1]",
+    "eval/scenarios/settings.eval.json::keeps-settings-untouched[trial-1]",
+]
+
+
+def collect(pytester: pytest.Pytester, root: Path, *args: str) -> tuple[int, list[str], str]:
+    result = pytester.runpytest_inprocess("--atlante-eval", "--atlante-project", str(root), "--collect-only", "-q",
+                                          "-p", "no:cacheprovider", "--rootdir", str(root), *args)
+    lines = [line for line in result.stdout.lines if "::" in line]
+    return int(result.ret), lines, result.stdout.str()
+
+
+def test_example_project_collects_the_expected_ids(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    from pytest_atlante.build import build
+
+    root = copy_example(tmp_path)
+    build(root)
+    status, ids, text = collect(pytester, root)
+    assert status == 0, text
+    assert ids == EXAMPLE_IDS
+
+
+def test_trials_per_scenario_give_one_item_each(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    from conftest import config_doc
+
+    atlante_project.config(config_doc(budget={"trials": 3}))
+    atlante_project.build()
+    status, ids, text = collect(pytester, atlante_project.root)
+    assert status == 0, text
+    assert ids == [f"eval/scenarios/main.eval.json::writes-hello[trial-{n}]" for n in (1, 2, 3)]
+
+
+def test_dash_k_and_scenario_filter(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    atlante_project.scenario(scenario_doc(name="second-one"), "eval/scenarios/second.eval.jsonc")
+    status, ids, _ = collect(pytester, atlante_project.root, "-k", "second")
+    assert status == 0 and ids == ["eval/scenarios/second.eval.jsonc::second-one[trial-1]"]
+    status, ids, _ = collect(pytester, atlante_project.root, "--atlante-scenario", "writes-hello")
+    assert status == 0 and ids == ["eval/scenarios/main.eval.json::writes-hello[trial-1]"]
+
+
+def test_jsonc_scenarios_with_comments_are_collected_and_other_suffixes_are_not(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    atlante_project.write("eval/scenarios/extra.eval.jsonc", "// comment\n" + __import__("json").dumps(scenario_doc(name="from-jsonc")) + "\n")
+    atlante_project.write("eval/scenarios/stale.eval.json.bak", "not json at all")
+    status, ids, text = collect(pytester, atlante_project.root)
+    assert status == 0, text
+    assert "eval/scenarios/extra.eval.jsonc::from-jsonc[trial-1]" in ids
+    assert not any(".bak" in i for i in ids)
+
+
+def test_reportinfo_points_at_the_scenario_line(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    atlante_project.write("eval/scenarios/main.eval.json", __import__("json").dumps(scenario_doc(), indent=2))
+    items, _ = pytester.inline_genitems("--atlante-eval", "--atlante-project", str(atlante_project.root),
+                                        "--rootdir", str(atlante_project.root), "-p", "no:cacheprovider")
+    path, line, label = items[0].reportinfo()
+    text = Path(path).read_text().splitlines()
+    assert '"name": "writes-hello"' in text[line]
+    assert label == "writes-hello trial 1"
+
+
+def test_without_the_flag_nothing_changes(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    atlante_project.write("tests/test_plain.py", "def test_one():\n    assert True\n\ndef test_two():\n    assert False\n")
+    os.chdir(atlante_project.root)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--rootdir", str(atlante_project.root), "tests")
+    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == 1
+    assert "atlante:" not in result.stdout.str() and "atlante eval" not in result.stdout.str()
+    assert not (atlante_project.root / ".atlante" / "eval").exists()
+
+
+def test_plain_pytest_without_atlante_config_is_unaffected(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_a="def test_ok():\n    pass\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    empty = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-k", "nothing_matches")
+    assert empty.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_help_documents_every_option(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess("--help")
+    text = result.stdout.str()
+    for option in ("--atlante-eval", "--atlante-scenario", "--atlante-out", "--atlante-keep", "--atlante-project", "--atlante-scripted"):
+        assert option in text

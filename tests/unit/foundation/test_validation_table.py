@@ -1,0 +1,200 @@
+"""Every kind of bad input ends in exit 2 with one located diagnostic — serially and with -n 2.
+
+Each row mutates a valid project (the ``atlante_project`` fixture) to provoke one problem, runs
+``pytest --atlante-eval`` on it in-process, and reads the machine-readable diagnostics envelope.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from conftest import Project, config_doc, scenario_doc
+
+Mutation = Callable[[Project], Any]
+
+
+def cfg(**eval_overrides: Any) -> Mutation:
+    return lambda p: p.config(config_doc(**eval_overrides))
+
+
+def cfg_top(**top: Any) -> Mutation:
+    def mutate(p: Project) -> None:
+        doc = config_doc()
+        doc.update(top)
+        p.config({k: v for k, v in doc.items() if v is not None})
+    return mutate
+
+
+def budget(**values: Any) -> Mutation:
+    return cfg(budget={"trials": 1, **values})
+
+
+def scen(**overrides: Any) -> Mutation:
+    def mutate(p: Project) -> None:
+        doc = scenario_doc(**{k: v for k, v in overrides.items() if v is not None})
+        for key in [k for k, v in overrides.items() if v is None]:
+            doc.pop(key)
+        p.scenario(doc)
+    return mutate
+
+
+def checks(*items: dict[str, Any]) -> Mutation:
+    return scen(checks=list(items))
+
+
+def task(**values: Any) -> Mutation:
+    base = {"fixture": "eval/fixtures/app", "prompt": "Create hello.txt."}
+    base.update(values)
+    return scen(task={k: v for k, v in base.items() if v is not None})
+
+
+def write(rel: str, text: str) -> Mutation:
+    return lambda p: p.write(rel, text)
+
+
+def symlink_in_fixture(p: Project) -> None:
+    os.symlink("README.md", p.root / "eval/fixtures/app/link.md")
+
+
+def remove_build(p: Project) -> None:
+    import shutil
+
+    shutil.rmtree(p.root / ".atlante")
+
+
+def opencode_with_root_config(p: Project) -> None:
+    p.config(config_doc(host="opencode"))
+    p.write("eval/fixtures/app/opencode.json", "{}")
+    p.build()
+
+
+def second_file_same_name(p: Project) -> None:
+    p.scenario(scenario_doc(), "eval/scenarios/other.eval.jsonc")
+
+
+M = "atlante.jsonc"
+S = "eval/scenarios/main.eval.json"
+CLAUDE_MANIFEST = ".atlante/build/claude-code/manifest.json"
+
+# (id, mutation, extra pytest args, expected code, expected file, expected location)
+CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
+    ("config-not-json", write(M, '{"version": "0.2",, }'), [], "eval-config-invalid", M, "line 1"),
+    ("config-duplicate-key", write(M, '{"version": "0.2",\n "version": "0.2"}'), [], "eval-config-invalid", M, "line 2"),
+    ("config-unknown-top-key", cfg_top(bogus=1), [], "eval-config-invalid", M, "$.bogus"),
+    ("config-unknown-eval-key", cfg(bogus=True), [], "eval-config-invalid", M, "$.eval.bogus"),
+    ("config-bad-host", cfg(host="vscode"), [], "eval-config-invalid", M, "$.eval.host"),
+    ("config-v01-claude", cfg_top(version="0.1"), [], "eval-config-invalid", M, "$.eval.host"),
+    ("config-schema-mismatch", cfg_top(**{"$schema": "https://atlante.sh/schema/v0.1/config.json"}), [], "eval-config-invalid", M, '$["$schema"]'),
+    ("config-missing-version", cfg_top(version=None), [], "eval-config-invalid", M, "$.version"),
+    ("config-no-eval", cfg_top(eval=None), [], "eval-config-invalid", M, "$.eval"),
+    ("config-no-scenarios-no-include", cfg(scenarios=None), [], "eval-config-invalid", M, "$.eval"),
+    ("config-glob-matches-nothing", cfg(scenarios="nowhere/*.eval.json"), [], "eval-scenario-invalid", M, "$.eval.scenarios"),
+    ("budget-trials-over-50", budget(trials=51), [], "eval-config-invalid", M, "$.eval.budget.trials"),
+    ("budget-trials-zero", budget(trials=0), [], "eval-config-invalid", M, "$.eval.budget.trials"),
+    ("budget-timeout-over-limit", budget(timeoutMs=3_600_001), [], "eval-config-invalid", M, "$.eval.budget.timeoutMs"),
+    ("budget-tokens-string", budget(maxTokens="10"), [], "eval-config-invalid", M, "$.eval.budget.maxTokens"),
+    ("budget-unknown-key", budget(maxDollars=5), [], "eval-config-invalid", M, "$.eval.budget.maxDollars"),
+    ("harness-unknown-key", cfg_top(harness={"agents": {"helper": {"description": "d", "prompt": "harness/helper.md", "colour": "red"}}}), [], "eval-config-invalid", M, "$.harness.agents.helper.colour"),
+    ("package-unresolved", cfg_top(packages=["@acme/missing-pack"]), [], "eval-package-unresolved", M, "$.packages[0]"),
+    ("include-unselected", cfg(include=["@acme/review-pack"]), [], "eval-include-unselected", M, "$.eval.include[0]"),
+    ("missing-config-file", lambda p: (p.root / M).unlink(), [], "eval-config-missing", M, ""),
+    ("scenario-not-json", write(S, "{ nope"), [], "eval-scenario-invalid", S, "line 1"),
+    ("scenario-duplicate-key", write(S, '{"name": "a",\n\n "name": "b"}'), [], "eval-scenario-invalid", S, "line 3"),
+    ("scenario-bad-schema-uri", scen(**{"$schema": "https://atlante.sh/schema/v9/eval-scenario.json"}), [], "eval-scenario-invalid", S, '$["$schema"]'),
+    ("scenario-bad-version", scen(version="0.2"), [], "eval-scenario-invalid", S, "$.version"),
+    ("scenario-name-not-slug", scen(name="Adds Health"), [], "eval-scenario-invalid", S, "$.name"),
+    ("scenario-unknown-key", scen(owner="me"), [], "eval-scenario-invalid", S, "$.owner"),
+    ("scenario-missing-task", scen(task=None), [], "eval-scenario-invalid", S, "$.task"),
+    ("scenario-missing-prompt", task(prompt=None), [], "eval-scenario-invalid", S, "$.task.prompt"),
+    ("scenario-empty-setup", task(setup=[]), [], "eval-scenario-invalid", S, "$.task.setup"),
+    ("scenario-no-checks", checks(), [], "eval-scenario-invalid", S, "$.checks"),
+    ("scenario-timeout-override-zero", scen(budget={"timeoutMs": 0}), [], "eval-scenario-invalid", S, "$.budget.timeoutMs"),
+    ("check-unknown-type", checks({"type": "llm-judge", "path": "x"}), [], "eval-scenario-invalid", S, "$.checks[0]"),
+    ("check-unknown-field", checks({"type": "file-exists", "path": "x", "glob": True}), [], "eval-scenario-invalid", S, "$.checks[0].glob"),
+    ("check-command-empty-run", checks({"type": "command", "run": []}), [], "eval-scenario-invalid", S, "$.checks[0].run"),
+    ("check-command-timeout-over", checks({"type": "command", "run": ["true"], "timeoutMs": 3_600_001}), [], "eval-scenario-invalid", S, "$.checks[0].timeoutMs"),
+    ("check-contains-no-pattern", checks({"type": "file-contains", "path": "x"}), [], "eval-scenario-invalid", S, "$.checks[0].pattern"),
+    ("check-regex-flag-not-bool", checks({"type": "file-contains", "path": "x", "pattern": "a", "regex": "yes"}), [], "eval-scenario-invalid", S, "$.checks[0].regex"),
+    ("pattern-output-invalid", checks({"type": "command", "run": ["true"], "outputMatches": "(unclosed"}), [], "eval-pattern-invalid", S, "$.checks[0].outputMatches"),
+    ("pattern-contains-invalid", checks({"type": "file-contains", "path": "x", "pattern": "[a-", "regex": True}), [], "eval-pattern-invalid", S, "$.checks[0].pattern"),
+    ("path-fixture-absolute", task(fixture="/etc"), [], "eval-path-unsafe", S, "$.task.fixture"),
+    ("path-fixture-traversal", task(fixture="eval/../../outside"), [], "eval-path-unsafe", S, "$.task.fixture"),
+    ("path-check-git", checks({"type": "file-exists", "path": ".git/config"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
+    ("path-check-absolute", checks({"type": "file-unchanged", "path": "/etc/passwd"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
+    ("path-allow-node-modules", checks({"type": "diff-allowlist", "allow": ["src/", "node_modules/x"]}), [], "eval-path-unsafe", S, "$.checks[0].allow[1]"),
+    ("fixture-missing", task(fixture="eval/fixtures/nope"), [], "eval-fixture-invalid", S, "$.task.fixture"),
+    ("fixture-symlink", symlink_in_fixture, [], "eval-fixture-invalid", S, "$.task.fixture"),
+    ("fixture-git-dir", write("eval/fixtures/app/.git/HEAD", "ref: x\n"), [], "eval-fixture-invalid", S, "$.task.fixture"),
+    ("fixture-node-modules", write("eval/fixtures/app/node_modules/x/index.js", ""), [], "eval-fixture-invalid", S, "$.task.fixture"),
+    ("fixture-claude-mcp", write("eval/fixtures/app/.mcp.json", "{}"), [], "eval-fixture-invalid", S, "$.task.fixture"),
+    ("fixture-claude-settings", write("eval/fixtures/app/.claude/settings.json", "{}"), [], "eval-fixture-invalid", S, "$.task.fixture"),
+    ("fixture-claude-settings-local", write("eval/fixtures/app/.claude/settings.local.json", "{}"), [], "eval-fixture-invalid", S, "$.task.fixture"),
+    ("fixture-opencode-other-config", opencode_with_root_config, [], "eval-fixture-invalid", S, "$.task.fixture"),
+    ("scenario-duplicate-name", second_file_same_name, [], "eval-scenario-duplicate", "eval/scenarios/other.eval.jsonc", "$.name"),
+    ("build-missing", remove_build, [], "eval-build-missing", CLAUDE_MANIFEST, ""),
+    ("build-output-modified", write(".atlante/build/claude-code/tree/.claude/agents/helper.md", "edited\n"), [], "eval-build-modified", ".atlante/build/claude-code/tree/.claude/agents/helper.md", ""),
+    ("build-source-stale", write("harness/helper.md", "You write large files.\n"), [], "eval-build-stale", "harness/helper.md", ""),
+    ("build-harness-section-stale", cfg_top(harness={"agents": {}, "skills": {}}), [], "eval-build-stale", M, "$.harness"),
+    ("filter-matches-nothing", lambda p: None, ["--atlante-scenario", "no-such-scenario"], "eval-scenario-filter-empty", "", "--atlante-scenario"),
+    ("scripted-script-missing", lambda p: (p.root / "eval/scenarios/scripted/writes-hello.json").unlink(), ["--atlante-scripted"], "eval-script-missing", S, "$.name"),
+    ("scripted-script-invalid", write("eval/scenarios/scripted/writes-hello.json", '{"schema": "atlante/scripted-model-v1", "turns": [{"actions": [{"type": "teleport"}]}]}'), ["--atlante-scripted"], "eval-script-invalid", "eval/scenarios/scripted/writes-hello.json", "$.turns[0].actions[0]"),
+]
+
+
+def run_eval(pytester: pytest.Pytester, project: Project, extra: list[str], workers: int) -> tuple[int, dict[str, Any], str]:
+    out = pytester.path / f"out-{workers}"
+    args = ["--atlante-eval", "--atlante-project", str(project.root), "--atlante-out", str(out), "-p", "no:cacheprovider", *extra]
+    if workers:
+        args += ["-n", str(workers)]
+    result = pytester.runpytest_inprocess(*args)
+    text = result.stdout.str() + result.stderr.str()
+    envelope = json.loads((out / "diagnostics.json").read_text()) if (out / "diagnostics.json").exists() else {}
+    return int(result.ret), envelope, text
+
+
+@pytest.mark.parametrize(("mutate", "extra", "code", "file", "location"),
+                         [pytest.param(*row[1:], id=row[0]) for row in CASES])
+def test_invalid_input_exits_2_with_a_located_diagnostic(
+    pytester: pytest.Pytester, atlante_project: Project, mutate: Mutation, extra: list[str], code: str, file: str, location: str
+) -> None:
+    mutate(atlante_project)
+    status, envelope, text = run_eval(pytester, atlante_project, extra, workers=0)
+    assert status == 2, text
+    assert "Traceback" not in text and "INTERNALERROR" not in text, text
+    found = [(d["code"], d["file"], d["location"]) for d in envelope["diagnostics"]]
+    assert (code, file, location) in found, found
+    assert all(d["message"] and d["hint"] for d in envelope["diagnostics"])
+    assert code in text  # also printed for humans
+    status_n2, envelope_n2, text_n2 = run_eval(pytester, atlante_project, extra, workers=2)
+    assert status_n2 == 2, text_n2
+    assert envelope_n2 == envelope
+
+
+def test_the_table_is_large_enough() -> None:
+    assert len(CASES) >= 40
+    assert len({row[0] for row in CASES}) == len(CASES)
+
+
+def test_all_problems_in_all_documents_are_reported_in_one_run(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    atlante_project.scenario(scenario_doc(name="Bad Name"), "eval/scenarios/a.eval.json")
+    atlante_project.scenario(scenario_doc(checks=[{"type": "command", "run": ["x"], "outputMatches": "("}]), "eval/scenarios/b.eval.json")
+    atlante_project.scenario(scenario_doc(name="third", task={"fixture": "/abs", "prompt": "p"}), "eval/scenarios/c.eval.json")
+    status, envelope, _ = run_eval(pytester, atlante_project, [], workers=0)
+    assert status == 2
+    files = {(d["file"], d["code"]) for d in envelope["diagnostics"]}
+    assert ("eval/scenarios/a.eval.json", "eval-scenario-invalid") in files
+    assert ("eval/scenarios/b.eval.json", "eval-pattern-invalid") in files
+    assert ("eval/scenarios/c.eval.json", "eval-path-unsafe") in files
+
+
+def test_diagnostics_name_both_sources_of_a_duplicate(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    second_file_same_name(atlante_project)
+    _, envelope, _ = run_eval(pytester, atlante_project, [], workers=0)
+    [dup] = [d for d in envelope["diagnostics"] if d["code"] == "eval-scenario-duplicate"]
+    assert "eval/scenarios/other.eval.jsonc" in (dup["message"] + dup["file"])
+    assert "eval/scenarios/main.eval.json" in (dup["message"] + dup["file"])

@@ -1,0 +1,246 @@
+"""OpenCode adapter: credentials (auth.json, V2 database), fresh config, command, environment, export."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from pytest_atlante.hosts import ScriptedEndpoint, host_for
+from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.hosts.opencode import PROJECT_CONFIG, parse_export, render_config
+from pytest_atlante.hosts.opencode_store import CREDENTIAL_TABLES, copy_credential_database, data_dir
+from pytest_atlante.records import Usage
+
+V1 = HostInfo("opencode", "1.18.33", "opencode-v1", "/opt/bin/opencode")
+V2 = HostInfo("opencode", "2.0.0", "opencode-v2", "/opt/bin/opencode")
+HOST = host_for("opencode")
+PROVIDER_BLOCK = {
+    "model": "atlante-scripted/scripted-model",
+    "small_model": "atlante-scripted/scripted-model",
+    "provider": {"atlante-scripted": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:9999/v1"}}},
+}
+SCRIPTED = ScriptedEndpoint("http://127.0.0.1:9999", "http://127.0.0.1:9999/v1", {}, PROVIDER_BLOCK)
+
+
+def write_auth(user_home: Path, document: object) -> None:
+    path = data_dir(user_home) / "auth.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document))
+
+
+def make_db(path: Path, *, credentials: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as c:
+        c.executescript(
+            "CREATE TABLE credential (id TEXT PRIMARY KEY, value TEXT);"
+            "CREATE TABLE account_state (id INTEGER PRIMARY KEY, active_account_id TEXT);"
+            "CREATE TABLE data_migration (name TEXT PRIMARY KEY, time_completed INTEGER);"
+            "CREATE TABLE session (id TEXT PRIMARY KEY, title TEXT);"
+            "CREATE TABLE part (id TEXT PRIMARY KEY, session_id TEXT REFERENCES session(id));"
+            "CREATE TRIGGER part_guard AFTER INSERT ON part BEGIN SELECT 1; END;"
+            "INSERT INTO data_migration VALUES ('m1', 1);"
+            "INSERT INTO session VALUES ('ses_1', 'history');"
+            "INSERT INTO part VALUES ('p1', 'ses_1');"
+        )
+        c.executemany("INSERT INTO credential VALUES (?, ?)", [(f"c{i}", "secret") for i in range(credentials)])
+
+
+def test_host_constants() -> None:
+    assert (HOST.name, HOST.owned_dir, HOST.interrupt_signal) == ("opencode", ".opencode", 2)
+
+
+# --------------------------------------------------------------------------- credentials
+
+
+@pytest.mark.parametrize(
+    ("auth", "model", "ok"),
+    [
+        ({"anthropic": {"type": "api", "key": "k"}}, "anthropic/claude-sonnet-4-5", True),
+        ({"anthropic": {"type": "api", "key": "k"}}, "openai/gpt-5", False),
+        ({"openai": {"type": "oauth", "refresh": "r"}}, None, True),
+        ({}, None, False),
+        ({"anthropic": {}}, "anthropic/x", False),
+        ([1, 2], None, False),
+    ],
+)
+def test_auth_json_must_hold_the_models_provider(tmp_path: Path, auth: object, model: str | None, ok: bool) -> None:
+    write_auth(tmp_path, auth)
+    found = HOST.credential_diagnostics(V1, {}, tmp_path, model)
+    assert [d.code for d in found] == ([] if ok else ["eval-host-unauthenticated"])
+    if not ok:
+        assert "opencode auth login" in found[0].hint
+
+
+def test_shell_api_key_variables_alone_do_not_count(tmp_path: Path) -> None:
+    env = {"ANTHROPIC_API_KEY": "sk", "OPENAI_API_KEY": "sk"}
+    assert [d.code for d in HOST.credential_diagnostics(V1, env, tmp_path, "anthropic/x")] == ["eval-host-unauthenticated"]
+
+
+def test_xdg_data_home_is_honoured(tmp_path: Path) -> None:
+    (tmp_path / "xdg" / "opencode").mkdir(parents=True)
+    (tmp_path / "xdg" / "opencode" / "auth.json").write_text('{"anthropic": {"type": "api", "key": "k"}}')
+    assert HOST.credential_diagnostics(V1, {"XDG_DATA_HOME": str(tmp_path / "xdg")}, tmp_path, "anthropic/x") == []
+
+
+def test_v2_counts_the_database_credential_tables_and_v1_does_not(tmp_path: Path) -> None:
+    make_db(data_dir(tmp_path) / "opencode.db", credentials=1)
+    assert HOST.credential_diagnostics(V2, {}, tmp_path, "anthropic/x") == []
+    assert [d.code for d in HOST.credential_diagnostics(V1, {}, tmp_path, "anthropic/x")] == ["eval-host-unauthenticated"]
+
+
+def test_v2_with_empty_credential_tables_is_unauthenticated(tmp_path: Path) -> None:
+    make_db(data_dir(tmp_path) / "opencode.db", credentials=0)
+    [diagnostic] = HOST.credential_diagnostics(V2, {}, tmp_path, None)
+    assert "credential tables" in diagnostic.message
+
+
+# --------------------------------------------------------------------------- prepare
+
+
+def test_prepare_overwrites_the_fixture_config_and_copies_auth_json(tmp_path: Path) -> None:
+    sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user"
+    (sandbox / ".opencode" / "agents").mkdir(parents=True)
+    (sandbox / PROJECT_CONFIG).write_text('{"mcp": {"evil": {"type": "local", "command": ["rm"]}}, "provider": {"x": {}}}')
+    (sandbox / ".opencode" / "agents" / "a.md").write_text("agent")
+    write_auth(user_home, {"anthropic": {"type": "api", "key": "k"}})
+    make_db(data_dir(user_home) / "opencode.db", credentials=1)
+
+    HOST.prepare(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="anthropic/claude-sonnet-4-5", scripted=None)
+
+    config = json.loads((sandbox / PROJECT_CONFIG).read_text())
+    assert config == render_config("opencode-v1", model="anthropic/claude-sonnet-4-5", scripted=None)
+    assert "mcp" not in config and "provider" not in config
+    assert config["model"] == "anthropic/claude-sonnet-4-5"
+    assert config["experimental"] == {"continue_loop_on_deny": True}
+    assert (sandbox / ".opencode" / "agents" / "a.md").read_text() == "agent"
+    copied = data_dir(home) / "auth.json"
+    assert json.loads(copied.read_text()) == {"anthropic": {"type": "api", "key": "k"}}
+    assert stat.S_IMODE(copied.stat().st_mode) == 0o600
+    assert not (data_dir(home) / "opencode.db").exists()  # V1 keeps no credentials in its db
+
+
+def test_prepare_v2_copies_credential_rows_and_bookkeeping_but_no_history(tmp_path: Path) -> None:
+    sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user"
+    sandbox.mkdir()
+    make_db(data_dir(user_home) / "opencode.db", credentials=2)
+    HOST.prepare(V2, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="anthropic/x", scripted=None)
+    with sqlite3.connect(data_dir(home) / "opencode.db") as c:
+        assert c.execute("SELECT count(*) FROM credential").fetchone() == (2,)
+        assert c.execute("SELECT name FROM data_migration").fetchall() == [("m1",)]
+        assert c.execute("SELECT count(*) FROM session").fetchone() == (0,)
+        assert c.execute("SELECT count(*) FROM part").fetchone() == (0,)
+        assert c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == [("part_guard",)]
+    config = json.loads((sandbox / PROJECT_CONFIG).read_text())
+    assert "permissions" in config and "permission" not in config and "experimental" not in config
+
+
+def test_copy_credential_database_replaces_a_stale_target(tmp_path: Path) -> None:
+    source, target = tmp_path / "src.db", tmp_path / "out" / "opencode.db"
+    make_db(source, credentials=1)
+    target.parent.mkdir()
+    target.write_text("stale")
+    (target.parent / "opencode.db-wal").write_text("stale wal")
+    copied = copy_credential_database(source, target)
+    assert copied == ["credential", "account_state", "data_migration"]
+    assert set(copied) - {"data_migration"} <= set(CREDENTIAL_TABLES)
+    assert not (target.parent / "opencode.db-wal").exists()
+
+
+def test_prepare_v2_with_an_unreadable_database_is_a_diagnostic(tmp_path: Path) -> None:
+    from pytest_atlante.diagnostics import DiagnosticError
+
+    bad = data_dir(tmp_path / "user") / "opencode.db"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("this is not sqlite")
+    (tmp_path / "sandbox").mkdir()
+    with pytest.raises(DiagnosticError) as caught:
+        HOST.prepare(V2, sandbox_root=tmp_path / "sandbox", home=tmp_path / "home", user_home=tmp_path / "user",
+                     parent_env={}, model=None, scripted=None)
+    assert [d.code for d in caught.value.diagnostics] == ["eval-host-prepare-failed"]
+
+
+def test_prepare_scripted_uses_the_scripted_provider_and_copies_no_login(tmp_path: Path) -> None:
+    sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user"
+    sandbox.mkdir()
+    write_auth(user_home, {"anthropic": {"type": "api", "key": "k"}})
+    HOST.prepare(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model=None, scripted=SCRIPTED)
+    config = json.loads((sandbox / PROJECT_CONFIG).read_text())
+    assert config["provider"] == PROVIDER_BLOCK["provider"] and config["model"] == PROVIDER_BLOCK["model"]
+    assert not (data_dir(home) / "auth.json").exists()
+
+
+def test_v2_rendering_uses_v2_field_names() -> None:
+    config = render_config("opencode-v2", model=None, scripted=SCRIPTED)
+    assert config["providers"] == PROVIDER_BLOCK["provider"] and "provider" not in config
+    assert config["permissions"]["shell"]["*"] == "allow" and config["permissions"]["subagent"] == "allow"
+
+
+# --------------------------------------------------------------------------- fixture, command, environment
+
+
+def test_fixture_diagnostics_reject_other_config_layers_only() -> None:
+    found = HOST.fixture_diagnostics(
+        V1, ["opencode.json", "opencode.jsonc", ".opencode/opencode.json", PROJECT_CONFIG, ".opencode/agents/x.md"], "s.eval.json"
+    )
+    assert sorted(d.message.split(":")[0] for d in found) == [
+        "the fixture provides .opencode/opencode.json",
+        "the fixture provides opencode.json",
+        "the fixture provides opencode.jsonc",
+    ]
+    assert {d.code for d in found} == {"eval-fixture-host-config"}
+
+
+@pytest.mark.parametrize(
+    ("info", "head"),
+    [(V1, ["/opt/bin/opencode", "run", "--format", "json"]), (V2, ["/opt/bin/opencode", "run", "--standalone", "--format", "json"])],
+)
+def test_command(info: HostInfo, head: list[str]) -> None:
+    assert HOST.command(info, prompt="p", agent=None, model=None) == [*head, "p"]
+    assert HOST.command(info, prompt="p", agent="rev", model="anthropic/x") == [*head, "--agent", "rev", "--model", "anthropic/x", "p"]
+
+
+def test_environment_is_quiet_and_drops_config_layers(tmp_path: Path) -> None:
+    base = {"PATH": "/usr/bin", "HOME": "/ignored", "OPENCODE_CONFIG": "/x.json", "OPENCODE_CONFIG_CONTENT": "{}",
+            "OPENCODE_PERMISSION": "{}", "OPENCODE_CONFIG_DIR": "/d"}
+    env = HOST.environment(V1, base_env=base, parent_env={"ANTHROPIC_API_KEY": "sk"}, home=tmp_path, scripted=None)
+    assert env["HOME"] == str(tmp_path)
+    for name in ("OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION", "OPENCODE_CONFIG_DIR", "ANTHROPIC_API_KEY"):
+        assert name not in env
+    for name in ("OPENCODE_DISABLE_AUTOUPDATE", "OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_SHARE",
+                 "OPENCODE_DISABLE_LSP_DOWNLOAD", "OPENCODE_DISABLE_CLAUDE_CODE"):
+        assert env[name] == "1"
+    assert env["npm_config_registry"].startswith("http://127.0.0.1:")
+
+
+# --------------------------------------------------------------------------- export
+
+
+def test_parse_export_reads_model_cost_and_tokens() -> None:
+    text = "Exporting session: ses_1\n" + json.dumps(
+        {"info": {"id": "ses_1", "model": {"id": "scripted-model", "providerID": "s"}, "cost": 0.25,
+                  "tokens": {"input": 10, "output": 5, "reasoning": 1, "cache": {"read": 2, "write": 3}}},
+         "messages": []}
+    )
+    exported = parse_export(text)
+    assert exported is not None
+    assert (exported.model, exported.cost) == ("s/scripted-model", 0.25)
+    assert exported.usage == Usage(inputTokens=10, outputTokens=6, cacheReadTokens=2, cacheWriteTokens=3)
+
+
+def test_parse_export_falls_back_to_the_last_assistant_message() -> None:
+    text = json.dumps({"info": {}, "messages": [
+        {"info": {"role": "assistant", "providerID": "a", "modelID": "old"}},
+        {"info": {"role": "assistant", "providerID": "a", "modelID": "new"}},
+        {"info": {"role": "user", "providerID": "u", "modelID": "x"}},
+    ]})
+    exported = parse_export(text)
+    assert exported is not None and exported.model == "a/new" and exported.cost == 0.0 and exported.usage is None
+
+
+@pytest.mark.parametrize("text", ["", "no json here", "{broken", "[1]"])
+def test_parse_export_junk_is_none(text: str) -> None:
+    assert parse_export(text) is None
