@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["eval"] and not {"-h", "--help"} & set(argv[1:2]):
+        # Everything after `eval` belongs to pytest, options included; argparse would claim them.
+        from .evalcmd import eval_command
+
+        return eval_command(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func

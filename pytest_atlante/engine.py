@@ -123,6 +123,8 @@ class Engine:
             else:
                 endpoint = None
             record = self._in_sandbox(entry, sb, base, budget, progress, endpoint)
+            if server is not None:
+                record = record.model_copy(update={"scriptedTurns": server.turns_served})
             return record.model_copy(update={
                 "error": scrub_paths(record.error, roots) if record.error else None,
                 "diff": scrub_paths(record.diff, roots) if record.diff else record.diff,

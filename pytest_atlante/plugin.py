@@ -28,7 +28,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-keep", action="store_true", default=False,
                     help="keep trial sandboxes under $TMPDIR/atlante-eval-<run-id>/ for inspection")
     group.addoption("--atlante-project", metavar="DIR", default=None,
-                    help="project root holding atlante.jsonc (default: pytest's rootdir)")
+                    help="project root holding atlante.jsonc (default: the directory pytest was started in)")
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")

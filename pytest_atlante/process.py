@@ -14,7 +14,8 @@ Every trial runs the host CLI, setup commands and command checks through ``run``
   tree and emits a final ``result`` event, FACTS §6), keep reading output for ``grace_s``, then
   SIGKILL the group.
 - Always, once the main process has ended: kill and reap every process that still carries the
-  run's token, including tool shells that left the group with ``setsid`` (see ``reaper``). The
+  run's token or sits in its process group, including tool shells that left the group with
+  ``setsid`` (see ``reaper`` for the mechanism and its trade-offs). Linux only. The
   main process is left unreaped (a zombie) until then, so its process-group id cannot be
   recycled while we signal it.
 - Never SIGALRM, no signal handlers installed, no module-level state: safe to call from the main

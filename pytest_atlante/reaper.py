@@ -13,13 +13,13 @@ Mechanism and its trade-offs
    scan ``/proc/*/environ`` and SIGKILL every match, repeating until none remains (bounded).
    - Catches: setsid'd tool shells, double-forked daemons, anything re-parented to pid 1.
    - Misses: a descendant that execs with a cleaned environment (``env -i``) *and* leaves the
-     process group. The runner additionally SIGKILLs the original process group, which covers
-     token-less processes that stayed in it. A PID namespace (``unshare --pid --kill-child``)
+     process group. Token-less processes that stayed in the run's original process group are
+     still found: the sweep also matches that group (``/proc/<pid>/stat``). A PID namespace (``unshare --pid --kill-child``)
      would close that gap but needs root or user namespaces, and makes the CLI PID 1, which
      ignores SIGTERM (FACTS §10); it is not used here.
    - Cost: one read of every readable ``/proc/<pid>/environ`` per scan (milliseconds). Processes
      of other users are unreadable to a non-root caller and therefore never matched or killed.
-   - Linux only (needs ``/proc``); elsewhere the scan finds nothing and only the group kill runs.
+   - Linux only (``/proc``, pidfds, ``prctl``), like the host CLIs' measured behaviour (FACTS).
 2. **pidfds pin identity.** Between reading ``/proc/<pid>/environ`` and signalling, the pid could
    be recycled. We open a pidfd, re-check the token through it, and signal with
    ``pidfd_send_signal``, so we never kill an unrelated process that inherited a recycled pid.
@@ -46,6 +46,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 TOKEN_VARIABLE = "ATLANTE_RUN_TOKEN"
@@ -90,15 +91,49 @@ def live_processes_with_token(token: str) -> list[int]:
     """
     entry = _token_entry(token)
     own = os.getpid()
+    return sorted(pid for pid in _proc_pids() if pid != own and _carries_token(pid, entry))
+
+
+def _proc_pids() -> list[int]:
     try:
-        names = [p.name for p in _PROC.iterdir() if p.name.isdigit()]
-    except OSError:
+        return [int(p.name) for p in _PROC.iterdir() if p.name.isdigit()]
+    except OSError:  # no /proc (not Linux): nothing can be found
         return []
-    return sorted(pid for pid in map(int, names) if pid != own and _carries_token(pid, entry))
 
 
-def _kill_pinned(pid: int, entry: bytes, pinned: dict[int, int]) -> bool:
-    """SIGKILL ``pid`` through a pidfd if it still carries the token; keep the pidfd for reaping."""
+def _process_group_if_alive(pid: int) -> int | None:
+    """The process group of ``pid`` per /proc/<pid>/stat; None if it is gone or a zombie."""
+    try:
+        stat = (_PROC / str(pid) / "stat").read_bytes()
+    except OSError:
+        return None
+    # "pid (comm) state ppid pgrp ...": comm may contain spaces and parentheses.
+    state, _ppid, pgrp = stat[stat.rfind(b")") + 2 :].split()[:3]
+    return None if state in (b"Z", b"X") else int(pgrp)
+
+
+@dataclass(frozen=True)
+class _RunMembership:
+    """Decides whether a pid belongs to the run: it carries the token, or it is a live member of
+    the run's original process group other than the leader (which the caller reaps itself)."""
+
+    entry: bytes
+    group: int | None
+
+    def includes(self, pid: int) -> bool:
+        if _carries_token(pid, self.entry):
+            return True
+        return self.group is not None and pid != self.group and (
+            _process_group_if_alive(pid) == self.group
+        )
+
+    def live_members(self) -> list[int]:
+        own = os.getpid()
+        return [pid for pid in _proc_pids() if pid != own and self.includes(pid)]
+
+
+def _kill_pinned(pid: int, membership: _RunMembership, pinned: dict[int, int]) -> bool:
+    """SIGKILL ``pid`` through a pidfd if it still belongs to the run; keep the pidfd to reap."""
     fd = pinned.get(pid)
     if fd is None:
         try:
@@ -106,7 +141,7 @@ def _kill_pinned(pid: int, entry: bytes, pinned: dict[int, int]) -> bool:
         except ProcessLookupError:
             return False
         # Re-check after pinning: the pid seen in the scan may belong to a new process by now.
-        if not _carries_token(pid, entry):
+        if not membership.includes(pid):
             os.close(fd)
             return False
         pinned[pid] = fd
@@ -147,23 +182,21 @@ def _pidfds() -> Iterator[dict[int, int]]:
 
 
 def kill_processes_with_token(token: str, *, process_group: int | None = None) -> int:
-    """SIGKILL every process carrying ``token`` (and ``process_group``), then reap ours.
+    """SIGKILL every live process carrying ``token`` or in ``process_group``, then reap ours.
 
-    Scans repeatedly until no carrier remains or the sweep budget is spent, because a dying
+    Scans repeatedly until no member remains or the sweep budget is spent, because a dying
     process may fork once more before the signal lands. ``process_group`` is the run's original
-    group; the caller must keep that group's leader unreaped (a zombie) so the id cannot have
-    been recycled. Returns how many distinct processes were found alive and killed.
+    group (it also catches members that exec'd without the token); its leader is excluded and
+    must be kept unreaped by the caller, so the group id cannot have been recycled. Returns how
+    many distinct processes were found alive and killed.
     """
-    entry = _token_entry(token)
+    membership = _RunMembership(_token_entry(token), process_group)
     deadline = time.monotonic() + _SWEEP_BUDGET_S
     with _pidfds() as pinned:
         killed: set[int] = set()
         while True:
-            survivors = live_processes_with_token(token)
-            killed.update(pid for pid in survivors if _kill_pinned(pid, entry, pinned))
-            if process_group is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process_group, signal.SIGKILL)
+            survivors = membership.live_members()
+            killed.update(pid for pid in survivors if _kill_pinned(pid, membership, pinned))
             if not survivors or time.monotonic() >= deadline:
                 break
             time.sleep(_SCAN_INTERVAL_S)

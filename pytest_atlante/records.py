@@ -67,6 +67,7 @@ class TrialRecord(Record):
     costUsd: float | None = None
     modelIdentity: str | None = None
     budgetUnmonitored: bool = False
+    scriptedTurns: int | None = Field(default=None, description="turns the scripted model served (scripted runs)")
     error: str | None = None
     interrupted: bool = False
 

@@ -24,7 +24,7 @@ from .discovery import ScenarioEntry, Suite, discover
 from .fsutil import atomic_write_text
 from .items import ALLOCATED_KEY, ENTRY_KEY, TRIAL_KEY, ScenarioFile, TrialFailed, TrialItem
 from .records import TrialRecord
-from .scenario import effective_timeout_ms
+from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 
 EXIT_VALIDATION = 2
 EXIT_RUN_ERROR = 3
@@ -42,7 +42,9 @@ class Options:
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
         project = config.getoption("atlante_project")
-        root = Path(project).resolve() if project else config.rootpath
+        # Default: where pytest was started ("pytest at the project root"), not pytest's rootdir,
+        # which an enclosing repository's ini file can move upwards.
+        root = Path(project).resolve() if project else config.invocation_params.dir
         out = config.getoption("atlante_out")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
@@ -110,8 +112,13 @@ class EvalSession:
         else:
             if self.suite.diagnostics:
                 self._fail_validation(self.suite.diagnostics)
-            problems, run_error, info = prepare_run(self.suite, scripted=self.options.scripted,
-                                                    probe=not self.config.option.collectonly)
+            try:
+                problems, run_error, info = prepare_run(self.suite, scripted=self.options.scripted,
+                                                        probe=not self.config.option.collectonly)
+            except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
+                problems, info = [], None
+                run_error = [Diagnostic("", "", "eval-internal-error", f"{type(exc).__name__}: {exc}",
+                                        "this is a bug in pytest-atlante; please report it with the run's output")]
             if problems:
                 self._fail_validation(problems)
             if run_error:
@@ -140,8 +147,12 @@ class EvalSession:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         assert self.suite is not None and self.suite.eval is not None
         trials = [i for i in items if isinstance(i, TrialItem)]
+        guard = self.config.pluginmanager.has_plugin("timeout")
         for item, allocated in allocate(trials, self.suite.eval.budget.maxSessions):
             item.stash[ALLOCATED_KEY] = allocated
+            if guard and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(guard_seconds(item.stash[ENTRY_KEY], self.suite.eval.budget.timeoutMs),
+                                                    method="thread", func_only=True))
         self.expected = [i.nodeid for i in trials]
 
     # -- running --------------------------------------------------------------------------------
@@ -196,7 +207,8 @@ class EvalSession:
             record = TrialRecord.model_validate_json(raw)
             self.records[report.nodeid] = record
             self._progress_line(record)
-        elif report.when == "call" and report.failed and report.nodeid in self.expected and report.nodeid not in self.records:
+        elif report.when in ("call", "???") and report.failed and report.nodeid in self.expected and report.nodeid not in self.records:
+            # "???" is how xdist reports an item whose worker died under it.
             self.run_errors.append(Diagnostic("", report.nodeid, "eval-worker-crashed",
                                               "the trial produced no record (its worker crashed or pytest-timeout's guard fired)",
                                               "see the failure above; the report keeps every trial that finished"))
@@ -248,6 +260,21 @@ class EvalSession:
 
 
 RECORD_KEY = pytest.StashKey[TrialRecord]()
+GUARD_GRACE_S = 120
+
+
+def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
+    """pytest-timeout's guard for one trial: everything the trial may legitimately take, plus grace.
+
+    The plugin enforces its own timeouts (host session, setup, each check); this guard only catches a
+    plugin bug that hangs a trial.  It uses pytest-timeout's ``thread`` method (never SIGALRM, which
+    would interrupt the host runner's waits): when it fires, pytest-timeout dumps stacks and ends
+    the process, so an xdist run reports the trial's worker as crashed (exit 3, the report keeps
+    every finished trial) — the price of a guard that cannot be swallowed by the code it guards.
+    """
+    scenario = entry.scenario
+    checks_ms = sum(getattr(c, "timeoutMs", 0) for c in scenario.checks)
+    return (effective_timeout_ms(scenario, run_timeout_ms) + SETUP_TIMEOUT_MS + checks_ms) / 1000 + GUARD_GRACE_S
 
 
 def failure_text(record: TrialRecord) -> str:

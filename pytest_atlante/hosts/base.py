@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Protocol
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 
@@ -54,7 +54,7 @@ class ScriptedEndpoint:
     anthropic_base_url: str
     openai_base_url: str
     claude_env: dict[str, str]
-    opencode_config: dict[str, object]
+    opencode_config: dict[str, Any]
 
 
 @dataclass

@@ -28,11 +28,11 @@ pytestmark = [pytest.mark.hosts, pytest.mark.timeout(300)]
 
 SESSION_TIMEOUT_S = 120
 
-WRITE_SCRIPT = [
+WRITE_SCRIPT: list[dict[str, Any]] = [
     {"text": "Writing.", "actions": [{"type": "write", "path": "hello.txt", "content": "hello from the adapter\n"}]},
     {"text": "Done."},
 ]
-RM_SCRIPT = [
+RM_SCRIPT: list[dict[str, Any]] = [
     {"text": "Cleaning up.", "actions": [{"type": "bash", "command": "rm -rf victim"}]},
     {"text": "Done."},
 ]
@@ -324,7 +324,7 @@ def test_a_copied_real_database_keeps_its_schema_and_is_accepted_by_the_cli(tmp_
 
 
 # The background plugin install needs the session to live a while (a 5 s session ends first).
-LONG_SCRIPT = [
+LONG_SCRIPT: list[dict[str, Any]] = [
     {"text": "Waiting.", "actions": [{"type": "bash", "command": "sleep 30", "timeout_ms": 120000}]},
     {"text": "Writing.", "actions": [{"type": "write", "path": "hello.txt", "content": "late\n"}]},
     {"text": "Done."},

@@ -266,6 +266,17 @@ def test_orphans_are_killed_after_a_normal_exit(tmp_path: Path) -> None:
     _assert_tree_gone(result.stdout)
 
 
+def test_token_less_members_of_the_process_group_are_killed_too(tmp_path: Path) -> None:
+    # A child that exec'd with an empty environment has no token, but it stayed in the group.
+    tree = _helper("tree.py", "--exit-after-spawn", "--tokenless-sibling")
+    result = _run(tree, tmp_path)
+    assert result.returncode == 0
+    assert result.orphans_killed == 2  # the setsid grandchild and the token-less sibling
+    _assert_tree_gone(result.stdout)
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left as a zombie
+        os.kill(int(_field(result.stdout, "tokenless")), 0)
+
+
 def test_reaping_orphans_never_steals_an_unrelated_childs_status(tmp_path: Path) -> None:
     unrelated = subprocess.Popen([PY, "-c", "raise SystemExit(7)"])
     while os.waitid(os.P_PID, unrelated.pid, os.WEXITED | os.WNOWAIT) is None:

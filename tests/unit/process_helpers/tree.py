@@ -1,9 +1,11 @@
 """A process tree like a host CLI's: this parent plus a grandchild in its own session.
 
-usage: tree.py [--ignore-signals] [--exit-after-spawn]
+usage: tree.py [--ignore-signals] [--exit-after-spawn] [--tokenless-sibling]
 Prints "token <run token>", "grandchild <pid>" (once the grandchild ignores SIGINT and SIGTERM,
 like a tool shell started with setsid), then "ready", then sleeps 300 s or exits at once.
 --ignore-signals makes this parent ignore SIGINT and SIGTERM too, so only SIGKILL ends it.
+--tokenless-sibling also starts a sleeper whose environment lacks the run token that stays in
+this process group, and prints "tokenless <pid>" before "ready".
 """
 
 import os
@@ -32,6 +34,16 @@ grandchild = subprocess.Popen(
 assert grandchild.stdout is not None
 assert grandchild.stdout.readline() == b"ignoring\n"
 print("grandchild", grandchild.pid, flush=True)
+if "--tokenless-sibling" in sys.argv:
+    tokenless = subprocess.Popen(
+        [sys.executable, "-c", "print('up', flush=True); import time; time.sleep(300)"],
+        # No run token; only the test suite's cleanup mark is passed on.
+        env={k: v for k, v in os.environ.items() if k == "ATLANTE_PROCESS_TEST"},
+        stdout=subprocess.PIPE,
+    )
+    assert tokenless.stdout is not None
+    assert tokenless.stdout.readline() == b"up\n"
+    print("tokenless", tokenless.pid, flush=True)
 print("ready", flush=True)
 if "--exit-after-spawn" not in sys.argv:
     time.sleep(300)
