@@ -15,7 +15,7 @@ from pathlib import Path
 from .config import EvalSection, HostName, ProjectConfig, load_project_config
 from .diagnostics import Diagnostic
 from .documents import load_document, validate_model
-from .packs import ResolvedPack, include_targets, resolve_packages
+from .packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
 from .scenario import Scenario, rule_diagnostics, unsafe_path_reason
 
 # The config path the OpenCode runner authors in every sandbox; a fixture may hold a file only here
@@ -152,7 +152,8 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
                                                     f"create it under {display_path(fixture_root, root) or '.'} or fix the path"))
             elif fixture.is_symlink() or not fixture.resolve().is_relative_to(real_root):
                 suite.diagnostics.append(Diagnostic(display, "$.task.fixture", "eval-path-unsafe",
-                                                    f"fixture {scenario.task.fixture!r} escapes its root through a symlink",
+                                                    f"fixture {scenario.task.fixture!r} escapes its root "
+                                                    f"{display_path(fixture_root, root) or '.'!r} through a symlink",
                                                     "fixtures must be real directories inside the project (or pack) root"))
             else:
                 suite.diagnostics.extend(fixture_diagnostics(fixture, host, display))
@@ -192,6 +193,27 @@ def _duplicates(suite: Suite) -> None:
             seen[name] = entry
 
 
+def _load_pack_suites(suite: Suite, section: EvalSection, packages: list[str], config_display: str, scripted: bool) -> None:
+    """The suites ``eval.include`` opts in: scenarios, fixtures and scripts resolve from the pack root."""
+    targets, problems = include_targets(suite.project_root, suite.packs, packages, section.include or [], config_display)
+    suite.diagnostics.extend(problems)
+    for included in targets:
+        pack = included.pack
+        found = suite_diagnostics(included, section.host, config_display)
+        suite.diagnostics.extend(found)
+        if any(d.code == "eval-pack-host-incompatible" for d in found):
+            continue
+        documents = _glob_or_problem(suite, pack.root, included.suite.scenarios, pack.config_display,
+                                     f"{pack.suite_location}.scenarios")
+        inside = [d for d in documents if d.resolve().is_relative_to(pack.root)]
+        for document in documents:
+            if document not in inside:
+                suite.diagnostics.append(Diagnostic(display_path(document, suite.project_root), "", "eval-path-unsafe",
+                                                    f"pack scenario document escapes the pack root {pack.display_root!r} through a symlink",
+                                                    "pack scenario documents must be real files inside the pack root"))
+        _load_scenarios(suite, inside, pack.locator, pack.root, section.host, scripted)
+
+
 def discover(project_root: Path, *, scripted: bool = False, names: list[str] | None = None, require_eval: bool = True) -> Suite:
     """Load and validate everything; ``suite.diagnostics`` is empty when the run may proceed."""
     project_root = project_root.resolve()
@@ -211,23 +233,7 @@ def discover(project_root: Path, *, scripted: bool = False, names: list[str] | N
     if config.eval.scenarios is not None:
         documents = _glob_or_problem(suite, project_root, config.eval.scenarios, loaded.display, "$.eval.scenarios")
         _load_scenarios(suite, documents, "local", project_root, host, scripted)
-    targets, include_problems = include_targets(packs, config.eval.include or [], loaded.display)
-    suite.diagnostics.extend(include_problems)
-    for index, pack in enumerate(targets):
-        pack_suite = pack.suite
-        assert pack_suite is not None
-        if pack_suite.host is not None and pack_suite.host != host:
-            suite.diagnostics.append(Diagnostic(loaded.display, f"$.eval.include[{index}]", "eval-pack-host-incompatible",
-                                                f"pack suite {pack.locator!r} declares host {pack_suite.host!r}, the project runs {host!r}",
-                                                "include a host-neutral or matching suite, or change eval.host"))
-            continue
-        documents = _glob_or_problem(suite, pack.root, pack_suite.scenarios, display_path(pack.root / "atlante.jsonc", project_root),
-                                     "$.eval.scenarios")
-        escaped = [d for d in documents if not d.resolve().is_relative_to(pack.root)]
-        for d in escaped:
-            suite.diagnostics.append(Diagnostic(display_path(d, project_root), "", "eval-path-unsafe",
-                                                "pack scenario document escapes the pack root", "remove the symlink from the pack"))
-        _load_scenarios(suite, [d for d in documents if d not in escaped], pack.locator, pack.root, host, scripted)
+    _load_pack_suites(suite, config.eval, config.packages, loaded.display, scripted)
     _duplicates(suite)
     if names:
         known = {e.scenario.name for e in suite.scenarios}

@@ -169,7 +169,7 @@ class Engine:
         argv = self.host.command(self.info, prompt=scenario.task.prompt, agent=scenario.task.agent, model=self.eval.model)
         session = run(argv, cwd=sb.root, env=host_env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                       interrupt_signal=self.host.interrupt_signal)
-        outcome = monitor.outcome()
+        outcome = self.host.finalize(self.info, monitor, env=host_env, cwd=sb.root)
         verdicts: list[Verdict] = []
         error: str | None = None
         if session.start_error:

@@ -15,9 +15,9 @@ Every trial runs the host CLI, setup commands and command checks through ``run``
   SIGKILL the group.
 - Always, once the main process has ended: kill and reap every process that still carries the
   run's token or sits in its process group, including tool shells that left the group with
-  ``setsid`` (see ``reaper`` for the mechanism and its trade-offs). Linux only. The
-  main process is left unreaped (a zombie) until then, so its process-group id cannot be
-  recycled while we signal it.
+  ``setsid`` (see ``reaper`` for the mechanism and its trade-offs). The main process is left
+  unreaped (a zombie) until then, so its process-group id cannot be recycled while we signal it.
+- Linux >= 5.4 only (pidfds, ``/proc``, ``prctl``).
 - Never SIGALRM, no signal handlers installed, no module-level state: safe to call from the main
   thread of a pytest(-xdist) worker; concurrent calls from several threads are independent.
 """
@@ -75,8 +75,6 @@ _INTERRUPTED_GRACE_S = 0.5
 # After the tree is dead its pipes close at once; this only bounds a token-less straggler that
 # keeps them open.
 _DRAIN_S = 2.0
-# Select timeout cap when the kernel has no pidfd_open (Linux < 5.3): exit is then polled.
-_POLL_WITHOUT_PIDFD_S = 0.05
 # Any single select waits at most this long, so an infinite timeout_s never reaches epoll.
 _MAX_SELECT_S = 60.0
 _READ_CHUNK = 65536
@@ -166,12 +164,9 @@ class _Supervisor:
         if proc.stdin is not None:
             os.set_blocking(proc.stdin.fileno(), False)
             self._selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
-        try:
-            self._pidfd: int | None = os.pidfd_open(proc.pid)
-        except OSError:  # kernel without pidfd_open: exit is polled instead
-            self._pidfd = None
-        else:
-            self._selector.register(self._pidfd, selectors.EVENT_READ, "exit")
+        # Readable once the child exits, so the select loop wakes on exit without polling.
+        self._pidfd = os.pidfd_open(proc.pid)
+        self._selector.register(self._pidfd, selectors.EVENT_READ, "exit")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -225,8 +220,7 @@ class _Supervisor:
 
     def close(self) -> None:
         self._selector.close()
-        if self._pidfd is not None:
-            os.close(self._pidfd)
+        os.close(self._pidfd)
 
     def output(self) -> tuple[str, str]:
         return self._stdout.text(), self._stderr.text()
@@ -249,7 +243,7 @@ class _Supervisor:
 
     def _pump(self, timeout: float) -> bool:
         """One select round. Returns True when the callback asked to abort (while not stopping)."""
-        timeout = min(timeout, _MAX_SELECT_S if self._pidfd is not None else _POLL_WITHOUT_PIDFD_S)
+        timeout = min(timeout, _MAX_SELECT_S)
         abort = False
         for key, _ in self._selector.select(timeout):
             fd = int(key.fd)

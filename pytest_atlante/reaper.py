@@ -12,28 +12,32 @@ Mechanism and its trade-offs
    with even after it calls ``setsid`` or ``unsetenv``. After the run's main process has ended we
    scan ``/proc/*/environ`` and SIGKILL every match, repeating until none remains (bounded).
    - Catches: setsid'd tool shells, double-forked daemons, anything re-parented to pid 1.
-   - Misses: a descendant that execs with a cleaned environment (``env -i``) *and* leaves the
-     process group. Token-less processes that stayed in the run's original process group are
-     still found: the sweep also matches that group (``/proc/<pid>/stat``). A PID namespace (``unshare --pid --kill-child``)
-     would close that gap but needs root or user namespaces, and makes the CLI PID 1, which
-     ignores SIGTERM (FACTS §10); it is not used here.
-   - Cost: one read of every readable ``/proc/<pid>/environ`` per scan (milliseconds). Processes
-     of other users are unreadable to a non-root caller and therefore never matched or killed.
-   - Linux only (``/proc``, pidfds, ``prctl``), like the host CLIs' measured behaviour (FACTS).
-2. **pidfds pin identity.** Between reading ``/proc/<pid>/environ`` and signalling, the pid could
-   be recycled. We open a pidfd, re-check the token through it, and signal with
+   - Also caught: token-less processes (exec'd with ``env -i``) that stayed in the run's
+     original process group — the sweep matches that group too (``/proc/<pid>/stat``), which is
+     safe because the caller keeps the group leader unreaped, so the group id is not recycled.
+   - Misses: a descendant that execs with a cleaned environment *and* leaves the group. A PID
+     namespace (``unshare --pid --kill-child``) would close that gap but needs root or user
+     namespaces, and makes the CLI PID 1, which ignores SIGTERM (FACTS §10); not used here.
+   - Cost: two small reads per process in ``/proc`` per scan (about 5 ms per run with ~80
+     processes, measured). Processes of other users are unreadable to a non-root caller and so
+     never matched or killed.
+   - Linux >= 5.4 only (``/proc``, pidfds with ``P_PIDFD``, ``prctl``), where the host CLIs'
+     behaviour was measured (FACTS).
+2. **pidfds pin identity.** Between reading ``/proc/<pid>/…`` and signalling, the pid could be
+   recycled. We open a pidfd, re-check membership after pinning, and signal with
    ``pidfd_send_signal``, so we never kill an unrelated process that inherited a recycled pid.
 3. **Child subreaper.** ``ensure_child_subreaper`` sets ``PR_SET_CHILD_SUBREAPER`` on the calling
    process (process-wide, idempotent, permanent for the process lifetime). Orphaned descendants
    then re-parent to us instead of to pid 1, so after killing them we can reap them and they do
-   not linger as zombies. We reap only processes whose pidfd we opened because they carried our
-   token (``waitid(P_PIDFD, …)``); we never call ``waitpid(-1)``, so the exit status of unrelated
-   children (pytest-xdist/execnet, a test's own ``subprocess.Popen``) is never stolen.
+   not linger as zombies. We reap only processes whose pidfd we opened because they belonged to
+   the run (``waitid(P_PIDFD, …)``); we never call ``waitpid(-1)``, so the exit status of
+   unrelated children (pytest-xdist/execnet, a test's own ``subprocess.Popen``) is never stolen.
    Trade-offs: orphans of *unrelated* subprocess trees started from this process (for example a
    daemon another test double-forks) also re-parent here; we cannot prove they are ours, so they
    stay zombies until this process exits (a pid-table slot each, nothing else). Code that reaps
-   with ``waitpid(-1)`` (asyncio's FastChildWatcher) would see those extra children. A descendant
-   that exits and is orphaned before any scan saw it likewise stays a zombie until exit.
+   with ``waitpid(-1)`` (asyncio's FastChildWatcher) would see those extra children. A run's
+   descendant that exits and is orphaned before any scan saw it alive likewise stays a zombie.
+   Why not only a PID namespace: see point 1.
 """
 
 from __future__ import annotations

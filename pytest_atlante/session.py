@@ -10,6 +10,7 @@ adapts them to pytest's hooks.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -136,6 +137,13 @@ class EvalSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[WORKERINPUT_KEY] = {"runId": self.run_id, "host": self.host_info}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # The xdist controller collects nothing itself; every worker reports the same ordered ids.
+        assert self.suite is not None
+        files = {os.path.relpath(e.file, self.config.rootpath).replace(os.sep, "/") for e in self.suite.scenarios}
+        self.expected = [i for i in ids if i.split("::", 1)[0] in files]
 
     # -- collection -----------------------------------------------------------------------------
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
@@ -284,6 +292,10 @@ def failure_text(record: TrialRecord) -> str:
         head = f"{record.scenario} trial {record.trial}: fail: {failed[0].message}"
     elif record.error:
         head = f"{record.scenario} trial {record.trial}: {record.verdict}: {record.error.splitlines()[0]}"
+    elif failed:
+        # infra-error from a check that could not run: name that check, not just the verdict
+        first = next((c for c in failed if c.error), failed[0])
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}: {first.message}"
     else:
         head = f"{record.scenario} trial {record.trial}: {record.verdict}"
     lines = [head, ""]

@@ -10,7 +10,8 @@ import pytest
 from pytest_atlante.hosts.streams import ClaudeStreamMonitor, OpenCodeStreamMonitor
 from pytest_atlante.records import Usage
 
-SAMPLES = Path("/work/shared/hosts/samples")
+# Verbatim copies of shared/hosts/samples (FACTS.md), kept beside the tests that parse them.
+SAMPLES = Path(__file__).parent / "samples"
 
 
 def feed(monitor: ClaudeStreamMonitor | OpenCodeStreamMonitor, sample: str) -> None:

@@ -1,0 +1,65 @@
+"""A fake ``claude`` executable for fast runner tests (never the only proof that a host works).
+
+The scenario's prompt carries the behaviour as JSON after ``FAKE:``, so one executable serves every
+test: ``{"usage": [n, ...], "sleep": s, "write": {path: text}, "started": path, "exit": code}``.
+It answers ``--version`` like Claude Code 2.1.197 and appends one line per probe to ``probe.log``
+beside itself, so a test can count probes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+SCRIPT = r'''#!PYTHON
+import json, os, sys, time
+HERE = os.path.dirname(os.path.abspath(__file__))
+args = sys.argv[1:]
+if args == ["--version"]:
+    with open(os.path.join(HERE, "probe.log"), "a") as log:
+        log.write("probe\n")
+    print("2.1.197 (Claude Code)")
+    sys.exit(0)
+prompt = args[args.index("-p") + 1]
+spec = json.loads(prompt.split("FAKE:", 1)[1]) if "FAKE:" in prompt else {}
+def emit(event):
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+emit({"type": "system", "subtype": "init", "model": "fake-model", "apiKeySource": "ANTHROPIC_API_KEY"})
+if spec.get("started"):
+    open(spec["started"], "w").write(str(os.getpid()))
+for path, text in spec.get("write", {}).items():
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    open(path, "w").write(text)
+total = 0
+for index, tokens in enumerate(spec.get("usage", [])):
+    total += tokens
+    emit({"type": "assistant", "message": {"id": "msg_%d" % index, "model": "fake-model", "role": "assistant",
+          "content": [{"type": "text", "text": "turn %d" % index}],
+          "usage": {"input_tokens": tokens, "output_tokens": 0}}})
+    if spec.get("events_log"):
+        open(spec["events_log"], "a").write("%d\n" % index)
+    time.sleep(spec.get("event_gap", 0))
+time.sleep(spec.get("sleep", 0))
+usage = {"input_tokens": total, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+if spec.get("usage"):
+    emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": len(spec["usage"]),
+          "result": "done", "total_cost_usd": 0.001, "usage": usage})
+else:
+    emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": 1, "result": "done"})
+sys.exit(spec.get("exit", 0))
+'''
+
+
+def install_fake_claude(bin_dir: Path) -> Path:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / "claude"
+    path.write_text(SCRIPT.replace("PYTHON", sys.executable, 1))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def fake_env(bin_dir: Path) -> dict[str, str]:
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "ANTHROPIC_API_KEY": "fake-key"}

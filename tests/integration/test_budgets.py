@@ -1,0 +1,212 @@
+"""Budgets, xdist, interrupts and crashes, driven by a fake host for speed.
+
+The rules are also proven on the real CLIs through the scripted model in
+``test_budgets_real.py``; here a fake ``claude`` (``fakehost.py``) lets a test choose usage events,
+sleeps and crashes precisely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Project, config_doc, scenario_doc
+from fakehost import fake_env, install_fake_claude
+from pytest_atlante.report import EvalReport
+
+
+def fake_scenario(name: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    doc = scenario_doc(name=name, task={"fixture": "eval/fixtures/app", "prompt": "FAKE:" + json.dumps(spec)},
+                       checks=[{"type": "file-exists", "path": "README.md"}])
+    doc.update(extra)
+    return doc
+
+
+@pytest.fixture
+def fake_project(atlante_project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    bin_dir = tmp_path / "fakebin"
+    install_fake_claude(bin_dir)
+    for key, value in fake_env(bin_dir).items():
+        monkeypatch.setenv(key, value)
+    atlante_project.fake_bin = bin_dir  # type: ignore[attr-defined]
+    return atlante_project
+
+
+def run(pytester: pytest.Pytester, project: Project, *args: str, subprocess_: bool = False) -> tuple[int, EvalReport | None, str]:
+    out = pytester.path / "out"
+    argv = ["--atlante-eval", "--atlante-project", str(project.root), "--atlante-out", str(out), "-p", "no:cacheprovider",
+            *([] if "--rootdir" in args else ["--rootdir", str(project.root)]), *args]
+    result = pytester.runpytest_subprocess(*argv, timeout=300) if subprocess_ else pytester.runpytest_inprocess(*argv)
+    report_path = out / "report.json"
+    report = EvalReport.model_validate_json(report_path.read_text()) if report_path.exists() else None
+    return int(result.ret), report, result.stdout.str() + result.stderr.str()
+
+
+def verdicts(report: EvalReport) -> dict[str, str]:
+    return {t.nodeId: t.verdict for s in report.scenarios for t in s.trials}
+
+
+@pytest.mark.parametrize("workers", [0, 2, 8])
+def test_max_sessions_skips_the_same_trials_for_any_worker_count(pytester: pytest.Pytester, fake_project: Project, workers: int) -> None:
+    fake_project.config(config_doc(budget={"trials": 3, "maxSessions": 4}))
+    fake_project.scenario(fake_scenario("first", {"usage": [10]}), "eval/scenarios/a.eval.json")
+    fake_project.scenario(fake_scenario("second", {"usage": [10]}), "eval/scenarios/b.eval.json")
+    (fake_project.root / "eval/scenarios/main.eval.json").unlink()
+    fake_project.build()
+    status, report, text = run(pytester, fake_project, *(["-n", str(workers)] if workers else []))
+    assert report is not None, text
+    skipped = sorted(n for n, v in verdicts(report).items() if v == "skipped-budget")
+    assert skipped == ["eval/scenarios/b.eval.json::second[trial-2]", "eval/scenarios/b.eval.json::second[trial-3]"]
+    assert [v for n, v in verdicts(report).items() if n not in skipped] == ["pass"] * 4
+    assert status == 1  # skipped-budget is not a pass
+    for scenario in report.scenarios:
+        for trial in scenario.trials:
+            if trial.verdict == "skipped-budget":
+                assert trial.durationMs == 0 and trial.checks == [] and trial.diff is None
+    second = next(s for s in report.scenarios if s.name == "second")
+    assert second.passRate == 1.0  # skipped trials are excluded from the pass rate
+
+
+def test_skipped_trials_show_as_skipped_with_the_reason(pytester: pytest.Pytester, fake_project: Project) -> None:
+    fake_project.config(config_doc(budget={"trials": 2, "maxSessions": 1}))
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [10]}))
+    fake_project.build()
+    status, report, text = run(pytester, fake_project, "-rs")
+    assert status == 1
+    assert "1 passed, 1 skipped" in text
+    assert "skipped-budget: maxSessions=1 exhausted before this trial" in text
+
+
+def test_max_tokens_aborts_after_the_crossing_event(pytester: pytest.Pytester, fake_project: Project, tmp_path: Path) -> None:
+    log = tmp_path / "events.log"
+    fake_project.config(config_doc(budget={"trials": 1, "maxTokens": 250}))
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [100, 100, 100, 100, 100, 100], "event_gap": 0.3,
+                                                         "events_log": str(log)}))
+    fake_project.build()
+    status, report, text = run(pytester, fake_project)
+    assert report is not None, text
+    [trial] = report.scenarios[0].trials
+    assert trial.verdict == "budget-exceeded" and status == 1
+    assert trial.usage is not None and trial.usage.total == 300  # overshoot only by the crossing event
+    emitted = log.read_text().split()
+    assert emitted == ["0", "1", "2"]  # the abort came before a fourth event was written
+    assert "exceeded maxTokens=250" in (trial.error or "")
+
+
+def test_a_host_without_usage_events_is_budget_unmonitored(pytester: pytest.Pytester, fake_project: Project) -> None:
+    fake_project.scenario(fake_scenario("writes-hello", {}))
+    fake_project.build()
+    status, report, _ = run(pytester, fake_project)
+    assert report is not None and status == 0
+    [trial] = report.scenarios[0].trials
+    assert trial.budgetUnmonitored is True and trial.usage is None
+
+
+def test_timeout_covers_the_host_session_only(pytester: pytest.Pytester, fake_project: Project) -> None:
+    fake_project.config(config_doc(budget={"trials": 1, "timeoutMs": 60000}))
+    slow = [sys.executable, "-c", "import time; time.sleep(2.5)"]
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [10]}, budget={"timeoutMs": 2000},
+                                        task={"fixture": "eval/fixtures/app", "setup": slow, "prompt": 'FAKE:{"usage": [10]}'},
+                                        checks=[{"type": "command", "run": slow}]))
+    fake_project.build()
+    status, report, text = run(pytester, fake_project)
+    assert status == 0, text  # 2.5 s of setup and 2.5 s of checks do not count against 2 s
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [10], "sleep": 30}, budget={"timeoutMs": 2000}))
+    status, report, text = run(pytester, fake_project)
+    assert report is not None and status == 1
+    [trial] = report.scenarios[0].trials
+    assert trial.verdict == "timeout" and trial.hostDurationMs < 20000
+
+
+def test_budget_fixture_reaches_a_user_conftest(pytester: pytest.Pytester, fake_project: Project, tmp_path: Path) -> None:
+    seen = tmp_path / "budget.json"
+    fake_project.write("conftest.py", (
+        "import json, pytest\n"
+        "@pytest.fixture(autouse=True)\n"
+        "def record_budget(atlante_budget):\n"
+        f"    open({str(seen)!r}, 'w').write(json.dumps(atlante_budget.__dict__))\n"))
+    fake_project.config(config_doc(budget={"trials": 1, "maxTokens": 1234}))
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [10]}, budget={"timeoutMs": 4321}))
+    fake_project.build()
+    status, _, text = run(pytester, fake_project, "--rootdir", str(fake_project.root), "-p", "no:timeout")
+    assert status == 0, text
+    assert json.loads(seen.read_text()) == {"timeoutMs": 4321, "maxTokens": 1234, "maxSessions": 15, "trials": 1, "allocated": True}
+
+
+def test_the_host_is_probed_once_per_run_under_xdist(pytester: pytest.Pytester, fake_project: Project) -> None:
+    fake_project.config(config_doc(budget={"trials": 4}))
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [10]}))
+    fake_project.build()
+    status, report, text = run(pytester, fake_project, "-n", "2")
+    assert status == 0, text
+    assert (fake_project.fake_bin / "probe.log").read_text().count("probe") == 1  # type: ignore[attr-defined]
+
+
+def test_a_worker_crash_is_exit_3_and_the_report_keeps_finished_trials(pytester: pytest.Pytester, fake_project: Project) -> None:
+    fake_project.config(config_doc(budget={"trials": 4}))
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [10]}))
+    fake_project.write("conftest.py", (
+        "import os\n"
+        "def pytest_runtest_call(item):\n"
+        "    if item.name.endswith('[trial-3]') and os.environ.get('PYTEST_XDIST_WORKER'):\n"
+        "        os._exit(17)\n"))
+    fake_project.build()
+    status, report, text = run(pytester, fake_project, "-n", "2", "--rootdir", str(fake_project.root), subprocess_=True)
+    assert status == 3, text
+    assert report is not None and report.complete is False and report.exitStatus == 3
+    finished = verdicts(report)
+    assert "eval/scenarios/main.eval.json::writes-hello[trial-3]" not in finished
+    assert sorted(v for v in finished.values()) == ["pass"] * len(finished) and len(finished) >= 2
+    assert any(e.get("code") == "eval-worker-crashed" for e in report.errors)
+
+
+def _alive_with(marker: str) -> list[int]:
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    alive.append(int(entry.name))
+            except OSError:
+                continue
+    return alive
+
+
+def test_ctrl_c_stops_the_run_writes_the_report_and_leaves_nothing_behind(fake_project: Project, tmp_path: Path) -> None:
+    started = tmp_path / "second-started"
+    marker = f"atlante-sigint-{os.getpid()}"
+    fake_project.config(config_doc(budget={"trials": 1}))
+    fake_project.scenario(fake_scenario("a-quick", {"usage": [10]}), "eval/scenarios/a.eval.json")
+    fake_project.scenario(fake_scenario("b-slow", {"usage": [10], "sleep": 300, "started": str(started)},
+                                        task={"fixture": "eval/fixtures/app",
+                                              "prompt": "FAKE:" + json.dumps({"usage": [10], "sleep": 300, "started": str(started), "m": marker})}),
+                          "eval/scenarios/b.eval.json")
+    (fake_project.root / "eval/scenarios/main.eval.json").unlink()
+    fake_project.build()
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-project", str(fake_project.root),
+                             "--atlante-out", str(out), "-p", "no:cacheprovider", "--rootdir", str(fake_project.root)],
+                            cwd=fake_project.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), "the slow trial never started"
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 3, output
+    report = EvalReport.model_validate_json((out / "report.json").read_text())
+    assert report.interrupted is True and report.complete is False
+    trials = {t.scenario: t for s in report.scenarios for t in s.trials}
+    assert trials["a-quick"].verdict == "pass"
+    assert trials["b-slow"].interrupted is True and trials["b-slow"].verdict == "infra-error"
+    time.sleep(0.5)
+    assert _alive_with(marker) == []
+    assert not list(Path(os.path.realpath("/tmp")).glob(f"atlante-eval-{report.runId}/*"))

@@ -1,0 +1,384 @@
+"""Whole eval trials through the real Claude Code CLI (2.1.197) and the scripted model.
+
+Every test here is one (or two) ``pytest --atlante-eval --atlante-scripted`` runs in a child
+process (pytester), with the pinned CLI on PATH; it reads the run's ``report.json`` back through
+the report's own model.  Several scenarios share a run to keep the file's runtime modest: each
+Claude trial costs a few seconds of a 2-core machine.
+
+The scenarios are ``TrialCase``s (``trial_helpers``): host-neutral, so an OpenCode matrix can run
+the same lists with ``HOST = "opencode"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from trial_helpers import (
+    AGENT_SENTINEL,
+    DONE,
+    EvalRun,
+    HostName,
+    TrialCase,
+    assert_no_sandbox_path,
+    bash_turn,
+    expected_table,
+    junit_failures,
+    logged_requests,
+    new_marker,
+    normalise,
+    outcome_table,
+    processes_with,
+    run_eval,
+    system_text,
+    with_request_log,
+    write_project,
+    write_turn,
+)
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+
+HOST: HostName = "claude-code"
+GIT_ID = "-c user.name=agent -c user.email=agent@example.invalid"
+SANDBOX_RMTREE = "python3 -c \"import shutil; shutil.rmtree('.git')\""  # `rm -rf` is denied by the policy
+
+
+def sleeper(marker: str, flag: str) -> str:
+    """A shell command for a long sleep whose own process carries ``marker`` in its command line.
+
+    It creates ``flag`` first, so the trial's diff proves the sleep had started.
+    """
+    return f"python3 -c 'import pathlib, time; pathlib.Path(\"{flag}\").touch(); time.sleep(300)' {marker}"
+
+
+# --------------------------------------------------------------------------- the check matrix
+
+# A check command that outlives its timeout carries this marker, so the test can prove it was killed.
+CHECK_SLEEP_MARKER = new_marker()
+
+ALL_CHECKS_PASS = TrialCase(
+    name="writes-hello",
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[
+        {"type": "command", "run": ["python3", "-c", "import pathlib, sys; sys.exit(pathlib.Path('hello.txt').read_text() != 'hello\\n')"]},
+        {"type": "command", "run": ["cat", "hello.txt"], "outputMatches": "(?m)^hello$"},
+        {"type": "file-exists", "path": "hello.txt"},
+        {"type": "file-absent", "path": "bye.txt"},
+        {"type": "file-unchanged", "path": "README.md"},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "(?m)^hel+o$", "regex": True},
+        {"type": "diff-allowlist", "allow": ["hello.txt"]},
+    ],
+    verdict="pass",
+    outcomes=("pass",) * 8,
+)
+
+ALL_CHECKS_FAIL = TrialCase(
+    name="fails-every-check",
+    turns=[
+        write_turn("hello.txt", "goodbye\n"),
+        write_turn("bye.txt", "bye\n"),
+        {"text": "Reading.", "actions": [{"type": "read", "path": "README.md"}]},
+        {"text": "Editing.", "actions": [{"type": "edit", "path": "README.md", "old": "# app", "new": "# renamed app"}]},
+        DONE,
+    ],
+    checks=[
+        {"type": "command", "run": ["python3", "-c", "import sys; print('checking'); sys.exit(3)"]},
+        {"type": "command", "run": ["cat", "hello.txt"], "outputMatches": "(?m)^hello$"},
+        {"type": "file-exists", "path": "missing.txt"},
+        {"type": "file-absent", "path": "bye.txt"},
+        {"type": "file-unchanged", "path": "README.md"},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "(?m)^hel+o$", "regex": True},
+        {"type": "diff-allowlist", "allow": ["hello.txt"]},
+    ],
+    verdict="fail",
+    outcomes=("fail",) * 8,
+)
+
+CHECK_TIMES_OUT = TrialCase(
+    name="check-times-out",
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[
+        {"type": "command", "run": ["python3", "-c", "import time; time.sleep(300)", CHECK_SLEEP_MARKER], "timeoutMs": 1500},
+        {"type": "file-exists", "path": "hello.txt"},
+    ],
+    verdict="fail",
+    outcomes=("timeout", "pass"),
+)
+
+CHECK_CANNOT_START = TrialCase(
+    name="check-cannot-start",
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[
+        {"type": "command", "run": ["atlante-no-such-program-3b1e"]},
+        {"type": "file-exists", "path": "hello.txt"},
+    ],
+    verdict="infra-error",
+    outcomes=("error", "pass"),
+)
+
+SETUP_FAILS = TrialCase(
+    name="setup-fails",
+    setup=["python3", "-c", "import sys; print('setup broke'); sys.exit(4)"],
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[{"type": "file-exists", "path": "hello.txt"}],
+    verdict="infra-error",
+    outcomes=None,
+)
+
+MATRIX = [ALL_CHECKS_PASS, ALL_CHECKS_FAIL, CHECK_TIMES_OUT, CHECK_CANNOT_START, SETUP_FAILS]
+# What the first line of each failing trial's JUnit message must say (after "<name> trial 1: ").
+FIRST_LINES = {
+    "fails-every-check": "fail: command `python3 -c 'import sys; print('\"'\"'checking'\"'\"'); sys.exit(3)'`: exit 3 (expected 0)",
+    "check-times-out": "fail: command `python3 -c 'import time; time.sleep(300)'",
+    "check-cannot-start": "infra-error: command `atlante-no-such-program-3b1e`: could not start",
+    "setup-fails": "infra-error: setup python3 -c",
+}
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str]) -> None:
+    monkeypatch.setenv("PATH", hosts_path())
+
+
+@pytest.mark.usefixtures("on_path")
+def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    project = write_project(tmp_path / "project", HOST, MATRIX)
+    junit = tmp_path / "junit.xml"
+
+    serial = run_eval(pytester, project, tmp_path / "out-serial", f"--junitxml={junit}")
+    parallel = run_eval(pytester, project, tmp_path / "out-parallel", "-n", "2")
+
+    for run in (serial, parallel):
+        assert run.result.ret == 1, run.output()
+        assert run.report.exitStatus == 1
+        assert run.report.complete and run.report.host is not None and run.report.host.version == "2.1.197"
+        assert outcome_table(run, MATRIX) == expected_table(MATRIX)
+        assert run.report_text is not None
+        assert_no_sandbox_path(run.report_text)
+        assert_matrix_evidence(run)
+    assert normalise(serial.report) == normalise(parallel.report)
+    assert processes_with(CHECK_SLEEP_MARKER) == []
+
+    # JUnit XML: one failure per non-passing trial, whose first line says what failed.
+    failures = junit_failures(junit)
+    assert set(failures) == {f"{name}[trial-1]" for name in FIRST_LINES}
+    for name, expected in FIRST_LINES.items():
+        first_line = failures[f"{name}[trial-1]"].splitlines()[0]
+        assert first_line.startswith(f"{name} trial 1: {expected}"), first_line
+
+
+def assert_matrix_evidence(run: EvalRun) -> None:
+    """The matrix's trial records carry the evidence: messages, exit codes, outputs, diff."""
+    passing = run.trial("writes-hello")
+    assert passing.verdict == "pass" and passing.error is None
+    assert passing.changedPaths == ["hello.txt"]
+    assert passing.diff is not None and "+hello" in passing.diff
+    assert passing.usage is not None and passing.usage.total > 0
+
+    failing = run.trial("fails-every-check")
+    messages = [c.message for c in failing.checks]
+    assert failing.checks[0].exitCode == 3 and "checking" in (failing.checks[0].output or "")
+    assert "exit 3 (expected 0)" in messages[0]
+    assert "output does not match" in messages[1] and "goodbye" in messages[1]
+    assert messages[2] == "file-exists missing.txt: does not exist"
+    assert messages[3] == "file-absent bye.txt: file exists"
+    assert messages[4].startswith("file-unchanged README.md: content changed")
+    assert messages[5] == 'file-contains hello.txt: pattern "hello" not found'
+    assert messages[6] == 'file-contains hello.txt: regex "(?m)^hel+o$" not found'
+    assert messages[7] == "diff-allowlist: 2 changed path(s) outside the allowlist: README.md, bye.txt"
+    assert failing.changedPaths == ["README.md", "bye.txt", "hello.txt"]
+    assert failing.diff is not None and "+# renamed app" in failing.diff
+
+    timed_out = run.trial("check-times-out").checks[0]
+    assert timed_out.timedOut and not timed_out.passed and not timed_out.error
+    assert "timed out after 1500 ms" in timed_out.message
+
+    cannot_start = run.trial("check-cannot-start")
+    assert cannot_start.checks[0].error and "could not start" in cannot_start.checks[0].message
+
+    setup = run.trial("setup-fails")
+    assert setup.error is not None and "exited 4" in setup.error and "setup broke" in setup.error
+    assert setup.checks == [] and setup.usage is None  # no host session, no checks
+
+
+# --------------------------------------------------------------------------- host session timeout
+
+
+@pytest.mark.usefixtures("on_path")
+def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    marker = new_marker()
+    # A foreground sleep in the tool shell, plus one that left the process group with setsid.
+    command = f"(setsid {sleeper(marker + '-detached', 'detached.txt')} &) ; {sleeper(marker, 'sleeping.txt')}"
+    case = TrialCase(
+        name="session-times-out",
+        timeout_ms=8000,
+        turns=[bash_turn(command), DONE],
+        checks=[{"type": "file-exists", "path": "sleeping.txt"}],
+        verdict="timeout",
+        outcomes=("pass",),
+    )
+    project = write_project(tmp_path / "project", HOST, [case])
+
+    run = run_eval(pytester, project, tmp_path / "out")
+
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, [case]) == expected_table([case])
+    trial = run.trial(case.name)
+    assert trial.error == "host session exceeded timeoutMs=8000"
+    # Both sleepers really ran (each made its flag file) when the deadline hit ...
+    assert trial.changedPaths == ["detached.txt", "sleeping.txt"]
+    # ... and neither sleeper, nor the shell around it, outlived the trial.
+    assert processes_with(marker) == []
+    assert run.report_text is not None
+    assert_no_sandbox_path(run.report_text)
+
+
+# --------------------------------------------------------------------------- agents
+
+
+@pytest.mark.usefixtures("on_path")
+def test_task_agent_runs_the_built_agent(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_agent = TrialCase(
+        name="uses-helper-agent",
+        agent="helper",
+        turns=[write_turn("hello.txt", "hello\n"), DONE],
+        checks=[{"type": "file-contains", "path": "hello.txt", "pattern": "hello"}],
+        verdict="pass",
+        outcomes=("pass",),
+    )
+    cases = [with_agent, ALL_CHECKS_PASS]
+    project = write_project(tmp_path / "project", HOST, cases)
+    log_dir = tmp_path / "requests"
+    plugin_args = with_request_log(monkeypatch, log_dir)
+
+    run = run_eval(pytester, project, tmp_path / "out", *plugin_args)
+
+    assert run.result.ret == 0, run.output()
+    assert run.report.exitStatus == 0
+    assert outcome_table(run, cases) == expected_table(cases)
+    requests = logged_requests(log_dir)
+    turns = {trial: [r for r in logged if r["kind"] == "turn"] for trial, logged in requests.items()}
+    assert set(turns) == {"uses-helper-agent-1", "writes-hello-1"}
+    # With task.agent every model turn runs under the built agent's body (.claude/agents/helper.md);
+    # without it, the body is nowhere in the system prompt.
+    assert turns["uses-helper-agent-1"] and all(AGENT_SENTINEL in system_text(r) for r in turns["uses-helper-agent-1"])
+    assert turns["writes-hello-1"] and not any(AGENT_SENTINEL in system_text(r) for r in turns["writes-hello-1"])
+
+
+# --------------------------------------------------------------------------- containment of evidence
+
+
+def hiding_cases() -> list[TrialCase]:
+    """Agents that change files, then try to make git say nothing changed."""
+    commit_all = f"git add -A && git {GIT_ID} commit -qm work"
+    setup = ["sh", "-c", f"git init -q && {commit_all.replace('work', 'baseline')}"]
+    checks = [{"type": "diff-allowlist", "allow": ["allowed.txt"]},
+              {"type": "command", "run": ["git", "status", "--porcelain"], "outputMatches": r"\S"}]
+    tampering = {
+        "hides-with-reset-hard": f"{commit_all} && git reset -q --hard HEAD",
+        "hides-by-rewriting-git": f"{SANDBOX_RMTREE} && git init -q && {commit_all}",
+    }
+    cases = [
+        TrialCase(
+            name=name,
+            setup=setup,
+            turns=[write_turn("sneaky.txt", "sneaky\n"), bash_turn("echo tampered >> README.md"), bash_turn(command), DONE],
+            checks=checks,
+            verdict="fail",
+            # git itself is fooled (a clean status); the diff-allowlist is not.
+            outcomes=("fail", "fail"),
+        )
+        for name, command in tampering.items()
+    ]
+    cases.append(TrialCase(
+        name="hides-by-deleting-git",
+        setup=setup,
+        turns=[write_turn("sneaky.txt", "sneaky\n"), bash_turn("echo tampered >> README.md"), bash_turn(SANDBOX_RMTREE), DONE],
+        checks=checks[:1],
+        verdict="fail",
+        outcomes=("fail",),
+    ))
+    return cases
+
+
+SECRET = "s3cr3t-6d1f0a"
+PARENT_KEY = "parent-key-91b2c4"
+SECRETS = TrialCase(
+    name="environment-stays-private",
+    turns=[bash_turn("env > env.txt"), DONE],
+    checks=[
+        {"type": "file-exists", "path": "env.txt"},
+        # The scripted credential reaches the host's tool shell; the parent's own key does not.
+        {"type": "file-contains", "path": "env.txt", "pattern": "(?m)^ANTHROPIC_API_KEY=atlante-scripted$", "regex": True},
+        {"type": "file-contains", "path": "env.txt", "pattern": "parent-ke[y]", "regex": True},
+        # The parent's secret reaches neither the tool shell nor a check command ("[t]": the
+        # pattern itself must not spell the secret, or the report would carry it in the message).
+        {"type": "file-contains", "path": "env.txt", "pattern": "s3cr3[t]", "regex": True},
+        {"type": "command", "run": ["env"], "outputMatches": "s3cr3[t]"},
+        # Checks see no credential at all, scripted or not.
+        {"type": "command", "run": ["env"], "outputMatches": "ANTHROPIC_API_KEY|atlante-scripted|parent-ke[y]"},
+        {"type": "command", "run": ["env"], "outputMatches": "(?m)^HOME="},
+    ],
+    verdict="fail",
+    outcomes=("pass", "pass", "fail", "fail", "fail", "fail", "pass"),
+)
+
+
+@pytest.mark.usefixtures("on_path")
+def test_agents_cannot_hide_changes_or_read_secrets(pytester: pytest.Pytester, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATLANTE_TEST_SECRET", SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", PARENT_KEY)
+    cases = [*hiding_cases(), SECRETS]
+    project = write_project(tmp_path / "project", HOST, cases)
+
+    run = run_eval(pytester, project, tmp_path / "out")
+
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, cases) == expected_table(cases)
+    for case in cases[:3]:
+        trial = run.trial(case.name)
+        assert {"README.md", "sneaky.txt"} <= set(trial.changedPaths), (case.name, trial.changedPaths)
+        assert "README.md, sneaky.txt" in trial.checks[0].message
+        if len(trial.checks) > 1:  # git ran and saw a clean tree: the tampering worked on git itself
+            assert "output does not match" in trial.checks[1].message, trial.checks[1].message
+        assert trial.diff is not None and "+sneaky" in trial.diff and "+tampered" in trial.diff
+    assert ".git" in run.trial("hides-by-deleting-git").changedPaths
+    assert run.report_text is not None
+    assert_no_sandbox_path(run.report_text)
+    assert SECRET not in run.report_text and PARENT_KEY not in run.report_text
+
+
+# --------------------------------------------------------------------------- no credentials
+
+
+def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str]) -> None:
+    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])
+    empty_home = tmp_path / "home"
+    empty_home.mkdir()
+    monkeypatch.setenv("PATH", hosts_path())
+    monkeypatch.setenv("HOME", str(empty_home))
+    for name in list(os.environ):
+        if name.startswith(("ANTHROPIC_", "CLAUDE_")):
+            monkeypatch.delenv(name)
+    # A private temp dir: the run would make its sandboxes (atlante-eval-<run id>/) in it.
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private_tmp))
+
+    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
+
+    assert run.result.ret == 3, run.output()
+    assert "eval-host-unauthenticated" in run.output()
+    report = run.report
+    assert report.exitStatus == 3 and not report.complete
+    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
+    assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
+    assert list(private_tmp.iterdir()) == []  # no sandbox was even made

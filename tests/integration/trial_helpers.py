@@ -1,0 +1,285 @@
+"""Scaffolding for integration tests that run whole eval trials through a real host CLI.
+
+Host-neutral on purpose: a ``TrialCase`` is a scenario document plus its scripted-model turns plus
+what the trial must produce (verdict and per-check outcome).  ``write_project`` lays the cases out
+for either host (``host="claude-code"`` or ``"opencode"``), so an OpenCode matrix reuses the same
+cases by switching one argument.  Scripts keep dependent actions in separate turns because OpenCode
+runs one turn's tool calls concurrently (docs/scripted-model.md).
+
+Running goes through pytester (``run_eval``) and reads ``<out>/report.json`` back with the report's
+own pydantic model.  ``normalise`` drops what legitimately differs between two runs of the same
+suite (ids, timestamps, durations, costs) so a serial and an ``-n 2`` run can be compared whole.
+
+This module is also a tiny pytest plugin (``-p trial_helpers`` with its directory on PYTHONPATH):
+when ``ATLANTE_TEST_REQUEST_LOG`` names a directory, every scripted-model server of the run writes
+the requests it saw there when it stops.  The engine keeps its server private; this spy lets a test
+see what the host sent (e.g. the system prompt of an ``--agent`` session) without changing it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from pytest_atlante.records import CheckResult, TrialRecord, Verdict
+from pytest_atlante.report import SANDBOX_DIR_PREFIX, EvalReport
+
+HostName = Literal["claude-code", "opencode"]
+CheckOutcome = Literal["pass", "fail", "error", "timeout"]
+
+REQUEST_LOG_ENV = "ATLANTE_TEST_REQUEST_LOG"
+HELPERS_DIR = Path(__file__).resolve().parent
+# Body of the harness agent ``helper`` in every project written here: a test can look for it in
+# what the host sent to the model.
+AGENT_SENTINEL = "AGENT-BODY-SENTINEL-7f3c: you are the helper agent and write small files."
+FIXTURE_FILES: dict[str, str] = {
+    "README.md": "# app\n",
+    "config.ini": "[app]\nmode = prod\n",
+    "src/app.py": "def main():\n    return 'app'\n",
+}
+# Report keys that differ between two runs of the same suite (anywhere in the document).
+VOLATILE_KEYS = frozenset({
+    "runId", "startedAt", "finishedAt", "durationMs", "hostDurationMs", "meanDurationMs",
+    "p95DurationMs", "costUsd",
+})  # fmt: skip
+
+
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True)
+class TrialCase:
+    """One scenario, its scripted turns, and the outcome its single trial must have."""
+
+    name: str
+    turns: list[dict[str, Any]]
+    checks: list[dict[str, Any]]
+    verdict: Verdict
+    # One entry per check, in order: what that check must report; ``None`` when no check may run
+    # (the trial ends before its checks, e.g. a failed setup).
+    outcomes: tuple[CheckOutcome, ...] | None
+    prompt: str = "Do the task."
+    setup: list[str] | None = None
+    agent: str | None = None
+    timeout_ms: int | None = None
+    extra_task: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.outcomes is not None and len(self.outcomes) != len(self.checks):
+            raise ValueError(f"{self.name}: {len(self.checks)} checks but {len(self.outcomes)} expected outcomes")
+
+    def document(self) -> dict[str, Any]:
+        from conftest import scenario_doc  # lazy: the plugin half of this module runs without the repo root
+
+        task: dict[str, Any] = {"fixture": "eval/fixtures/app", "prompt": self.prompt, **self.extra_task}
+        if self.setup is not None:
+            task["setup"] = self.setup
+        if self.agent is not None:
+            task["agent"] = self.agent
+        overrides: dict[str, Any] = {"task": task, "checks": self.checks}
+        if self.timeout_ms is not None:
+            overrides["budget"] = {"timeoutMs": self.timeout_ms}
+        return scenario_doc(self.name, **overrides)
+
+
+def write_turn(path: str, content: str, text: str = "Writing.") -> dict[str, Any]:
+    return {"text": text, "actions": [{"type": "write", "path": path, "content": content}]}
+
+
+def bash_turn(command: str, text: str = "Running a command.") -> dict[str, Any]:
+    return {"text": text, "actions": [{"type": "bash", "command": command}]}
+
+
+DONE: dict[str, Any] = {"text": "Done."}
+
+
+def write_project(root: Path, host: HostName, cases: list[TrialCase], **eval_overrides: Any) -> Path:
+    """A valid, built eval project at ``root`` holding one scenario document per case."""
+    from conftest import Project, config_doc
+
+    project = Project(root)
+    root.mkdir(parents=True)
+    project.config(config_doc(host, **eval_overrides))
+    project.write("harness/helper.md", AGENT_SENTINEL + "\n")
+    project.write("harness/tidy/SKILL.md", "Keep files tidy.\n")
+    for rel, content in FIXTURE_FILES.items():
+        project.write(f"eval/fixtures/app/{rel}", content)
+    for case in cases:
+        project.scenario(case.document(), file=f"eval/scenarios/{case.name}.eval.json")
+        project.script(case.name, case.turns)
+    project.build()
+    return root
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class EvalRun:
+    result: pytest.RunResult
+    out: Path
+    report_text: str | None
+
+    @property
+    def report(self) -> EvalReport:
+        assert self.report_text is not None, f"no report.json in {self.out}\n{self.output()}"
+        return EvalReport.model_validate_json(self.report_text)
+
+    def output(self) -> str:
+        return "\n".join(self.result.outlines + self.result.errlines)
+
+    def trial(self, scenario: str, number: int = 1) -> TrialRecord:
+        for record in self.report.scenarios:
+            for trial in record.trials:
+                if trial.scenario == scenario and trial.trial == number:
+                    return trial
+        raise AssertionError(f"no trial {number} of {scenario!r} in the report:\n{self.output()}")
+
+
+def run_eval(pytester: pytest.Pytester, project: Path, out: Path, *args: str,
+             scripted: bool = True, subprocess: bool = True, timeout_s: float = 300) -> EvalRun:
+    """``pytest --atlante-eval [--atlante-scripted] --atlante-project P --atlante-out O ARGS``."""
+    argv = ["--atlante-eval", *(["--atlante-scripted"] if scripted else []), "--atlante-project", str(project),
+            "--atlante-out", str(out), "-p", "no:cacheprovider", *args]
+    if subprocess:
+        result = pytester.runpytest_subprocess(*argv, timeout=timeout_s)
+    else:
+        result = pytester.runpytest_inprocess(*argv)
+    path = out / "report.json"
+    return EvalRun(result, out, path.read_text(encoding="utf-8") if path.exists() else None)
+
+
+def with_request_log(monkeypatch: pytest.MonkeyPatch, log_dir: Path) -> list[str]:
+    """Arguments and environment that load this module as the request-log plugin in the run."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv(REQUEST_LOG_ENV, str(log_dir))
+    existing = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(HELPERS_DIR) + (os.pathsep + existing if existing else ""))
+    return ["-p", "trial_helpers"]
+
+
+def logged_requests(log_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Requests written by the request-log plugin, keyed by trial directory (``<scenario>-<trial>``)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(log_dir.glob("*.json")):
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        found.setdefault(entry["trial"], []).extend(entry["requests"])
+    return found
+
+
+def system_text(request: dict[str, Any]) -> str:
+    """The system prompt of an Anthropic Messages request, as one string."""
+    system = (request.get("body") or {}).get("system")
+    if isinstance(system, list):
+        return "\n".join(block.get("text", "") for block in system if isinstance(block, dict))
+    return system if isinstance(system, str) else ""
+
+
+# --------------------------------------------------------------------------- reading results
+
+
+def check_outcome(check: CheckResult) -> CheckOutcome:
+    if check.error:
+        return "error"
+    if check.timedOut:
+        return "timeout"
+    return "pass" if check.passed else "fail"
+
+
+def outcome_table(run: EvalRun, cases: list[TrialCase]) -> dict[str, tuple[str, tuple[CheckOutcome, ...]]]:
+    """``{scenario: (verdict, per-check outcomes)}`` as the report has it, for the given cases."""
+    table = {}
+    for case in cases:
+        trial = run.trial(case.name)
+        table[case.name] = (trial.verdict, tuple(check_outcome(c) for c in trial.checks))
+    return table
+
+
+def expected_table(cases: list[TrialCase]) -> dict[str, tuple[str, tuple[CheckOutcome, ...]]]:
+    return {case.name: (case.verdict, case.outcomes or ()) for case in cases}
+
+
+def normalise(report: EvalReport) -> Any:
+    """The report as plain JSON without the values that differ between runs of the same suite."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(report.model_dump(mode="json", by_alias=True))
+
+
+def assert_no_sandbox_path(report_text: str) -> None:
+    at = report_text.find(SANDBOX_DIR_PREFIX)
+    assert at < 0, f"report.json names a sandbox path: ...{report_text[max(at - 80, 0):at + 80]}..."
+
+
+def junit_failures(path: Path) -> dict[str, str]:
+    """``{testcase name: failure message}`` of a JUnit XML file."""
+    failures = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        failure = case.find("failure")
+        if failure is not None:
+            failures[case.get("name", "")] = failure.get("message", "")
+    return failures
+
+
+def new_marker() -> str:
+    return f"MARKER-{uuid.uuid4().hex}"
+
+
+def processes_with(marker: str) -> list[tuple[int, str]]:
+    """Live processes (other than this one) whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # exited while we looked, or not ours to read
+        if marker in cmdline:
+            found.append((int(entry.name), cmdline.strip()))
+    return found
+
+
+# --------------------------------------------------------------------------- request-log plugin
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Active only as ``-p trial_helpers`` with ``ATLANTE_TEST_REQUEST_LOG`` set (see module doc)."""
+    log_dir = os.environ.get(REQUEST_LOG_ENV)
+    if not log_dir:
+        return
+    from pytest_atlante import scripted
+
+    original_stop = scripted.ScriptedModelServer.stop
+    logged: set[int] = set()  # stop() is idempotent; log each server once
+
+    def stop_and_log(server: scripted.ScriptedModelServer) -> None:
+        original_stop(server)
+        if id(server) in logged:
+            return
+        logged.add(id(server))
+        requests = [
+            {"kind": r.kind, "path": r.path, "turn_index": r.turn_index, "model": r.model,
+             "tools_offered": list(r.tools_offered), "tool_calls": list(r.tool_calls),
+             "unoffered_tools": list(r.unoffered_tools), "body": r.body}
+            for r in server.requests
+        ]
+        entry = {"trial": server.sandbox_root.parent.name, "requests": requests}
+        target = Path(log_dir) / f"{os.getpid()}-{uuid.uuid4().hex}.json"
+        target.write_text(json.dumps(entry, default=str), encoding="utf-8")
+
+    # Patched in the child pytest process only, which ends with the run.
+    scripted.ScriptedModelServer.stop = stop_and_log  # type: ignore[method-assign]
