@@ -99,7 +99,7 @@ def _split(locator: str) -> list[tuple[str, str | None]]:
     """Candidate (package, preset) readings of a locator, most specific package first."""
     candidates: list[tuple[str, str | None]] = []
     if _is_relative(locator) or _NPM_NAME.match(locator):
-        candidates.append((locator.rstrip("/") or locator, None))
+        candidates.append((locator, None))
     head, _, last = locator.rstrip("/").rpartition("/")
     if head and _PRESET.match(last) and (_is_relative(head) or _NPM_NAME.match(head)):
         candidates.append((head, last))

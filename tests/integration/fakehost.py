@@ -36,11 +36,11 @@ for path, text in spec.get("write", {}).items():
 total = 0
 for index, tokens in enumerate(spec.get("usage", [])):
     total += tokens
+    if spec.get("events_log"):  # logged before the event is written, so a kill cannot race the log
+        open(spec["events_log"], "a").write("%d\n" % index)
     emit({"type": "assistant", "message": {"id": "msg_%d" % index, "model": "fake-model", "role": "assistant",
           "content": [{"type": "text", "text": "turn %d" % index}],
           "usage": {"input_tokens": tokens, "output_tokens": 0}}})
-    if spec.get("events_log"):
-        open(spec["events_log"], "a").write("%d\n" % index)
     time.sleep(spec.get("event_gap", 0))
 time.sleep(spec.get("sleep", 0))
 usage = {"input_tokens": total, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}

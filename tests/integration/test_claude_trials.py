@@ -11,7 +11,6 @@ the same lists with ``HOST = "opencode"``.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Callable
@@ -19,14 +18,20 @@ from typing import Callable
 import pytest
 
 from trial_helpers import (
+    AGENT_CASE,
     AGENT_SENTINEL,
+    ALL_CHECKS_PASS,
+    CHECK_SLEEP_MARKER,
     DONE,
+    FIRST_LINES,
+    MATRIX,
     EvalRun,
     HostName,
     TrialCase,
     assert_no_sandbox_path,
     bash_turn,
     expected_table,
+    hiding_cases,
     junit_failures,
     logged_requests,
     new_marker,
@@ -34,111 +39,15 @@ from trial_helpers import (
     outcome_table,
     processes_with,
     run_eval,
+    session_timeout_case,
     system_text,
     with_request_log,
     write_project,
-    write_turn,
 )
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
 HOST: HostName = "claude-code"
-GIT_ID = "-c user.name=agent -c user.email=agent@example.invalid"
-SANDBOX_RMTREE = "python3 -c \"import shutil; shutil.rmtree('.git')\""  # `rm -rf` is denied by the policy
-
-
-def sleeper(marker: str, flag: str) -> str:
-    """A shell command for a long sleep whose own process carries ``marker`` in its command line.
-
-    It creates ``flag`` first, so the trial's diff proves the sleep had started.
-    """
-    return f"python3 -c 'import pathlib, time; pathlib.Path(\"{flag}\").touch(); time.sleep(300)' {marker}"
-
-
-# --------------------------------------------------------------------------- the check matrix
-
-# A check command that outlives its timeout carries this marker, so the test can prove it was killed.
-CHECK_SLEEP_MARKER = new_marker()
-
-ALL_CHECKS_PASS = TrialCase(
-    name="writes-hello",
-    turns=[write_turn("hello.txt", "hello\n"), DONE],
-    checks=[
-        {"type": "command", "run": ["python3", "-c", "import pathlib, sys; sys.exit(pathlib.Path('hello.txt').read_text() != 'hello\\n')"]},
-        {"type": "command", "run": ["cat", "hello.txt"], "outputMatches": "(?m)^hello$"},
-        {"type": "file-exists", "path": "hello.txt"},
-        {"type": "file-absent", "path": "bye.txt"},
-        {"type": "file-unchanged", "path": "README.md"},
-        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
-        {"type": "file-contains", "path": "hello.txt", "pattern": "(?m)^hel+o$", "regex": True},
-        {"type": "diff-allowlist", "allow": ["hello.txt"]},
-    ],
-    verdict="pass",
-    outcomes=("pass",) * 8,
-)
-
-ALL_CHECKS_FAIL = TrialCase(
-    name="fails-every-check",
-    turns=[
-        write_turn("hello.txt", "goodbye\n"),
-        write_turn("bye.txt", "bye\n"),
-        {"text": "Reading.", "actions": [{"type": "read", "path": "README.md"}]},
-        {"text": "Editing.", "actions": [{"type": "edit", "path": "README.md", "old": "# app", "new": "# renamed app"}]},
-        DONE,
-    ],
-    checks=[
-        {"type": "command", "run": ["python3", "-c", "import sys; print('checking'); sys.exit(3)"]},
-        {"type": "command", "run": ["cat", "hello.txt"], "outputMatches": "(?m)^hello$"},
-        {"type": "file-exists", "path": "missing.txt"},
-        {"type": "file-absent", "path": "bye.txt"},
-        {"type": "file-unchanged", "path": "README.md"},
-        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
-        {"type": "file-contains", "path": "hello.txt", "pattern": "(?m)^hel+o$", "regex": True},
-        {"type": "diff-allowlist", "allow": ["hello.txt"]},
-    ],
-    verdict="fail",
-    outcomes=("fail",) * 8,
-)
-
-CHECK_TIMES_OUT = TrialCase(
-    name="check-times-out",
-    turns=[write_turn("hello.txt", "hello\n"), DONE],
-    checks=[
-        {"type": "command", "run": ["python3", "-c", "import time; time.sleep(300)", CHECK_SLEEP_MARKER], "timeoutMs": 1500},
-        {"type": "file-exists", "path": "hello.txt"},
-    ],
-    verdict="fail",
-    outcomes=("timeout", "pass"),
-)
-
-CHECK_CANNOT_START = TrialCase(
-    name="check-cannot-start",
-    turns=[write_turn("hello.txt", "hello\n"), DONE],
-    checks=[
-        {"type": "command", "run": ["atlante-no-such-program-3b1e"]},
-        {"type": "file-exists", "path": "hello.txt"},
-    ],
-    verdict="infra-error",
-    outcomes=("error", "pass"),
-)
-
-SETUP_FAILS = TrialCase(
-    name="setup-fails",
-    setup=["python3", "-c", "import sys; print('setup broke'); sys.exit(4)"],
-    turns=[write_turn("hello.txt", "hello\n"), DONE],
-    checks=[{"type": "file-exists", "path": "hello.txt"}],
-    verdict="infra-error",
-    outcomes=None,
-)
-
-MATRIX = [ALL_CHECKS_PASS, ALL_CHECKS_FAIL, CHECK_TIMES_OUT, CHECK_CANNOT_START, SETUP_FAILS]
-# What the first line of each failing trial's JUnit message must say (after "<name> trial 1: ").
-FIRST_LINES = {
-    "fails-every-check": "fail: command `python3 -c 'import sys; print('\"'\"'checking'\"'\"'); sys.exit(3)'`: exit 3 (expected 0)",
-    "check-times-out": "fail: command `python3 -c 'import time; time.sleep(300)'",
-    "check-cannot-start": "infra-error: command `atlante-no-such-program-3b1e`: could not start",
-    "setup-fails": "infra-error: setup python3 -c",
-}
 
 
 @pytest.fixture
@@ -168,9 +77,10 @@ def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest
     # JUnit XML: one failure per non-passing trial, whose first line says what failed.
     failures = junit_failures(junit)
     assert set(failures) == {f"{name}[trial-1]" for name in FIRST_LINES}
-    for name, expected in FIRST_LINES.items():
+    for name, (subject, why) in FIRST_LINES.items():
         first_line = failures[f"{name}[trial-1]"].splitlines()[0]
-        assert first_line.startswith(f"{name} trial 1: {expected}"), first_line
+        verdict = serial.trial(name).verdict
+        assert first_line.startswith(f"{name} trial 1: {verdict}: {subject}") and why in first_line, first_line
 
 
 def assert_matrix_evidence(run: EvalRun) -> None:
@@ -213,16 +123,7 @@ def assert_matrix_evidence(run: EvalRun) -> None:
 @pytest.mark.usefixtures("on_path")
 def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path) -> None:
     marker = new_marker()
-    # A foreground sleep in the tool shell, plus one that left the process group with setsid.
-    command = f"(setsid {sleeper(marker + '-detached', 'detached.txt')} &) ; {sleeper(marker, 'sleeping.txt')}"
-    case = TrialCase(
-        name="session-times-out",
-        timeout_ms=8000,
-        turns=[bash_turn(command), DONE],
-        checks=[{"type": "file-exists", "path": "sleeping.txt"}],
-        verdict="timeout",
-        outcomes=("pass",),
-    )
+    case = session_timeout_case(marker, timeout_ms=8000)
     project = write_project(tmp_path / "project", HOST, [case])
 
     run = run_eval(pytester, project, tmp_path / "out")
@@ -244,15 +145,7 @@ def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester
 
 @pytest.mark.usefixtures("on_path")
 def test_task_agent_runs_the_built_agent(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with_agent = TrialCase(
-        name="uses-helper-agent",
-        agent="helper",
-        turns=[write_turn("hello.txt", "hello\n"), DONE],
-        checks=[{"type": "file-contains", "path": "hello.txt", "pattern": "hello"}],
-        verdict="pass",
-        outcomes=("pass",),
-    )
-    cases = [with_agent, ALL_CHECKS_PASS]
+    cases = [AGENT_CASE, ALL_CHECKS_PASS]
     project = write_project(tmp_path / "project", HOST, cases)
     log_dir = tmp_path / "requests"
     plugin_args = with_request_log(monkeypatch, log_dir)
@@ -269,42 +162,11 @@ def test_task_agent_runs_the_built_agent(pytester: pytest.Pytester, tmp_path: Pa
     # without it, the body is nowhere in the system prompt.
     assert turns["uses-helper-agent-1"] and all(AGENT_SENTINEL in system_text(r) for r in turns["uses-helper-agent-1"])
     assert turns["writes-hello-1"] and not any(AGENT_SENTINEL in system_text(r) for r in turns["writes-hello-1"])
+    assert run.report_text is not None
+    assert_no_sandbox_path(run.report_text)
 
 
 # --------------------------------------------------------------------------- containment of evidence
-
-
-def hiding_cases() -> list[TrialCase]:
-    """Agents that change files, then try to make git say nothing changed."""
-    commit_all = f"git add -A && git {GIT_ID} commit -qm work"
-    setup = ["sh", "-c", f"git init -q && {commit_all.replace('work', 'baseline')}"]
-    checks = [{"type": "diff-allowlist", "allow": ["allowed.txt"]},
-              {"type": "command", "run": ["git", "status", "--porcelain"], "outputMatches": r"\S"}]
-    tampering = {
-        "hides-with-reset-hard": f"{commit_all} && git reset -q --hard HEAD",
-        "hides-by-rewriting-git": f"{SANDBOX_RMTREE} && git init -q && {commit_all}",
-    }
-    cases = [
-        TrialCase(
-            name=name,
-            setup=setup,
-            turns=[write_turn("sneaky.txt", "sneaky\n"), bash_turn("echo tampered >> README.md"), bash_turn(command), DONE],
-            checks=checks,
-            verdict="fail",
-            # git itself is fooled (a clean status); the diff-allowlist is not.
-            outcomes=("fail", "fail"),
-        )
-        for name, command in tampering.items()
-    ]
-    cases.append(TrialCase(
-        name="hides-by-deleting-git",
-        setup=setup,
-        turns=[write_turn("sneaky.txt", "sneaky\n"), bash_turn("echo tampered >> README.md"), bash_turn(SANDBOX_RMTREE), DONE],
-        checks=checks[:1],
-        verdict="fail",
-        outcomes=("fail",),
-    ))
-    return cases
 
 
 SECRET = "s3cr3t-6d1f0a"
@@ -381,4 +243,6 @@ def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, t
     assert report.exitStatus == 3 and not report.complete
     assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
     assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
+    assert run.report_text is not None
+    assert_no_sandbox_path(run.report_text)
     assert list(private_tmp.iterdir()) == []  # no sandbox was even made

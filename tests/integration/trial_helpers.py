@@ -22,7 +22,7 @@ import json
 import os
 import uuid
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +33,8 @@ from pytest_atlante.report import SANDBOX_DIR_PREFIX, EvalReport
 
 HostName = Literal["claude-code", "opencode"]
 CheckOutcome = Literal["pass", "fail", "error", "timeout"]
+# ``{scenario: (verdict, per-check outcomes)}``
+OutcomeTable = dict[str, tuple[Verdict, tuple[CheckOutcome, ...]]]
 
 REQUEST_LOG_ENV = "ATLANTE_TEST_REQUEST_LOG"
 HELPERS_DIR = Path(__file__).resolve().parent
@@ -69,7 +71,6 @@ class TrialCase:
     setup: list[str] | None = None
     agent: str | None = None
     timeout_ms: int | None = None
-    extra_task: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.outcomes is not None and len(self.outcomes) != len(self.checks):
@@ -78,7 +79,7 @@ class TrialCase:
     def document(self) -> dict[str, Any]:
         from conftest import scenario_doc  # lazy: the plugin half of this module runs without the repo root
 
-        task: dict[str, Any] = {"fixture": "eval/fixtures/app", "prompt": self.prompt, **self.extra_task}
+        task: dict[str, Any] = {"fixture": "eval/fixtures/app", "prompt": self.prompt}
         if self.setup is not None:
             task["setup"] = self.setup
         if self.agent is not None:
@@ -100,6 +101,11 @@ def bash_turn(command: str, text: str = "Running a command.") -> dict[str, Any]:
 DONE: dict[str, Any] = {"text": "Done."}
 
 
+def new_marker() -> str:
+    """A unique word to put in a process's command line, so a test can look for that process later."""
+    return f"MARKER-{uuid.uuid4().hex}"
+
+
 def write_project(root: Path, host: HostName, cases: list[TrialCase], **eval_overrides: Any) -> Path:
     """A valid, built eval project at ``root`` holding one scenario document per case."""
     from conftest import Project, config_doc
@@ -116,6 +122,165 @@ def write_project(root: Path, host: HostName, cases: list[TrialCase], **eval_ove
         project.script(case.name, case.turns)
     project.build()
     return root
+
+
+# --------------------------------------------------------------------------- shared cases
+
+GIT_ID = "-c user.name=agent -c user.email=agent@example.invalid"
+SANDBOX_RMTREE = "python3 -c \"import shutil; shutil.rmtree('.git')\""  # `rm -rf` is denied by the policy
+
+
+def sleeper(marker: str, flag: str) -> str:
+    """A shell command for a long sleep whose own process carries ``marker`` in its command line.
+
+    It creates ``flag`` first, so the trial's diff proves the sleep had started.
+    """
+    return f"python3 -c 'import pathlib, time; pathlib.Path(\"{flag}\").touch(); time.sleep(300)' {marker}"
+
+
+# A check command that outlives its timeout carries this marker, so the test can prove it was killed.
+CHECK_SLEEP_MARKER = new_marker()
+
+ALL_CHECKS_PASS = TrialCase(
+    name="writes-hello",
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[
+        {"type": "command", "run": ["python3", "-c", "import pathlib, sys; sys.exit(pathlib.Path('hello.txt').read_text() != 'hello\\n')"]},
+        {"type": "command", "run": ["cat", "hello.txt"], "outputMatches": "(?m)^hello$"},
+        {"type": "file-exists", "path": "hello.txt"},
+        {"type": "file-absent", "path": "bye.txt"},
+        {"type": "file-unchanged", "path": "README.md"},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "(?m)^hel+o$", "regex": True},
+        {"type": "diff-allowlist", "allow": ["hello.txt"]},
+    ],
+    verdict="pass",
+    outcomes=("pass",) * 8,
+)
+
+ALL_CHECKS_FAIL = TrialCase(
+    name="fails-every-check",
+    turns=[
+        write_turn("hello.txt", "goodbye\n"),
+        write_turn("bye.txt", "bye\n"),
+        {"text": "Reading.", "actions": [{"type": "read", "path": "README.md"}]},
+        {"text": "Editing.", "actions": [{"type": "edit", "path": "README.md", "old": "# app", "new": "# renamed app"}]},
+        DONE,
+    ],
+    checks=[
+        {"type": "command", "run": ["python3", "-c", "import sys; print('checking'); sys.exit(3)"]},
+        {"type": "command", "run": ["cat", "hello.txt"], "outputMatches": "(?m)^hello$"},
+        {"type": "file-exists", "path": "missing.txt"},
+        {"type": "file-absent", "path": "bye.txt"},
+        {"type": "file-unchanged", "path": "README.md"},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "(?m)^hel+o$", "regex": True},
+        {"type": "diff-allowlist", "allow": ["hello.txt"]},
+    ],
+    verdict="fail",
+    outcomes=("fail",) * 8,
+)
+
+CHECK_TIMES_OUT = TrialCase(
+    name="check-times-out",
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[
+        {"type": "command", "run": ["python3", "-c", "import time; time.sleep(300)", CHECK_SLEEP_MARKER], "timeoutMs": 1500},
+        {"type": "file-exists", "path": "hello.txt"},
+    ],
+    verdict="fail",
+    outcomes=("timeout", "pass"),
+)
+
+CHECK_CANNOT_START = TrialCase(
+    name="check-cannot-start",
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[
+        {"type": "command", "run": ["atlante-no-such-program-3b1e"]},
+        {"type": "file-exists", "path": "hello.txt"},
+    ],
+    verdict="infra-error",
+    outcomes=("error", "pass"),
+)
+
+SETUP_FAILS = TrialCase(
+    name="setup-fails",
+    setup=["python3", "-c", "import sys; print('setup broke'); sys.exit(4)"],
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[{"type": "file-exists", "path": "hello.txt"}],
+    verdict="infra-error",
+    outcomes=None,
+)
+
+MATRIX = [ALL_CHECKS_PASS, ALL_CHECKS_FAIL, CHECK_TIMES_OUT, CHECK_CANNOT_START, SETUP_FAILS]
+# What the first line of each non-passing matrix trial's failure text says after
+# "<name> trial 1: <verdict>: ": the first failed check (or the setup) and why.
+FIRST_LINES = {
+    "fails-every-check": ("command `python3 -c", "exit 3 (expected 0)"),
+    "check-times-out": ("command `python3 -c 'import time; time.sleep(300)'", "timed out after 1500 ms"),
+    "check-cannot-start": ("command `atlante-no-such-program-3b1e`", "could not start"),
+    "setup-fails": ("setup python3 -c", "failed: exited 4"),
+}
+
+
+def commit_all(message: str) -> str:
+    return f"git add -A && git {GIT_ID} commit -qm {message}"
+
+
+def hiding_cases() -> list[TrialCase]:
+    """Agents that change files, then try to make git say nothing changed."""
+    setup = ["sh", "-c", f"git init -q && {commit_all('baseline')}"]
+    checks = [{"type": "diff-allowlist", "allow": ["allowed.txt"]},
+              {"type": "command", "run": ["git", "status", "--porcelain"], "outputMatches": r"\S"}]
+    tampering = {
+        "hides-with-reset-hard": f"{commit_all('work')} && git reset -q --hard HEAD",
+        "hides-by-rewriting-git": f"{SANDBOX_RMTREE} && git init -q && {commit_all('work')}",
+    }
+    cases = [
+        TrialCase(
+            name=name,
+            setup=setup,
+            turns=[write_turn("sneaky.txt", "sneaky\n"), bash_turn("echo tampered >> README.md"), bash_turn(command), DONE],
+            checks=checks,
+            verdict="fail",
+            # git itself is fooled (a clean status); the diff-allowlist is not.
+            outcomes=("fail", "fail"),
+        )
+        for name, command in tampering.items()
+    ]
+    cases.append(TrialCase(
+        name="hides-by-deleting-git",
+        setup=setup,
+        turns=[write_turn("sneaky.txt", "sneaky\n"), bash_turn("echo tampered >> README.md"), bash_turn(SANDBOX_RMTREE), DONE],
+        checks=checks[:1],
+        verdict="fail",
+        outcomes=("fail",),
+    ))
+    return cases
+
+
+def session_timeout_case(marker: str, timeout_ms: int = 8000) -> TrialCase:
+    """The host session outlives ``budget.timeoutMs``: a tool shell sleeps in the foreground, and a
+    second sleeper has left the process group with ``setsid``.  Both carry ``marker``."""
+    command = f"(setsid {sleeper(marker + '-detached', 'detached.txt')} &) ; {sleeper(marker, 'sleeping.txt')}"
+    return TrialCase(
+        name="session-times-out",
+        timeout_ms=timeout_ms,
+        turns=[bash_turn(command), DONE],
+        checks=[{"type": "file-exists", "path": "sleeping.txt"}],
+        verdict="timeout",
+        outcomes=("pass",),
+    )
+
+
+AGENT_CASE = TrialCase(
+    name="uses-helper-agent",
+    agent="helper",
+    turns=[write_turn("hello.txt", "hello\n"), DONE],
+    checks=[{"type": "file-contains", "path": "hello.txt", "pattern": "hello"}],
+    verdict="pass",
+    outcomes=("pass",),
+)
 
 
 # --------------------------------------------------------------------------- running
@@ -193,16 +358,16 @@ def check_outcome(check: CheckResult) -> CheckOutcome:
     return "pass" if check.passed else "fail"
 
 
-def outcome_table(run: EvalRun, cases: list[TrialCase]) -> dict[str, tuple[str, tuple[CheckOutcome, ...]]]:
-    """``{scenario: (verdict, per-check outcomes)}`` as the report has it, for the given cases."""
-    table = {}
+def outcome_table(run: EvalRun, cases: list[TrialCase]) -> OutcomeTable:
+    """What the report says about the given cases."""
+    table: OutcomeTable = {}
     for case in cases:
         trial = run.trial(case.name)
         table[case.name] = (trial.verdict, tuple(check_outcome(c) for c in trial.checks))
     return table
 
 
-def expected_table(cases: list[TrialCase]) -> dict[str, tuple[str, tuple[CheckOutcome, ...]]]:
+def expected_table(cases: list[TrialCase]) -> OutcomeTable:
     return {case.name: (case.verdict, case.outcomes or ()) for case in cases}
 
 
@@ -232,10 +397,6 @@ def junit_failures(path: Path) -> dict[str, str]:
         if failure is not None:
             failures[case.get("name", "")] = failure.get("message", "")
     return failures
-
-
-def new_marker() -> str:
-    return f"MARKER-{uuid.uuid4().hex}"
 
 
 def processes_with(marker: str) -> list[tuple[int, str]]:
@@ -282,4 +443,4 @@ def pytest_configure(config: pytest.Config) -> None:
         target.write_text(json.dumps(entry, default=str), encoding="utf-8")
 
     # Patched in the child pytest process only, which ends with the run.
-    scripted.ScriptedModelServer.stop = stop_and_log  # type: ignore[method-assign]
+    scripted.ScriptedModelServer.stop = stop_and_log  # type: ignore[method-assign, assignment]

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.build import build, tree_dir
-from pytest_atlante.packs import harness_layers, resolve_packages
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.packs import ResolvedPack, harness_layers, resolve_packages
 
 from .conftest import PackProject, codes, only
 
@@ -18,7 +19,7 @@ PRESETS = {"strict": {"harness": {"skills": {"strict-notes": {"description": "St
            "lenient": {}}
 
 
-def resolve(project: PackProject, *locators: str) -> tuple[list, list]:  # type: ignore[type-arg]
+def resolve(project: PackProject, *locators: str) -> tuple[list[ResolvedPack], list[Diagnostic]]:
     return resolve_packages(project.root, list(locators), "atlante.jsonc")
 
 
@@ -165,3 +166,26 @@ def test_the_base_project_is_valid_and_only_is_strict(project: PackProject) -> N
     assert codes(suite) == []
     with pytest.raises(AssertionError):
         only(suite, "eval-include-unselected")
+
+
+def test_editing_a_selected_packs_source_makes_the_build_stale(project: PackProject) -> None:
+    from pytest_atlante.build import verify
+
+    project.pack("packs/notes")
+    project.select(["./packs/notes"])
+    build(project.root)
+    assert verify(project.root, "claude-code") == []
+    project.write("packs/notes/harness/note-taker.md", "You take long notes.\n")
+    assert [(d.code, d.file) for d in verify(project.root, "claude-code")] == [
+        ("eval-build-stale", "packs/notes/harness/note-taker.md")]
+
+
+def test_a_pack_agent_colliding_with_the_projects_is_a_build_error(project: PackProject) -> None:
+    from pytest_atlante.diagnostics import DiagnosticError
+
+    project.pack("packs/notes", agent="helper")  # the project defines "helper" too
+    project.select(["./packs/notes"])
+    with pytest.raises(DiagnosticError) as caught:
+        build(project.root)
+    assert [(d.code, d.file, d.location) for d in caught.value.diagnostics] == [
+        ("eval-harness-conflict", "packs/notes/atlante.jsonc", "$.harness.agents.helper")]

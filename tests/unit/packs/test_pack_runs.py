@@ -59,6 +59,12 @@ def unsafe_suite_path(p: PackProject) -> None:
     p.select(["./packs/notes"])
 
 
+def selected_not_included(p: PackProject) -> None:
+    p.pack("packs/notes")
+    p.select(["./packs/notes"])
+    p.build()
+
+
 # (id, mutation, extra args, code, file, location)
 CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("include-installed-unselected", installed_unselected, [], "eval-include-unselected", M, "$.eval.include[0]"),
@@ -69,8 +75,7 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
      f"packs/notes/eval/scenarios/{PACK_SCENARIO}.eval.json", "$.task.fixture"),
     ("pack-name-collides", duplicate_name, [], "eval-scenario-duplicate", "packs/notes/eval/scenarios/writes-hello.eval.json", "$.name"),
     ("pack-suite-path-unsafe", unsafe_suite_path, [], "eval-path-unsafe", "packs/notes/atlante.jsonc", "$.eval.report"),
-    ("filter-never-opts-in", lambda p: (p.pack("packs/notes"), p.select(["./packs/notes"]), p.build()),
-     ["--atlante-scenario", PACK_SCENARIO], "eval-scenario-filter-empty", "", "--atlante-scenario"),
+    ("filter-never-opts-in", selected_not_included, ["--atlante-scenario", PACK_SCENARIO], "eval-scenario-filter-empty", "", "--atlante-scenario"),
 ]
 
 

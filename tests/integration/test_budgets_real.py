@@ -1,0 +1,94 @@
+"""Budget rules on both real CLIs through the scripted model.
+
+The script's usage figures choose the turn on which cumulative usage crosses ``maxTokens``; the
+scripted server's turn count (``scriptedTurns`` in the report) proves the next turn was never
+requested.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from conftest import Project, config_doc, scenario_doc
+from pytest_atlante.report import EvalReport
+
+pytestmark = pytest.mark.hosts
+HOSTS = ["claude-code", "opencode"]
+
+
+def bash_turn(n: int, tokens: int) -> dict[str, object]:
+    return {"text": f"step {n}", "actions": [{"type": "bash", "command": f"echo step-{n} >> steps.txt"}],
+            "usage": {"input": tokens, "output": 10}}
+
+
+def run(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, EvalReport, str]:
+    out = pytester.path / "out"
+    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
+                                           "--atlante-out", str(out), "--rootdir", str(project.root),
+                                           "-p", "no:cacheprovider", *args, timeout=600)
+    text = result.stdout.str() + result.stderr.str()
+    assert (out / "report.json").exists(), text
+    return int(result.ret), EvalReport.model_validate_json((out / "report.json").read_text()), text
+
+
+@pytest.fixture
+def real_project(atlante_project: Project, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch) -> Project:
+    monkeypatch.setenv("PATH", hosts_path())
+    return atlante_project
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_max_tokens_stops_the_session_before_the_next_turn(pytester: pytest.Pytester, real_project: Project, host: str) -> None:
+    real_project.config(config_doc(host=host, budget={"trials": 1, "maxTokens": 3000}))
+    real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "steps.txt"}]))
+    # cumulative input: 100, 200, 5200 (crosses 3000 on the third turn), then two turns that must never be asked for
+    real_project.script("writes-hello", [bash_turn(1, 100), bash_turn(2, 100), bash_turn(3, 5000), bash_turn(4, 100),
+                                         {"text": "done", "usage": {"input": 100, "output": 1}}])
+    real_project.build()
+    status, report, text = run(pytester, real_project)
+    [trial] = report.scenarios[0].trials
+    assert trial.verdict == "budget-exceeded", text
+    assert status == 1
+    diff = trial.diff or ""
+    if host == "claude-code":
+        assert trial.scriptedTurns == 3  # turn 4 was never requested
+        # Claude streams a turn's usage before running its tools: the crossing turn's bash never ran
+        assert "step-2" in diff and "step-3" not in diff
+    else:
+        # OpenCode reports usage only in a step's closing `step_finish`, written after the step's
+        # tools ran and (measured) racing its next model request: that request may already be in
+        # flight when the abort lands, but its response is cut off, so its actions never run.
+        assert trial.scriptedTurns in (3, 4)
+        assert "step-3" in diff and "step-4" not in diff
+    assert trial.usage is not None and trial.usage.total > 3000
+    assert trial.budgetUnmonitored is False
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_max_sessions_and_session_timeout(pytester: pytest.Pytester, real_project: Project, host: str, tmp_path: Path) -> None:
+    marker = f"atlante-budget-real-{host}-{tmp_path.name}"
+    real_project.config(config_doc(host=host, budget={"trials": 2, "maxSessions": 1, "timeoutMs": 8000}))
+    real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "README.md"}]))
+    real_project.script("writes-hello", [
+        {"text": "waiting", "actions": [{"type": "bash", "command": f"sleep 300 # {marker}"}], "usage": {"input": 10, "output": 1}},
+        {"text": "done"},
+    ])
+    real_project.build()
+    status, report, text = run(pytester, real_project, "-rs")
+    first, second = report.scenarios[0].trials
+    assert (first.verdict, second.verdict) == ("timeout", "skipped-budget"), text
+    assert first.hostDurationMs < 60000
+    assert "skipped-budget: maxSessions=1" in text
+    assert status == 1
+    leftovers = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_has(p, marker)]
+    assert leftovers == []
+
+
+def _cmdline_has(proc: Path, marker: str) -> bool:
+    try:
+        return marker.encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
