@@ -81,10 +81,11 @@ def install_streaming_claude(bin_dir: Path, *, events: int, tokens_per_event: in
                              log_path: Path, honour_sigint: bool) -> Path:
     """A Python fake host that streams ``events`` assistant events, one every ``interval_s``.
 
-    After each event is written and flushed to stdout it appends ``emitted <i> <monotonic>`` to
-    ``log_path``, so the log lists exactly the events that reached the pipe before the process
-    died (an event is logged only after its write returned).  On SIGINT it appends
-    ``sigint <last emitted index> <monotonic>``; with ``honour_sigint`` it then stops like Claude
+    After each event is written and flushed to stdout it appends ``<pid> emitted <i> <monotonic>``
+    to ``log_path``, so the log lists the events that reached the pipe before the process died (an
+    event is logged only after its write returned; a SIGKILL between the write and the log line
+    can hide at most one event).  On SIGINT it appends ``<pid> sigint <last emitted index>
+    <monotonic>``; with ``honour_sigint`` it then stops like Claude
     Code does (FACTS §6: abort, print a ``result`` event, exit), otherwise it keeps streaming until
     the engine's SIGKILL after the grace period — the worst case for a host that ignores SIGINT.
     """
@@ -96,10 +97,11 @@ if sys.argv[1:2] == ["--version"]:
 LOG = {str(log_path)!r}
 EVENTS = json.loads({events_json!r})
 RESULT = {json.dumps(result_event(tokens_per_event * events, 0))!r}
+PID = os.getpid()
 state = {{"last": 0, "stop": False}}
 log = open(LOG, "a", buffering=1)
 def on_sigint(signum, frame):
-    log.write(f"sigint {{state['last']}} {{time.monotonic()}}\\n")
+    log.write(f"{{PID}} sigint {{state['last']}} {{time.monotonic()}}\\n")
     state["stop"] = {honour_sigint!r}
 signal.signal(signal.SIGINT, on_sigint)
 for index, line in enumerate(EVENTS, start=1):
@@ -107,7 +109,7 @@ for index, line in enumerate(EVENTS, start=1):
         break
     sys.stdout.write(line + "\\n"); sys.stdout.flush()
     state["last"] = index
-    log.write(f"emitted {{index}} {{time.monotonic()}}\\n")
+    log.write(f"{{PID}} emitted {{index}} {{time.monotonic()}}\\n")
     time.sleep({interval_s!r})
 sys.stdout.write(RESULT + "\\n"); sys.stdout.flush()
 """)

@@ -21,7 +21,7 @@ from . import __version__
 from .config import CONFIG_FILE, AgentSource, Harness, HostName, SkillSource, load_project_config
 from .diagnostics import Diagnostic, DiagnosticError
 from .fsutil import atomic_write_text, sha256_file
-from .packs import resolve_packages
+from .packs import harness_layers, resolve_packages
 from .scenario import unsafe_path_reason
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
@@ -64,8 +64,7 @@ def gather(project_root: Path) -> tuple[list[HarnessInput], list[Diagnostic]]:
     inputs = [HarnessInput("local", project_root, config.harness)]
     packs, pack_problems = resolve_packages(project_root, config.packages, loaded.display)
     problems = problems + pack_problems
-    for pack in packs:
-        inputs.extend(HarnessInput(pack.locator, pack.root, h) for h in pack.harnesses)
+    inputs.extend(HarnessInput(origin, base, harness) for origin, base, harness in harness_layers(packs))
     return inputs, problems
 
 
@@ -234,8 +233,8 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
 
 
 def build_command(project_root: Path, host: str) -> int:
-    hosts = HOSTS if host == "all" else (host,)  # type: ignore[assignment]
-    for manifest in build(project_root.resolve(), hosts):  # type: ignore[arg-type]
+    hosts: tuple[HostName, ...] = HOSTS if host == "all" else (host,)  # type: ignore[assignment]
+    for manifest in build(project_root.resolve(), hosts):
         data = json.loads(manifest.read_text())
         print(f"atlante build: {data['host']}: {len(data['outputs'])} outputs from {len(data['sources'])} sources "
               f"-> {_rel(manifest.parent, project_root)}")

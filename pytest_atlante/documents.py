@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable
 
 import json5
 from pydantic import BaseModel, ValidationError
@@ -26,7 +26,7 @@ class DuplicateKeyError(ValueError):
         self.key = key
 
 
-def _reject_duplicates(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+def _reject_duplicates(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:

@@ -166,6 +166,11 @@ class Engine:
 
         allowlisted = allowlisted_environment(parent_env, home=sb.home)
         host_env = self.host.environment(self.info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
+        # The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
+        # go inside the trial directory, so they are removed with it instead of piling up in /tmp.
+        host_tmp = sb.trial_dir / "tmp"
+        host_tmp.mkdir(mode=0o700, exist_ok=True)
+        host_env["TMPDIR"] = str(host_tmp)
         argv = self.host.command(self.info, prompt=scenario.task.prompt, agent=scenario.task.agent, model=self.eval.model)
         session = run(argv, cwd=sb.root, env=host_env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                       interrupt_signal=self.host.interrupt_signal)
@@ -233,6 +238,10 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
     path = write_report(report, out_dir)
     if default_out:
         ensure_gitignore(suite.project_root / ".atlante")
+    # Every trial has removed its own directory by now (the controller finishes after all workers);
+    # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
+    # under xdist another worker may be about to create its trial directory in it.
+    sandboxes.remove_run_dir(run_id)
     return status, path
 
 

@@ -37,10 +37,10 @@ class TrialItem(pytest.Function):
         entry = self.stash[ENTRY_KEY]
         return entry.file, entry.line - 1, f"{entry.scenario.name} trial {self.stash[TRIAL_KEY]}"
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, TrialFailed):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)  # type: ignore[arg-type, no-any-return]
+        return super().repr_failure(excinfo)
 
 
 class ScenarioFile(pytest.File):

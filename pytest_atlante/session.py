@@ -147,9 +147,15 @@ class EvalSession:
 
     # -- collection -----------------------------------------------------------------------------
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
-        if self.suite is not None and any(e.file == file_path for e in self.suite.scenarios):
-            return ScenarioFile.from_parent(parent, path=file_path)  # type: ignore[no-any-return]
-        return None
+        if self.suite is None:
+            return None
+        entry = next((e for e in self.suite.scenarios if e.file == file_path), None)
+        if entry is None:
+            return None
+        if not file_path.is_relative_to(self.config.rootpath):
+            # pytest would shorten an id outside the rootdir to "::name"; keep the pack visible.
+            return ScenarioFile.from_parent(parent, path=file_path, nodeid=entry.display)
+        return ScenarioFile.from_parent(parent, path=file_path)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -182,7 +188,7 @@ class EvalSession:
         verbose = reporter is not None and self.config.get_verbosity() > 0 and not self.is_worker
 
         def progress(phase: str) -> None:
-            if verbose:
+            if verbose and reporter is not None:
                 reporter.write(f" [{phase}]")
 
         try:
@@ -220,6 +226,15 @@ class EvalSession:
             self.run_errors.append(Diagnostic("", report.nodeid, "eval-worker-crashed",
                                               "the trial produced no record (its worker crashed or pytest-timeout's guard fired)",
                                               "see the failure above; the report keeps every trial that finished"))
+
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        # Under xdist the controller's terminal cannot see a worker's phases; say when a trial starts
+        # so a long host session is visibly under way.  Serial runs show phases inline with -v.
+        if self.is_worker or not self.config.pluginmanager.has_plugin("dsession"):
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and self.config.get_verbosity() > 0 and nodeid in self.expected:
+            reporter.write_line(f"atlante: {nodeid}: host session started")
 
     def _progress_line(self, record: TrialRecord) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

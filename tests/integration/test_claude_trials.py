@@ -51,12 +51,30 @@ HOST: HostName = "claude-code"
 
 
 @pytest.fixture
-def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str]) -> None:
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$TMPDIR of the runs: trials make their sandboxes (atlante-eval-<run id>/) in it."""
+    path = tmp_path / "tmp"
+    path.mkdir()
+    monkeypatch.setenv("TMPDIR", str(path))
+    return path
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], private_tmp: Path) -> None:
     monkeypatch.setenv("PATH", hosts_path())
 
 
+def assert_clean_run(run: EvalRun, private_tmp: Path) -> None:
+    """What every finished run must hold: a valid report without sandbox paths, and no sandbox left."""
+    assert run.report_text is not None, run.output()
+    assert run.report.exitStatus == run.result.ret
+    assert_no_sandbox_path(run.report_text)
+    assert list(private_tmp.iterdir()) == []
+
+
 @pytest.mark.usefixtures("on_path")
-def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest.Pytester, tmp_path: Path,
+                                                                private_tmp: Path) -> None:
     project = write_project(tmp_path / "project", HOST, MATRIX)
     junit = tmp_path / "junit.xml"
 
@@ -65,11 +83,9 @@ def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest
 
     for run in (serial, parallel):
         assert run.result.ret == 1, run.output()
-        assert run.report.exitStatus == 1
+        assert_clean_run(run, private_tmp)
         assert run.report.complete and run.report.host is not None and run.report.host.version == "2.1.197"
         assert outcome_table(run, MATRIX) == expected_table(MATRIX)
-        assert run.report_text is not None
-        assert_no_sandbox_path(run.report_text)
         assert_matrix_evidence(run)
     assert normalise(serial.report) == normalise(parallel.report)
     assert processes_with(CHECK_SLEEP_MARKER) == []
@@ -121,7 +137,7 @@ def assert_matrix_evidence(run: EvalRun) -> None:
 
 
 @pytest.mark.usefixtures("on_path")
-def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
     marker = new_marker()
     case = session_timeout_case(marker, timeout_ms=8000)
     project = write_project(tmp_path / "project", HOST, [case])
@@ -136,15 +152,15 @@ def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester
     assert trial.changedPaths == ["detached.txt", "sleeping.txt"]
     # ... and neither sleeper, nor the shell around it, outlived the trial.
     assert processes_with(marker) == []
-    assert run.report_text is not None
-    assert_no_sandbox_path(run.report_text)
+    assert_clean_run(run, private_tmp)
 
 
 # --------------------------------------------------------------------------- agents
 
 
 @pytest.mark.usefixtures("on_path")
-def test_task_agent_runs_the_built_agent(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_task_agent_runs_the_built_agent(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        private_tmp: Path) -> None:
     cases = [AGENT_CASE, ALL_CHECKS_PASS]
     project = write_project(tmp_path / "project", HOST, cases)
     log_dir = tmp_path / "requests"
@@ -153,7 +169,7 @@ def test_task_agent_runs_the_built_agent(pytester: pytest.Pytester, tmp_path: Pa
     run = run_eval(pytester, project, tmp_path / "out", *plugin_args)
 
     assert run.result.ret == 0, run.output()
-    assert run.report.exitStatus == 0
+    assert_clean_run(run, private_tmp)
     assert outcome_table(run, cases) == expected_table(cases)
     requests = logged_requests(log_dir)
     turns = {trial: [r for r in logged if r["kind"] == "turn"] for trial, logged in requests.items()}
@@ -162,8 +178,6 @@ def test_task_agent_runs_the_built_agent(pytester: pytest.Pytester, tmp_path: Pa
     # without it, the body is nowhere in the system prompt.
     assert turns["uses-helper-agent-1"] and all(AGENT_SENTINEL in system_text(r) for r in turns["uses-helper-agent-1"])
     assert turns["writes-hello-1"] and not any(AGENT_SENTINEL in system_text(r) for r in turns["writes-hello-1"])
-    assert run.report_text is not None
-    assert_no_sandbox_path(run.report_text)
 
 
 # --------------------------------------------------------------------------- containment of evidence
@@ -194,7 +208,7 @@ SECRETS = TrialCase(
 
 @pytest.mark.usefixtures("on_path")
 def test_agents_cannot_hide_changes_or_read_secrets(pytester: pytest.Pytester, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+                                                    monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
     monkeypatch.setenv("ATLANTE_TEST_SECRET", SECRET)
     monkeypatch.setenv("ANTHROPIC_API_KEY", PARENT_KEY)
     cases = [*hiding_cases(), SECRETS]
@@ -212,28 +226,23 @@ def test_agents_cannot_hide_changes_or_read_secrets(pytester: pytest.Pytester, t
             assert "output does not match" in trial.checks[1].message, trial.checks[1].message
         assert trial.diff is not None and "+sneaky" in trial.diff and "+tampered" in trial.diff
     assert ".git" in run.trial("hides-by-deleting-git").changedPaths
-    assert run.report_text is not None
-    assert_no_sandbox_path(run.report_text)
-    assert SECRET not in run.report_text and PARENT_KEY not in run.report_text
+    assert_clean_run(run, private_tmp)
+    assert run.report_text is not None and SECRET not in run.report_text and PARENT_KEY not in run.report_text
 
 
 # --------------------------------------------------------------------------- no credentials
 
 
+@pytest.mark.usefixtures("on_path")
 def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str]) -> None:
+                                                    monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
     project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])
     empty_home = tmp_path / "home"
     empty_home.mkdir()
-    monkeypatch.setenv("PATH", hosts_path())
     monkeypatch.setenv("HOME", str(empty_home))
     for name in list(os.environ):
         if name.startswith(("ANTHROPIC_", "CLAUDE_")):
             monkeypatch.delenv(name)
-    # A private temp dir: the run would make its sandboxes (atlante-eval-<run id>/) in it.
-    private_tmp = tmp_path / "tmp"
-    private_tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(private_tmp))
 
     run = run_eval(pytester, project, tmp_path / "out", scripted=False)
 
@@ -243,6 +252,4 @@ def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, t
     assert report.exitStatus == 3 and not report.complete
     assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
     assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
-    assert run.report_text is not None
-    assert_no_sandbox_path(run.report_text)
-    assert list(private_tmp.iterdir()) == []  # no sandbox was even made
+    assert_clean_run(run, private_tmp)  # no sandbox was even made

@@ -13,6 +13,7 @@ EXAMPLE_IDS = [
     "eval/scenarios/docs.eval.jsonc::documents-usage[trial-1]",
     "eval/scenarios/greeter.eval.json::adds-farewell[trial-1]",
     "eval/scenarios/settings.eval.json::keeps-settings-untouched[trial-1]",
+    "packs/docstring-pack/eval/scenarios/module-docstring.eval.json::adds-module-docstring[trial-1]",
 ]
 
 
