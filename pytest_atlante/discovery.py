@@ -214,8 +214,13 @@ def _load_pack_suites(suite: Suite, section: EvalSection, packages: list[str], c
         _load_scenarios(suite, inside, pack.locator, pack.root, section.host, scripted)
 
 
-def discover(project_root: Path, *, scripted: bool = False, names: list[str] | None = None, require_eval: bool = True) -> Suite:
-    """Load and validate everything; ``suite.diagnostics`` is empty when the run may proceed."""
+def discover(project_root: Path, *, scripted: bool = False, names: list[str] | None = None, require_eval: bool = True,
+             host_override: HostName | None = None) -> Suite:
+    """Load and validate everything; ``suite.diagnostics`` is empty when the run may proceed.
+
+    ``host_override`` (``--atlante-host``) runs the same suite under the other host without editing
+    the configuration; the version rule still applies (v0.1 admits only OpenCode).
+    """
     project_root = project_root.resolve()
     config, loaded, problems = load_project_config(project_root)
     suite = Suite(project_root, config, config.eval if config else None, diagnostics=list(problems))
@@ -229,11 +234,17 @@ def discover(project_root: Path, *, scripted: bool = False, names: list[str] | N
             suite.diagnostics.append(Diagnostic(loaded.display, "$.eval", "eval-config-invalid",
                                                 "atlante.jsonc has no eval section", "add an eval section with host and scenarios"))
         return suite
-    host = config.eval.host
+    if host_override is not None and host_override != config.eval.host:
+        if config.version == "0.1" and host_override == "claude-code":
+            suite.diagnostics.append(Diagnostic(loaded.display, "$.version", "eval-config-invalid",
+                                                "--atlante-host claude-code needs a version 0.2 configuration",
+                                                "set \"version\": \"0.2\" in atlante.jsonc"))
+        suite.eval = config.eval.model_copy(update={"host": host_override})
+    host = suite.eval.host if suite.eval else config.eval.host
     if config.eval.scenarios is not None:
         documents = _glob_or_problem(suite, project_root, config.eval.scenarios, loaded.display, "$.eval.scenarios")
         _load_scenarios(suite, documents, "local", project_root, host, scripted)
-    _load_pack_suites(suite, config.eval, config.packages, loaded.display, scripted)
+    _load_pack_suites(suite, suite.eval or config.eval, config.packages, loaded.display, scripted)
     _duplicates(suite)
     if names:
         known = {e.scenario.name for e in suite.scenarios}

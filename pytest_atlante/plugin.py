@@ -29,6 +29,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="keep trial sandboxes under $TMPDIR/atlante-eval-<run-id>/ for inspection")
     group.addoption("--atlante-project", metavar="DIR", default=None,
                     help="project root holding atlante.jsonc (default: the directory pytest was started in)")
+    group.addoption("--atlante-host", choices=["claude-code", "opencode"], default=None,
+                    help="run the suite under this host instead of eval.host (compare hosts without editing the config)")
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")

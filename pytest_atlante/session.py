@@ -19,6 +19,7 @@ from typing import Any, Generator
 import pytest
 
 from . import __version__
+from .config import HostName
 from .budget import TrialBudget, allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
 from .discovery import ScenarioEntry, Suite, discover
@@ -39,6 +40,7 @@ class Options:
     out: Path | None
     keep: bool
     scripted: bool
+    host: HostName | None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -49,7 +51,7 @@ class Options:
         out = config.getoption("atlante_out")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
-                   bool(config.getoption("atlante_scripted")))
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"))
 
 
 class EvalSession:
@@ -106,7 +108,8 @@ class EvalSession:
             self.host_info = shared["host"]
         else:
             self.run_id = new_run_id(self.started_at)
-        self.suite = discover(self.options.project_root, scripted=self.options.scripted, names=self.options.names)
+        self.suite = discover(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
+                              host_override=self.options.host)
         if self.is_worker:
             if self.suite.diagnostics:
                 raise pytest.UsageError("atlante: the suite changed on disk while the run started")

@@ -1,0 +1,39 @@
+"""One suite, both hosts: the example project gives the same verdicts and check results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from conftest import copy_example
+from pytest_atlante.build import build
+from pytest_atlante.report import EvalReport
+
+pytestmark = pytest.mark.hosts
+
+
+def outcome(report: EvalReport) -> dict[str, list[tuple[str, bool, str]]]:
+    return {f"{t.scenario}:{t.verdict}": [(c.type, c.passed, c.message) for c in t.checks]
+            for s in report.scenarios for t in s.trials}
+
+
+def test_the_example_suite_gives_the_same_results_on_both_hosts(
+    pytester: pytest.Pytester, tmp_path: Path, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", hosts_path())
+    root = copy_example(tmp_path)
+    build(root)
+    reports = {}
+    for host in ("claude-code", "opencode"):
+        out = tmp_path / f"out-{host}"
+        result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-host", host,
+                                               "--atlante-project", str(root), "--atlante-out", str(out),
+                                               "--rootdir", str(root), "-p", "no:cacheprovider", timeout=600)
+        assert result.ret == 1, result.stdout.str()  # keeps-settings-untouched fails on purpose
+        reports[host] = EvalReport.model_validate_json((out / "report.json").read_text())
+        assert reports[host].host is not None and reports[host].host.name == host
+    assert outcome(reports["claude-code"]) == outcome(reports["opencode"])
+    assert sorted(outcome(reports["opencode"])) == [
+        "adds-farewell:pass", "adds-module-docstring:pass", "documents-usage:pass", "keeps-settings-untouched:fail"]
