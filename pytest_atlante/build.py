@@ -26,7 +26,6 @@ from .scenario import unsafe_path_reason
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
 HOSTS: tuple[HostName, ...] = ("claude-code", "opencode")
-NEUTRAL_TOOLS = ("read", "write", "edit", "bash", "glob", "grep", "skill", "task")
 CLAUDE_TOOL_NAMES = {"read": "Read", "write": "Write", "edit": "Edit", "bash": "Bash", "glob": "Glob",
                      "grep": "Grep", "skill": "Skill", "task": "Task"}
 # OpenCode agents restrict tools through permission keys; write and edit share the ``edit`` key.

@@ -20,7 +20,8 @@ CONFIG_SCHEMA_URIS = {
 MAX_TRIALS = 50
 
 HostName = Literal["opencode", "claude-code"]
-StrictInt = Annotated[int, Field(strict=True)]
+# Host-neutral tool names of harness agents; `atlante build` maps them to each host's vocabulary.
+NeutralTool = Literal["read", "write", "edit", "bash", "glob", "grep", "skill", "task"]
 
 
 class Budget(StrictModel):
@@ -51,7 +52,7 @@ class AgentSource(StrictModel):
     description: Annotated[str, Field(min_length=1)]
     prompt: Annotated[str, Field(min_length=1)]
     model: Annotated[str, Field(min_length=1)] | None = None
-    tools: list[Annotated[str, Field(min_length=1)]] | None = None
+    tools: list[NeutralTool] | None = None
 
 
 class SkillSource(StrictModel):

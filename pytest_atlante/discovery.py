@@ -120,6 +120,22 @@ def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagno
     return found
 
 
+def _fixture_problems(fixture_root: Path, fixture: Path, value: str, host: HostName, display: str, root: Path) -> list[Diagnostic]:
+    where = display_path(fixture_root, root) or "."
+    try:
+        if not fixture.is_dir():
+            return [Diagnostic(display, "$.task.fixture", "eval-fixture-invalid", f"fixture directory {value!r} does not exist",
+                               f"create it under {where} or fix the path")]
+        if fixture.is_symlink() or not fixture.resolve().is_relative_to(fixture_root.resolve()):
+            return [Diagnostic(display, "$.task.fixture", "eval-path-unsafe",
+                               f"fixture {value!r} escapes its root {where!r} through a symlink",
+                               "fixtures must be real directories inside the project (or pack) root")]
+        return fixture_diagnostics(fixture, host, display)
+    except OSError as exc:  # e.g. a name longer than the filesystem allows
+        return [Diagnostic(display, "$.task.fixture", "eval-fixture-invalid", f"fixture {value[:80]!r} cannot be read: {exc.strerror}",
+                           "fix the fixture path")]
+
+
 def _script_for(document: Path, name: str) -> Path | None:
     for suffix in (".json", ".jsonc"):
         candidate = document.parent / "scripted" / f"{name}{suffix}"
@@ -145,18 +161,7 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
         suite.diagnostics.extend(rule_diagnostics(scenario, display))
         fixture = fixture_root / scenario.task.fixture
         if unsafe_path_reason(scenario.task.fixture) is None:
-            real_root = fixture_root.resolve()
-            if not fixture.is_dir():
-                suite.diagnostics.append(Diagnostic(display, "$.task.fixture", "eval-fixture-invalid",
-                                                    f"fixture directory {scenario.task.fixture!r} does not exist",
-                                                    f"create it under {display_path(fixture_root, root) or '.'} or fix the path"))
-            elif fixture.is_symlink() or not fixture.resolve().is_relative_to(real_root):
-                suite.diagnostics.append(Diagnostic(display, "$.task.fixture", "eval-path-unsafe",
-                                                    f"fixture {scenario.task.fixture!r} escapes its root "
-                                                    f"{display_path(fixture_root, root) or '.'!r} through a symlink",
-                                                    "fixtures must be real directories inside the project (or pack) root"))
-            else:
-                suite.diagnostics.extend(fixture_diagnostics(fixture, host, display))
+            suite.diagnostics.extend(_fixture_problems(fixture_root, fixture, scenario.task.fixture, host, display, root))
         script = _script_for(document, scenario.name) if scripted else None
         if scripted:
             if script is None:

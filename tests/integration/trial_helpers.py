@@ -340,11 +340,21 @@ def logged_requests(log_dir: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def system_text(request: dict[str, Any]) -> str:
-    """The system prompt of an Anthropic Messages request, as one string."""
-    system = (request.get("body") or {}).get("system")
-    if isinstance(system, list):
-        return "\n".join(block.get("text", "") for block in system if isinstance(block, dict))
-    return system if isinstance(system, str) else ""
+    """The system prompt of a model request, as one string: Anthropic Messages keep it in ``system``
+    (Claude Code), OpenAI chat completions in ``role: system`` messages (OpenCode's provider)."""
+    body = request.get("body") or {}
+    if "system" in body:
+        return _text_of(body["system"])
+    messages = body.get("messages")
+    return "\n".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "system") \
+        if isinstance(messages, list) else ""
+
+
+def _text_of(content: Any) -> str:
+    """A plain string, or the ``text`` of each block of a content list."""
+    if isinstance(content, list):
+        return "\n".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return content if isinstance(content, str) else ""
 
 
 # --------------------------------------------------------------------------- reading results
@@ -382,6 +392,61 @@ def normalise(report: EvalReport) -> Any:
         return value
 
     return strip(report.model_dump(mode="json", by_alias=True))
+
+
+def assert_clean_run(run: EvalRun, private_tmp: Path) -> None:
+    """What every finished run must hold: a valid report without sandbox paths, and no sandbox left
+    in ``private_tmp`` (the run's $TMPDIR).  Only sandboxes count: the host's version probe runs in
+    the user's own environment, where OpenCode makes its ``$TMPDIR/opencode`` as it always does."""
+    assert run.report_text is not None, run.output()
+    assert run.report.exitStatus == run.result.ret
+    assert_no_sandbox_path(run.report_text)
+    assert [p.name for p in private_tmp.iterdir() if p.name.startswith(SANDBOX_DIR_PREFIX)] == []
+
+
+def assert_matrix_evidence(run: EvalRun) -> None:
+    """The ``MATRIX`` trial records carry the evidence: messages, exit codes, outputs, diff."""
+    passing = run.trial("writes-hello")
+    assert passing.verdict == "pass" and passing.error is None
+    assert passing.changedPaths == ["hello.txt"]
+    assert passing.diff is not None and "+hello" in passing.diff
+    assert passing.usage is not None and passing.usage.total > 0
+
+    failing = run.trial("fails-every-check")
+    messages = [c.message for c in failing.checks]
+    assert failing.checks[0].exitCode == 3 and "checking" in (failing.checks[0].output or "")
+    assert "exit 3 (expected 0)" in messages[0]
+    assert "output does not match" in messages[1] and "goodbye" in messages[1]
+    assert messages[2] == "file-exists missing.txt: does not exist"
+    assert messages[3] == "file-absent bye.txt: file exists"
+    assert messages[4].startswith("file-unchanged README.md: content changed")
+    assert messages[5] == 'file-contains hello.txt: pattern "hello" not found'
+    assert messages[6] == 'file-contains hello.txt: regex "(?m)^hel+o$" not found'
+    assert messages[7] == "diff-allowlist: 2 changed path(s) outside the allowlist: README.md, bye.txt"
+    assert failing.changedPaths == ["README.md", "bye.txt", "hello.txt"]
+    assert failing.diff is not None and "+# renamed app" in failing.diff
+
+    timed_out = run.trial("check-times-out").checks[0]
+    assert timed_out.timedOut and not timed_out.passed and not timed_out.error
+    assert "timed out after 1500 ms" in timed_out.message
+
+    cannot_start = run.trial("check-cannot-start")
+    assert cannot_start.checks[0].error and "could not start" in cannot_start.checks[0].message
+
+    setup = run.trial("setup-fails")
+    assert setup.error is not None and "exited 4" in setup.error and "setup broke" in setup.error
+    assert setup.checks == [] and setup.usage is None  # no host session, no checks
+
+
+def assert_junit_first_lines(junit: Path, run: EvalRun) -> None:
+    """JUnit XML of a ``MATRIX`` run: one failure per non-passing trial, whose first line says what
+    failed (``FIRST_LINES``)."""
+    failures = junit_failures(junit)
+    assert set(failures) == {f"{name}[trial-1]" for name in FIRST_LINES}
+    for name, (subject, why) in FIRST_LINES.items():
+        first_line = failures[f"{name}[trial-1]"].splitlines()[0]
+        verdict = run.trial(name).verdict
+        assert first_line.startswith(f"{name} trial 1: {verdict}: {subject}") and why in first_line, first_line
 
 
 def assert_no_sandbox_path(report_text: str) -> None:

@@ -1,0 +1,247 @@
+"""Whole eval trials through the real OpenCode CLI (1.18.33) and the scripted model.
+
+The same host-neutral ``TrialCase`` lists as ``test_claude_trials.py``, with ``HOST = "opencode"``.
+Every test is one (or two) ``pytest --atlante-eval`` runs in a child process (pytester) with the
+pinned CLI on PATH; it reads the run's ``report.json`` back through the report's own model.  An
+OpenCode trial costs 5–10 s of a 2-core machine, so scenarios share runs wherever they can.
+
+OpenCode specifics proven here (FACTS §7–§10): the model identity comes from ``opencode export``
+(it is not in the stream); SIGINT/SIGTERM leave the bash tool's children behind, so the session
+timeout test looks for survivors in /proc; the background ``npm install @opencode-ai/plugin`` must
+not land in a kept sandbox's ``.opencode/``; credentials come from ``auth.json`` only, never from a
+shell API-key variable, while a gateway's ``ANTHROPIC_BASE_URL`` still reaches the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from pytest_atlante.hosts.opencode import PROJECT_CONFIG
+from pytest_atlante.report import SANDBOX_DIR_PREFIX
+from pytest_atlante.scripted import OPENCODE_MODEL_ID, OPENCODE_PROVIDER_ID, ScriptedModelServer, load_script
+from trial_helpers import (
+    AGENT_CASE,
+    AGENT_SENTINEL,
+    ALL_CHECKS_PASS,
+    CHECK_SLEEP_MARKER,
+    DONE,
+    MATRIX,
+    HostName,
+    TrialCase,
+    assert_clean_run,
+    assert_junit_first_lines,
+    assert_matrix_evidence,
+    bash_turn,
+    expected_table,
+    logged_requests,
+    new_marker,
+    normalise,
+    outcome_table,
+    processes_with,
+    run_eval,
+    session_timeout_case,
+    system_text,
+    with_request_log,
+    write_project,
+)
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+
+HOST: HostName = "opencode"
+VERSION = "1.18.33"
+SCRIPTED_MODEL = f"{OPENCODE_PROVIDER_ID}/{OPENCODE_MODEL_ID}"
+# A model of OpenCode's built-in ``anthropic`` provider, as a user without the scripted model names it.
+ANTHROPIC_MODEL = "anthropic/claude-sonnet-4-5"
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$TMPDIR of the runs: trials make their sandboxes (atlante-eval-<run id>/) in it."""
+    path = tmp_path / "tmp"
+    path.mkdir()
+    monkeypatch.setenv("TMPDIR", str(path))
+    return path
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], private_tmp: Path) -> None:
+    monkeypatch.setenv("PATH", hosts_path())
+
+
+@pytest.fixture
+def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run sees no provider variable of the machine running the tests (keys, gateways)."""
+    for name in list(os.environ):
+        if name.startswith(("ANTHROPIC_", "CLAUDE_", "OPENAI_", "OPENCODE_")):
+            monkeypatch.delenv(name)
+
+
+# --------------------------------------------------------------------------- the check matrix
+
+
+@pytest.mark.usefixtures("on_path")
+def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest.Pytester, tmp_path: Path,
+                                                                private_tmp: Path) -> None:
+    project = write_project(tmp_path / "project", HOST, MATRIX)
+    junit = tmp_path / "junit.xml"
+
+    serial = run_eval(pytester, project, tmp_path / "out-serial", f"--junitxml={junit}")
+    parallel = run_eval(pytester, project, tmp_path / "out-parallel", "-n", "2")
+
+    for run in (serial, parallel):
+        assert run.result.ret == 1, run.output()
+        assert_clean_run(run, private_tmp)
+        report = run.report
+        assert report.complete and report.host is not None
+        assert (report.host.name, report.host.version, report.host.dialect) == (HOST, VERSION, "opencode-v1")
+        assert outcome_table(run, MATRIX) == expected_table(MATRIX)
+        assert_matrix_evidence(run)
+        # Every trial that ran a session knows its model, which only `opencode export` tells.
+        sessions = [case.name for case in MATRIX if case.setup is None]
+        assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL)
+        assert run.trial("setup-fails").modelIdentity is None
+    assert normalise(serial.report) == normalise(parallel.report)
+    assert processes_with(CHECK_SLEEP_MARKER) == []
+    assert_junit_first_lines(junit, serial)
+
+
+# --------------------------------------------------------------------------- host session timeout
+
+
+@pytest.mark.usefixtures("on_path")
+def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
+    # OpenCode runs the bash tool in a session of its own and, killed, leaves it behind (FACTS §10):
+    # both sleepers would survive as orphans of pid 1 unless the engine reaps them.
+    marker = new_marker()
+    case = session_timeout_case(marker, timeout_ms=10000)
+    project = write_project(tmp_path / "project", HOST, [case])
+
+    run = run_eval(pytester, project, tmp_path / "out")
+
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, [case]) == expected_table([case])
+    trial = run.trial(case.name)
+    assert trial.error == "host session exceeded timeoutMs=10000"
+    # Both sleepers really ran (each made its flag file) when the deadline hit ...
+    assert trial.changedPaths == ["detached.txt", "sleeping.txt"]
+    # ... and neither sleeper, nor the shell around it, outlived the trial.
+    assert processes_with(marker) == []
+    assert_clean_run(run, private_tmp)
+
+
+# --------------------------------------------------------------------------- agents, kept sandboxes
+
+
+@pytest.mark.usefixtures("on_path")
+def test_task_agent_runs_the_built_agent_and_kept_sandboxes_hold_no_npm_install(
+        pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
+    cases = [AGENT_CASE, ALL_CHECKS_PASS]
+    project = write_project(tmp_path / "project", HOST, cases)
+    log_dir = tmp_path / "requests"
+    plugin_args = with_request_log(monkeypatch, log_dir)
+
+    run = run_eval(pytester, project, tmp_path / "out", "--atlante-keep", *plugin_args)
+
+    assert run.result.ret == 0, run.output()
+    assert outcome_table(run, cases) == expected_table(cases)
+    requests = logged_requests(log_dir)
+    turns = {trial: [r for r in logged if r["kind"] == "turn"] for trial, logged in requests.items()}
+    assert set(turns) == {"uses-helper-agent-1", "writes-hello-1"}
+    # With task.agent every model turn runs under the built agent's body (.opencode/agents/helper.md
+    # becomes the system prompt); without it, the body is nowhere in the system prompt.
+    assert turns["uses-helper-agent-1"] and all(AGENT_SENTINEL in system_text(r) for r in turns["uses-helper-agent-1"])
+    assert turns["writes-hello-1"] and not any(AGENT_SENTINEL in system_text(r) for r in turns["writes-hello-1"])
+
+    # --atlante-keep leaves each trial's sandbox: the built agent is there, OpenCode's background
+    # `npm install @opencode-ai/plugin` is not (the closed loopback registry stopped it).
+    (run_dir,) = private_tmp.glob(f"{SANDBOX_DIR_PREFIX}*")
+    for case in cases:
+        owned = run_dir / f"{case.name}-1" / "sandbox" / ".opencode"
+        assert (owned / "agents" / "helper.md").is_file(), sorted(p.name for p in owned.iterdir())
+        assert (owned / PROJECT_CONFIG.removeprefix(".opencode/")).is_file()
+        assert not (owned / "node_modules").exists() and not (owned / "package.json").exists(), \
+            sorted(p.name for p in owned.iterdir())
+        assert run.trial(case.name).modelIdentity == SCRIPTED_MODEL
+
+
+# --------------------------------------------------------------------------- credentials
+
+
+def stored_login(home: Path, provider: str, key: str) -> None:
+    """``auth.json`` as ``opencode auth login`` leaves it (FACTS §8 "Auth")."""
+    store = home / ".local" / "share" / "opencode"
+    store.mkdir(parents=True)
+    (store / "auth.json").write_text(json.dumps({provider: {"type": "api", "key": key}}), encoding="utf-8")
+
+
+@pytest.mark.usefixtures("on_path", "no_provider_env")
+@pytest.mark.parametrize("shell_key", [None, "ANTHROPIC_API_KEY"], ids=["nothing", "shell-api-key-only"])
+def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path, shell_key: str | None,
+                                                    monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
+    # A shell API-key variable is not a stored OpenCode login: eval never reads it (the trial's
+    # environment drops it), so it must not pass the credential check either.
+    overrides = {"model": ANTHROPIC_MODEL} if shell_key else {}
+    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS], **overrides)
+    empty_home = tmp_path / "home"
+    empty_home.mkdir()
+    monkeypatch.setenv("HOME", str(empty_home))
+    if shell_key:
+        monkeypatch.setenv(shell_key, "sk-ant-shell-only")
+
+    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
+
+    assert run.result.ret == 3, run.output()
+    assert "eval-host-unauthenticated" in run.output()
+    assert "auth.json" in run.output() and ("'anthropic'" in run.output()) == bool(shell_key)
+    report = run.report
+    assert report.exitStatus == 3 and not report.complete
+    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
+    assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
+    assert_clean_run(run, private_tmp)  # no sandbox was even made
+
+
+GATEWAY_KEY = "gateway-key-5e02"
+GATEWAY_CASE = TrialCase(
+    name="through-a-gateway",
+    turns=[bash_turn("echo hello > hello.txt"), DONE],
+    checks=[{"type": "file-contains", "path": "hello.txt", "pattern": "hello"}],
+    verdict="pass",
+    outcomes=("pass",),
+)
+
+
+@pytest.mark.usefixtures("on_path", "no_provider_env")
+def test_stored_login_passes_the_credential_check_and_reaches_a_gateway(
+        pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
+    """A real (not ``--atlante-scripted``) run with a stored ``anthropic`` login: the credential check
+    passes and the trial runs against the user's provider.  That provider is a loopback "gateway"
+    (FACTS "Gateways": OpenCode's built-in ``anthropic`` provider honours ``ANTHROPIC_BASE_URL``)
+    served by a scripted-model server this test owns, so no request leaves the machine."""
+    project = write_project(tmp_path / "project", HOST, [GATEWAY_CASE], model=ANTHROPIC_MODEL)
+    home = tmp_path / "home"
+    stored_login(home, "anthropic", GATEWAY_KEY)
+    monkeypatch.setenv("HOME", str(home))
+    script = load_script(project / "eval" / "scenarios" / "scripted" / f"{GATEWAY_CASE.name}.json")
+    # Bash actions only: their paths are relative to the host's cwd, so the server needs no sandbox root.
+    with ScriptedModelServer(script, sandbox_root=tmp_path) as gateway:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", f"{gateway.anthropic_base_url}/v1")
+        run = run_eval(pytester, project, tmp_path / "out", scripted=False)
+        requests = gateway.requests
+
+    assert run.result.ret == 0, run.output()
+    assert "unauthenticated" not in run.output()
+    assert_clean_run(run, private_tmp)
+    report = run.report
+    assert not report.scripted and report.model == ANTHROPIC_MODEL and report.errors == []
+    assert outcome_table(run, [GATEWAY_CASE]) == expected_table([GATEWAY_CASE])
+    trial = run.trial(GATEWAY_CASE.name)
+    assert trial.modelIdentity == ANTHROPIC_MODEL and trial.scriptedTurns is None
+    # The host spoke Anthropic Messages to the gateway and played the whole script.
+    turns = [r for r in requests if r.kind == "turn"]
+    assert [r.turn_index for r in turns] == [0, 1]
+    assert {(r.dialect, r.path, r.model) for r in turns} == {("anthropic", "/v1/messages", ANTHROPIC_MODEL.split("/", 1)[1])}
