@@ -18,17 +18,6 @@ from .documents import load_document, validate_model
 from .packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
 from .scenario import Scenario, rule_diagnostics, unsafe_path_reason
 
-# The config path the OpenCode runner authors in every sandbox; a fixture may hold a file only here
-# (it is overwritten), any other OpenCode config path would be merged as an extra layer.
-OPENCODE_SELECTED_CONFIG = ".opencode/opencode.jsonc"
-OPENCODE_CONFIG_PATHS = (
-    "opencode.json",
-    "opencode.jsonc",
-    ".opencode/opencode.json",
-    ".opencode/opencode.jsonc",
-    ".opencode/config.json",
-)
-CLAUDE_FORBIDDEN_PATHS = (".mcp.json", ".claude/settings.json", ".claude/settings.local.json")
 
 
 @dataclass(frozen=True)
@@ -107,16 +96,13 @@ def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagno
             elif name in (".git", "node_modules"):
                 problem(rel, f"fixtures cannot contain {name}", f"remove {name} from the fixture; setup can create it")
         dirnames[:] = sorted(d for d in dirnames if d not in (".git", "node_modules") and not (base / d).is_symlink())
-    if host == "claude-code":
-        for rel in CLAUDE_FORBIDDEN_PATHS:
-            if (fixture / rel).exists():
-                problem(rel, "Claude Code would load or merge it alongside the generated sandbox configuration",
-                        "remove it from the fixture; the runner authors .claude/settings.json itself")
-    else:
-        for rel in OPENCODE_CONFIG_PATHS:
-            if rel != OPENCODE_SELECTED_CONFIG and (fixture / rel).exists():
-                problem(rel, "OpenCode would merge it as an additional configuration layer",
-                        f"remove it; only {OPENCODE_SELECTED_CONFIG} may exist (the runner overwrites it)")
+    # The host adapters own the list of config files their CLI would merge beside the generated one.
+    from .hosts import claude_code, opencode
+
+    forbidden = claude_code.FORBIDDEN_FIXTURE_FILES if host == "claude-code" else opencode.FORBIDDEN_FIXTURE_FILES
+    for rel, reason in sorted(forbidden.items()):
+        if (fixture / rel).exists():
+            problem(rel, reason, "remove it from the fixture; every trial gets a fresh generated host configuration")
     return found
 
 

@@ -17,7 +17,7 @@ from .discovery import ScenarioEntry
 if TYPE_CHECKING:
     from .session import EvalSession
 
-ENTRY_KEY = pytest.StashKey["ScenarioEntry"]()
+ENTRY_KEY = pytest.StashKey[ScenarioEntry]()
 TRIAL_KEY = pytest.StashKey[int]()
 ALLOCATED_KEY = pytest.StashKey[bool]()
 

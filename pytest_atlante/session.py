@@ -18,7 +18,6 @@ from typing import Any, Generator
 
 import pytest
 
-from . import __version__
 from .config import HostName
 from .budget import TrialBudget, allocate, trial_budget
 from .diagnostics import Diagnostic, envelope

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 
@@ -28,7 +28,6 @@ HOST_VERSION_UNSUPPORTED = "eval-host-version-unsupported"
 HOST_PROBE_FAILED = "eval-host-probe-failed"
 HOST_UNAUTHENTICATED = "eval-host-unauthenticated"
 HOST_PREPARE_FAILED = "eval-host-prepare-failed"
-FIXTURE_HOST_CONFIG = "eval-fixture-host-config"
 
 # `--version` prints instantly; a CLI that hangs here is broken, not slow.
 PROBE_TIMEOUT_S = 30.0
@@ -92,7 +91,6 @@ class Host(Protocol):
         self, info: HostInfo, parent_env: Mapping[str, str], user_home: Path, model: str | None
     ) -> list[Diagnostic]: ...
 
-    def fixture_diagnostics(self, info: HostInfo, fixture_rel_files: Iterable[str], file: str) -> list[Diagnostic]: ...
 
     def prepare(
         self,
@@ -207,26 +205,6 @@ def unsupported_version(executable: str, version: Version, supported: str, hint:
 
 
 # --------------------------------------------------------------------------- small shared helpers
-
-
-def fixture_config_diagnostics(
-    fixture_rel_files: Iterable[str], forbidden: Mapping[str, str], file: str, host_label: str
-) -> list[Diagnostic]:
-    """One diagnostic per fixture file at a path the host would load beside the generated config."""
-    out: list[Diagnostic] = []
-    for rel in sorted({Path(p).as_posix() for p in fixture_rel_files}):
-        reason = forbidden.get(rel)
-        if reason is not None:
-            out.append(
-                Diagnostic(
-                    file,
-                    "$.task.fixture",
-                    FIXTURE_HOST_CONFIG,
-                    f"the fixture provides {rel}: {reason}",
-                    f"remove {rel} from the fixture; {host_label} trials get a fresh generated configuration",
-                )
-            )
-    return out
 
 
 def copy_private_file(source: Path, target: Path) -> bool:

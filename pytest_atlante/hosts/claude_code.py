@@ -15,7 +15,7 @@ import json
 import os
 import signal
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import (
@@ -26,7 +26,6 @@ from pytest_atlante.hosts.base import (
     SessionOutcome,
     StreamMonitor,
     copy_private_file,
-    fixture_config_diagnostics,
     probe_version,
     unsupported_version,
 )
@@ -81,7 +80,7 @@ QUIET_ENV: dict[str, str] = {
 
 # Fixture files Claude Code would load or merge beside the generated settings (eval reference,
 # "Path containment").
-_FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
+FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
     ".mcp.json": "Claude Code would start its MCP servers in the trial",
     ".claude/settings.json": "Claude Code would merge it with the generated containment settings",
     ".claude/settings.local.json": "Claude Code would merge it with the generated containment settings",
@@ -173,9 +172,6 @@ class ClaudeCodeHost:
                 _LOGIN_HINT,
             )
         ]
-
-    def fixture_diagnostics(self, info: HostInfo, fixture_rel_files: Iterable[str], file: str) -> list[Diagnostic]:
-        return fixture_config_diagnostics(fixture_rel_files, _FORBIDDEN_FIXTURE_FILES, file, "Claude Code")
 
     def prepare(
         self,

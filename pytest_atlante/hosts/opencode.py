@@ -19,7 +19,7 @@ import sqlite3
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import (
@@ -30,7 +30,6 @@ from pytest_atlante.hosts.base import (
     SessionOutcome,
     StreamMonitor,
     copy_private_file,
-    fixture_config_diagnostics,
     prepare_failed,
     probe_version,
     unsupported_version,
@@ -73,7 +72,7 @@ _CONFIG_ENV = ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTEN
 
 # Every project-level path OpenCode merges as a config layer (FACTS §8 "Config files read").
 _PROJECT_CONFIG_PATHS = ("opencode.json", "opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc")
-_FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
+FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
     rel: f"OpenCode would merge it as an additional layer over the generated {PROJECT_CONFIG}"
     for rel in _PROJECT_CONFIG_PATHS
     if rel != PROJECT_CONFIG
@@ -158,9 +157,6 @@ class OpenCodeHost:
                 _LOGIN_HINT,
             )
         ]
-
-    def fixture_diagnostics(self, info: HostInfo, fixture_rel_files: Iterable[str], file: str) -> list[Diagnostic]:
-        return fixture_config_diagnostics(fixture_rel_files, _FORBIDDEN_FIXTURE_FILES, file, "OpenCode")
 
     def prepare(
         self,

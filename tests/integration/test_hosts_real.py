@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 
 from pytest_atlante.hosts import HostInfo, ScriptedEndpoint, SessionOutcome, host_for
-from pytest_atlante.hosts.base import Host, HostName
+from pytest_atlante.hosts.base import Host
 from pytest_atlante.hosts.opencode import PROJECT_CONFIG
 from pytest_atlante.hosts.opencode_store import data_dir
 from pytest_atlante.process import allowlisted_environment, run

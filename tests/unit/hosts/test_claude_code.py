@@ -161,19 +161,6 @@ def test_scripted_environment_wins_over_real_credentials(tmp_path: Path) -> None
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:4321"
 
 
-def test_fixture_diagnostics_reject_files_claude_would_merge() -> None:
-    found = HOST.fixture_diagnostics(
-        INFO, [".mcp.json", ".claude/settings.json", ".claude/settings.local.json", ".claude/agents/x.md", "src/a.py"], "s.eval.json"
-    )
-    assert [d.code for d in found] == ["eval-fixture-host-config"] * 3
-    assert {d.file for d in found} == {"s.eval.json"}
-    assert [d.message.split(":")[0] for d in found] == [
-        "the fixture provides .claude/settings.json",
-        "the fixture provides .claude/settings.local.json",
-        "the fixture provides .mcp.json",
-    ]
-
-
 def test_credential_env_names() -> None:
     names = credential_env_names("claude-code")
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK",

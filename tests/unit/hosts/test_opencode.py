@@ -182,18 +182,6 @@ def test_v2_rendering_uses_v2_field_names() -> None:
 # --------------------------------------------------------------------------- fixture, command, environment
 
 
-def test_fixture_diagnostics_reject_other_config_layers_only() -> None:
-    found = HOST.fixture_diagnostics(
-        V1, ["opencode.json", "opencode.jsonc", ".opencode/opencode.json", PROJECT_CONFIG, ".opencode/agents/x.md"], "s.eval.json"
-    )
-    assert sorted(d.message.split(":")[0] for d in found) == [
-        "the fixture provides .opencode/opencode.json",
-        "the fixture provides opencode.json",
-        "the fixture provides opencode.jsonc",
-    ]
-    assert {d.code for d in found} == {"eval-fixture-host-config"}
-
-
 @pytest.mark.parametrize(
     ("info", "head"),
     [(V1, ["/opt/bin/opencode", "run", "--format", "json"]), (V2, ["/opt/bin/opencode", "run", "--standalone", "--format", "json"])],
