@@ -150,7 +150,8 @@ def assemble(
 
 def snapshot(sb: Sandbox, unchanged_paths: Iterable[str]) -> None:
     """Record the baseline (after setup ran): a commit in the bare repo, and file digests."""
-    _git(sb, "init", "--quiet", "--bare", str(sb.git_dir), use_git_dir=False)
+    # --template= skips copying the sample hooks and info files: they are never used here.
+    _git(sb, "init", "--quiet", "--bare", "--template=", str(sb.git_dir), use_git_dir=False)
     tree, sb.git_markers = _write_tree_or_fail(sb, ignore_dir=None)
     commit = _git(sb, "commit-tree", "--no-gpg-sign", "-m", "atlante baseline", tree).strip()
     _git(sb, "update-ref", BASELINE_REF, commit)
