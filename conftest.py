@@ -106,3 +106,18 @@ def copy_example(tmp_path: Path) -> Path:
     target = tmp_path / "example_project"
     shutil.copytree(REPO_ROOT / "example_project", target, ignore=shutil.ignore_patterns(".atlante", "__pycache__"))
     return target
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$TMPDIR of the runs: trials make their sandboxes (atlante-eval-<run id>/) in it."""
+    path = tmp_path / "tmp"
+    path.mkdir()
+    monkeypatch.setenv("TMPDIR", str(path))
+    return path
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], private_tmp: Path) -> None:
+    """The pinned CLIs first on PATH (and a private TMPDIR)."""
+    monkeypatch.setenv("PATH", hosts_path())

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -23,16 +22,15 @@ from trial_helpers import (
     ALL_CHECKS_PASS,
     CHECK_SLEEP_MARKER,
     DONE,
-    FIRST_LINES,
     MATRIX,
-    EvalRun,
     HostName,
     TrialCase,
-    assert_no_sandbox_path,
+    assert_clean_run,
+    assert_junit_first_lines,
+    assert_matrix_evidence,
     bash_turn,
     expected_table,
     hiding_cases,
-    junit_failures,
     logged_requests,
     new_marker,
     normalise,
@@ -48,28 +46,6 @@ from trial_helpers import (
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
 HOST: HostName = "claude-code"
-
-
-@pytest.fixture
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """$TMPDIR of the runs: trials make their sandboxes (atlante-eval-<run id>/) in it."""
-    path = tmp_path / "tmp"
-    path.mkdir()
-    monkeypatch.setenv("TMPDIR", str(path))
-    return path
-
-
-@pytest.fixture
-def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], private_tmp: Path) -> None:
-    monkeypatch.setenv("PATH", hosts_path())
-
-
-def assert_clean_run(run: EvalRun, private_tmp: Path) -> None:
-    """What every finished run must hold: a valid report without sandbox paths, and no sandbox left."""
-    assert run.report_text is not None, run.output()
-    assert run.report.exitStatus == run.result.ret
-    assert_no_sandbox_path(run.report_text)
-    assert list(private_tmp.iterdir()) == []
 
 
 @pytest.mark.usefixtures("on_path")
@@ -90,47 +66,7 @@ def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest
     assert normalise(serial.report) == normalise(parallel.report)
     assert processes_with(CHECK_SLEEP_MARKER) == []
 
-    # JUnit XML: one failure per non-passing trial, whose first line says what failed.
-    failures = junit_failures(junit)
-    assert set(failures) == {f"{name}[trial-1]" for name in FIRST_LINES}
-    for name, (subject, why) in FIRST_LINES.items():
-        first_line = failures[f"{name}[trial-1]"].splitlines()[0]
-        verdict = serial.trial(name).verdict
-        assert first_line.startswith(f"{name} trial 1: {verdict}: {subject}") and why in first_line, first_line
-
-
-def assert_matrix_evidence(run: EvalRun) -> None:
-    """The matrix's trial records carry the evidence: messages, exit codes, outputs, diff."""
-    passing = run.trial("writes-hello")
-    assert passing.verdict == "pass" and passing.error is None
-    assert passing.changedPaths == ["hello.txt"]
-    assert passing.diff is not None and "+hello" in passing.diff
-    assert passing.usage is not None and passing.usage.total > 0
-
-    failing = run.trial("fails-every-check")
-    messages = [c.message for c in failing.checks]
-    assert failing.checks[0].exitCode == 3 and "checking" in (failing.checks[0].output or "")
-    assert "exit 3 (expected 0)" in messages[0]
-    assert "output does not match" in messages[1] and "goodbye" in messages[1]
-    assert messages[2] == "file-exists missing.txt: does not exist"
-    assert messages[3] == "file-absent bye.txt: file exists"
-    assert messages[4].startswith("file-unchanged README.md: content changed")
-    assert messages[5] == 'file-contains hello.txt: pattern "hello" not found'
-    assert messages[6] == 'file-contains hello.txt: regex "(?m)^hel+o$" not found'
-    assert messages[7] == "diff-allowlist: 2 changed path(s) outside the allowlist: README.md, bye.txt"
-    assert failing.changedPaths == ["README.md", "bye.txt", "hello.txt"]
-    assert failing.diff is not None and "+# renamed app" in failing.diff
-
-    timed_out = run.trial("check-times-out").checks[0]
-    assert timed_out.timedOut and not timed_out.passed and not timed_out.error
-    assert "timed out after 1500 ms" in timed_out.message
-
-    cannot_start = run.trial("check-cannot-start")
-    assert cannot_start.checks[0].error and "could not start" in cannot_start.checks[0].message
-
-    setup = run.trial("setup-fails")
-    assert setup.error is not None and "exited 4" in setup.error and "setup broke" in setup.error
-    assert setup.checks == [] and setup.usage is None  # no host session, no checks
+    assert_junit_first_lines(junit, serial)
 
 
 # --------------------------------------------------------------------------- host session timeout

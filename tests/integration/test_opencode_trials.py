@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -58,20 +57,6 @@ VERSION = "1.18.33"
 SCRIPTED_MODEL = f"{OPENCODE_PROVIDER_ID}/{OPENCODE_MODEL_ID}"
 # A model of OpenCode's built-in ``anthropic`` provider, as a user without the scripted model names it.
 ANTHROPIC_MODEL = "anthropic/claude-sonnet-4-5"
-
-
-@pytest.fixture
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """$TMPDIR of the runs: trials make their sandboxes (atlante-eval-<run id>/) in it."""
-    path = tmp_path / "tmp"
-    path.mkdir()
-    monkeypatch.setenv("TMPDIR", str(path))
-    return path
-
-
-@pytest.fixture
-def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], private_tmp: Path) -> None:
-    monkeypatch.setenv("PATH", hosts_path())
 
 
 @pytest.fixture
