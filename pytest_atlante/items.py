@@ -48,12 +48,9 @@ class ScenarioFile(pytest.File):
         session: EvalSession = self.config.stash[SESSION_KEY]
         for entry in session.entries_for(self.path):
             for trial in range(1, session.trials_per_scenario + 1):
-                item = TrialItem.from_parent(
-                    self,
-                    name=f"{entry.scenario.name}[trial-{trial}]",
-                    callobj=_trial,
-                    originalname=entry.scenario.name,
-                )
+                # No ``originalname``: pytest >= 9.2 builds a Function's node id from it (plus a
+                # callspec we do not have), which would drop the "[trial-N]" part.
+                item = TrialItem.from_parent(self, name=f"{entry.scenario.name}[trial-{trial}]", callobj=_trial)
                 item.stash[ENTRY_KEY] = entry
                 item.stash[TRIAL_KEY] = trial
                 item.add_marker(pytest.mark.atlante)
