@@ -113,6 +113,16 @@ def _check_source(base: Path, value: str, file: str, location: str, kind: Litera
     return path, []
 
 
+def _claim(owners: dict[str, str], problems: list[Diagnostic], kind: str, name: str, origin: str, file: str) -> bool:
+    """Record that ``origin`` defines agent/skill ``name``; a second origin is a conflict."""
+    key = f"{kind} {name}"
+    if owners.setdefault(key, origin) != origin:
+        problems.append(Diagnostic(file, f"$.harness.{kind}s.{name}", "eval-harness-conflict",
+                                   f"{kind} {name!r} is also defined by {owners[key]}", f"rename one of the {kind}s"))
+        return False
+    return True
+
+
 def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tuple[dict[str, bytes], dict[str, str], list[Diagnostic]]:
     """Outputs (tree-relative path → bytes) and sources (path → sha256) for one host."""
     outputs: dict[str, bytes] = {}
@@ -125,12 +135,8 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
     for item in inputs:
         file = CONFIG_FILE if item.origin == "local" else _rel(item.base / CONFIG_FILE, project_root)
         for name, agent in sorted(item.harness.agents.items()):
-            key = f"agent {name}"
-            if key in owners and owners[key] != item.origin:
-                problems.append(Diagnostic(file, f"$.harness.agents.{name}", "eval-harness-conflict",
-                                           f"agent {name!r} is also defined by {owners[key]}", "rename one of the agents"))
+            if not _claim(owners, problems, "agent", name, item.origin, file):
                 continue
-            owners[key] = item.origin
             path, found = _check_source(item.base, agent.prompt, file, f"$.harness.agents.{name}.prompt", "file")
             problems.extend(found)
             if path is None:
@@ -139,12 +145,8 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             body = path.read_text(encoding="utf-8")
             outputs[f"{owned}/agents/{name}.md"] = _agent_file(host, name, agent, body).encode()
         for name, skill in sorted(item.harness.skills.items()):
-            key = f"skill {name}"
-            if key in owners and owners[key] != item.origin:
-                problems.append(Diagnostic(file, f"$.harness.skills.{name}", "eval-harness-conflict",
-                                           f"skill {name!r} is also defined by {owners[key]}", "rename one of the skills"))
+            if not _claim(owners, problems, "skill", name, item.origin, file):
                 continue
-            owners[key] = item.origin
             path, found = _check_source(item.base, skill.dir, file, f"$.harness.skills.{name}.dir", "dir")
             problems.extend(found)
             if path is None:
