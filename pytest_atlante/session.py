@@ -189,9 +189,17 @@ class EvalSession:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         verbose = reporter is not None and self.config.get_verbosity() > 0 and not self.is_worker
 
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+
         def progress(phase: str) -> None:
             if verbose and reporter is not None:
-                reporter.write(f" [{phase}]")
+                # Output capture is active while a test runs; suspend it, as pytest's live
+                # logging does, so the phase reaches the terminal now rather than the report.
+                if capture is not None:
+                    with capture.global_and_fixture_disabled():
+                        reporter.write(f"[{phase}] ", flush=True)
+                else:
+                    reporter.write(f"[{phase}] ", flush=True)
 
         try:
             record: TrialRecord = self._engine.run(entry, trial, item.nodeid, budget, progress)

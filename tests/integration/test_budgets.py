@@ -210,3 +210,20 @@ def test_ctrl_c_stops_the_run_writes_the_report_and_leaves_nothing_behind(fake_p
     time.sleep(0.5)
     assert _alive_with(marker) == []
     assert not list(Path(os.path.realpath("/tmp")).glob(f"atlante-eval-{report.runId}/*"))
+
+
+def test_progress_shows_each_trial_phase_and_a_summary(pytester: pytest.Pytester, fake_project: Project) -> None:
+    fake_project.config(config_doc(budget={"trials": 2}))
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [40, 2]}))
+    fake_project.build()
+    status, report, text = run(pytester, fake_project, "-v")
+    assert status == 0 and report is not None
+    line = next(row for row in text.splitlines() if "main.eval.json::writes-hello[trial-1] [" in row)
+    assert "[sandbox] [host session] [checks] PASSED" in line  # live, not captured
+    assert "atlante: eval/scenarios/main.eval.json::writes-hello[trial-1]: pass in" in text
+    assert ", 42 tokens, $0.0010" in text
+    assert "writes-hello                       100%" in text  # the per-scenario summary table
+    assert f"report: {pytester.path / 'out' / 'report.json'}" in text
+    parallel_status, _, parallel = run(pytester, fake_project, "-v", "-n", "2")
+    assert parallel_status == 0
+    assert "host session started" in parallel  # xdist: the controller says when a trial starts
