@@ -24,6 +24,7 @@ from pytest_atlante.hosts.opencode import PROJECT_CONFIG
 from pytest_atlante.report import SANDBOX_DIR_PREFIX
 from pytest_atlante.scripted import OPENCODE_MODEL_ID, OPENCODE_PROVIDER_ID, ScriptedModelServer, load_script
 from trial_helpers import (
+    run_hiding_and_secrets,
     AGENT_CASE,
     AGENT_SENTINEL,
     ALL_CHECKS_PASS,
@@ -37,7 +38,6 @@ from trial_helpers import (
     assert_matrix_evidence,
     bash_turn,
     expected_table,
-    hiding_cases,
     logged_requests,
     new_marker,
     normalise,
@@ -159,8 +159,6 @@ def test_task_agent_runs_the_built_agent_and_kept_sandboxes_hold_no_npm_install(
 # --------------------------------------------------------------------------- containment of evidence
 
 
-SECRET = "s3cr3t-6d1f0a"
-PARENT_KEY = "parent-key-91b2c4"
 SECRETS = TrialCase(
     name="environment-stays-private",
     turns=[bash_turn("env > env.txt"), DONE],
@@ -185,23 +183,7 @@ SECRETS = TrialCase(
 @pytest.mark.usefixtures("on_path")
 def test_agents_cannot_hide_changes_or_read_secrets(pytester: pytest.Pytester, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
-    monkeypatch.setenv("ATLANTE_TEST_SECRET", SECRET)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", PARENT_KEY)
-    cases = [*hiding_cases(), SECRETS]
-    project = write_project(tmp_path / "project", HOST, cases)
-
-    run = run_eval(pytester, project, tmp_path / "out")
-
-    assert run.result.ret == 1, run.output()
-    assert outcome_table(run, cases) == expected_table(cases)
-    for case in cases[:3]:
-        trial = run.trial(case.name)
-        assert {"README.md", "sneaky.txt"} <= set(trial.changedPaths), (case.name, trial.changedPaths)
-        assert "README.md, sneaky.txt" in trial.checks[0].message
-        assert trial.diff is not None and "+sneaky" in trial.diff and "+tampered" in trial.diff
-    assert ".git" in run.trial("hides-by-deleting-git").changedPaths
-    assert_clean_run(run, private_tmp)
-    assert run.report_text is not None and SECRET not in run.report_text and PARENT_KEY not in run.report_text
+    run_hiding_and_secrets(pytester, tmp_path, monkeypatch, private_tmp, HOST, SECRETS)
 
 
 # --------------------------------------------------------------------------- credentials

@@ -482,6 +482,34 @@ def processes_with(marker: str) -> list[tuple[int, str]]:
 # --------------------------------------------------------------------------- request-log plugin
 
 
+SECRET = "s3cr3t-6d1f0a"
+PARENT_KEY = "parent-key-91b2c4"
+
+
+def run_hiding_and_secrets(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path,
+                           host: HostName, secrets: TrialCase) -> EvalRun:
+    """Run ``hiding_cases()`` plus the host's ``secrets`` case with a secret and a key in the parent
+    environment, and assert what holds for every host: no change hidden, no secret in the report."""
+    monkeypatch.setenv("ATLANTE_TEST_SECRET", SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", PARENT_KEY)
+    hiding = hiding_cases()
+    cases = [*hiding, secrets]
+    run = run_eval(pytester, write_project(tmp_path / "project", host, cases), tmp_path / "out")
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, cases) == expected_table(cases)
+    for case in hiding:
+        trial = run.trial(case.name)
+        assert {"README.md", "sneaky.txt"} <= set(trial.changedPaths), (case.name, trial.changedPaths)
+        assert "README.md, sneaky.txt" in trial.checks[0].message
+        if len(trial.checks) > 1:  # git ran and saw a clean tree: the tampering worked on git itself
+            assert "output does not match" in trial.checks[1].message, trial.checks[1].message
+        assert trial.diff is not None and "+sneaky" in trial.diff and "+tampered" in trial.diff
+    assert ".git" in run.trial("hides-by-deleting-git").changedPaths
+    assert_clean_run(run, private_tmp)
+    assert run.report_text is not None and SECRET not in run.report_text and PARENT_KEY not in run.report_text
+    return run
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Active only as ``-p trial_helpers`` with ``ATLANTE_TEST_REQUEST_LOG`` set (see module doc)."""
     log_dir = os.environ.get(REQUEST_LOG_ENV)
