@@ -17,29 +17,17 @@ from pathlib import Path
 import pytest
 
 from trial_helpers import (
+    run_agent_cases,
+    run_matrix,
+    run_session_timeout,
     run_hiding_and_secrets,
-    AGENT_CASE,
-    AGENT_SENTINEL,
     ALL_CHECKS_PASS,
-    CHECK_SLEEP_MARKER,
     DONE,
-    MATRIX,
     HostName,
     TrialCase,
     assert_clean_run,
-    assert_junit_first_lines,
-    assert_matrix_evidence,
     bash_turn,
-    expected_table,
-    logged_requests,
-    new_marker,
-    normalise,
-    outcome_table,
-    processes_with,
     run_eval,
-    session_timeout_case,
-    system_text,
-    with_request_log,
     write_project,
 )
 
@@ -51,22 +39,8 @@ HOST: HostName = "claude-code"
 @pytest.mark.usefixtures("on_path")
 def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest.Pytester, tmp_path: Path,
                                                                 private_tmp: Path) -> None:
-    project = write_project(tmp_path / "project", HOST, MATRIX)
-    junit = tmp_path / "junit.xml"
-
-    serial = run_eval(pytester, project, tmp_path / "out-serial", f"--junitxml={junit}")
-    parallel = run_eval(pytester, project, tmp_path / "out-parallel", "-n", "2")
-
-    for run in (serial, parallel):
-        assert run.result.ret == 1, run.output()
-        assert_clean_run(run, private_tmp)
-        assert run.report.complete and run.report.host is not None and run.report.host.version == "2.1.197"
-        assert outcome_table(run, MATRIX) == expected_table(MATRIX)
-        assert_matrix_evidence(run)
-    assert normalise(serial.report) == normalise(parallel.report)
-    assert processes_with(CHECK_SLEEP_MARKER) == []
-
-    assert_junit_first_lines(junit, serial)
+    serial, _ = run_matrix(pytester, tmp_path, private_tmp, HOST)
+    assert serial.report.host is not None and serial.report.host.version == "2.1.197"
 
 
 # --------------------------------------------------------------------------- host session timeout
@@ -74,21 +48,7 @@ def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest
 
 @pytest.mark.usefixtures("on_path")
 def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
-    marker = new_marker()
-    case = session_timeout_case(marker, timeout_ms=8000)
-    project = write_project(tmp_path / "project", HOST, [case])
-
-    run = run_eval(pytester, project, tmp_path / "out")
-
-    assert run.result.ret == 1, run.output()
-    assert outcome_table(run, [case]) == expected_table([case])
-    trial = run.trial(case.name)
-    assert trial.error == "host session exceeded timeoutMs=8000"
-    # Both sleepers really ran (each made its flag file) when the deadline hit ...
-    assert trial.changedPaths == ["detached.txt", "sleeping.txt"]
-    # ... and neither sleeper, nor the shell around it, outlived the trial.
-    assert processes_with(marker) == []
-    assert_clean_run(run, private_tmp)
+    run_session_timeout(pytester, tmp_path, private_tmp, HOST, timeout_ms=8000)
 
 
 # --------------------------------------------------------------------------- agents
@@ -97,23 +57,9 @@ def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester
 @pytest.mark.usefixtures("on_path")
 def test_task_agent_runs_the_built_agent(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         private_tmp: Path) -> None:
-    cases = [AGENT_CASE, ALL_CHECKS_PASS]
-    project = write_project(tmp_path / "project", HOST, cases)
-    log_dir = tmp_path / "requests"
-    plugin_args = with_request_log(monkeypatch, log_dir)
-
-    run = run_eval(pytester, project, tmp_path / "out", *plugin_args)
-
-    assert run.result.ret == 0, run.output()
+    # The built .claude/agents/helper.md drives every turn of the agent trial.
+    run = run_agent_cases(pytester, tmp_path, monkeypatch, HOST)
     assert_clean_run(run, private_tmp)
-    assert outcome_table(run, cases) == expected_table(cases)
-    requests = logged_requests(log_dir)
-    turns = {trial: [r for r in logged if r["kind"] == "turn"] for trial, logged in requests.items()}
-    assert set(turns) == {"uses-helper-agent-1", "writes-hello-1"}
-    # With task.agent every model turn runs under the built agent's body (.claude/agents/helper.md);
-    # without it, the body is nowhere in the system prompt.
-    assert turns["uses-helper-agent-1"] and all(AGENT_SENTINEL in system_text(r) for r in turns["uses-helper-agent-1"])
-    assert turns["writes-hello-1"] and not any(AGENT_SENTINEL in system_text(r) for r in turns["writes-hello-1"])
 
 
 # --------------------------------------------------------------------------- containment of evidence

@@ -24,29 +24,21 @@ from pytest_atlante.hosts.opencode import PROJECT_CONFIG
 from pytest_atlante.report import SANDBOX_DIR_PREFIX
 from pytest_atlante.scripted import OPENCODE_MODEL_ID, OPENCODE_PROVIDER_ID, ScriptedModelServer, load_script
 from trial_helpers import (
+    run_agent_cases,
+    run_matrix,
+    run_session_timeout,
     run_hiding_and_secrets,
     AGENT_CASE,
-    AGENT_SENTINEL,
     ALL_CHECKS_PASS,
-    CHECK_SLEEP_MARKER,
     DONE,
     MATRIX,
     HostName,
     TrialCase,
     assert_clean_run,
-    assert_junit_first_lines,
-    assert_matrix_evidence,
     bash_turn,
     expected_table,
-    logged_requests,
-    new_marker,
-    normalise,
     outcome_table,
-    processes_with,
     run_eval,
-    session_timeout_case,
-    system_text,
-    with_request_log,
     write_project,
 )
 
@@ -73,27 +65,13 @@ def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("on_path")
 def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest.Pytester, tmp_path: Path,
                                                                 private_tmp: Path) -> None:
-    project = write_project(tmp_path / "project", HOST, MATRIX)
-    junit = tmp_path / "junit.xml"
-
-    serial = run_eval(pytester, project, tmp_path / "out-serial", f"--junitxml={junit}")
-    parallel = run_eval(pytester, project, tmp_path / "out-parallel", "-n", "2")
-
-    for run in (serial, parallel):
-        assert run.result.ret == 1, run.output()
-        assert_clean_run(run, private_tmp)
-        report = run.report
-        assert report.complete and report.host is not None
-        assert (report.host.name, report.host.version, report.host.dialect) == (HOST, VERSION, "opencode-v1")
-        assert outcome_table(run, MATRIX) == expected_table(MATRIX)
-        assert_matrix_evidence(run)
+    for run in run_matrix(pytester, tmp_path, private_tmp, HOST):
+        host = run.report.host
+        assert host is not None and (host.version, host.dialect) == (VERSION, "opencode-v1")
         # Every trial that ran a session knows its model, which only `opencode export` tells.
         sessions = [case.name for case in MATRIX if case.setup is None]
         assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL)
         assert run.trial("setup-fails").modelIdentity is None
-    assert normalise(serial.report) == normalise(parallel.report)
-    assert processes_with(CHECK_SLEEP_MARKER) == []
-    assert_junit_first_lines(junit, serial)
 
 
 # --------------------------------------------------------------------------- host session timeout
@@ -103,21 +81,7 @@ def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest
 def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
     # OpenCode runs the bash tool in a session of its own and, killed, leaves it behind (FACTS §10):
     # both sleepers would survive as orphans of pid 1 unless the engine reaps them.
-    marker = new_marker()
-    case = session_timeout_case(marker, timeout_ms=10000)
-    project = write_project(tmp_path / "project", HOST, [case])
-
-    run = run_eval(pytester, project, tmp_path / "out")
-
-    assert run.result.ret == 1, run.output()
-    assert outcome_table(run, [case]) == expected_table([case])
-    trial = run.trial(case.name)
-    assert trial.error == "host session exceeded timeoutMs=10000"
-    # Both sleepers really ran (each made its flag file) when the deadline hit ...
-    assert trial.changedPaths == ["detached.txt", "sleeping.txt"]
-    # ... and neither sleeper, nor the shell around it, outlived the trial.
-    assert processes_with(marker) == []
-    assert_clean_run(run, private_tmp)
+    run_session_timeout(pytester, tmp_path, private_tmp, HOST, timeout_ms=10000)
 
 
 # --------------------------------------------------------------------------- agents, kept sandboxes
@@ -126,23 +90,9 @@ def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester
 @pytest.mark.usefixtures("on_path")
 def test_task_agent_runs_the_built_agent_and_kept_sandboxes_hold_no_npm_install(
         pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
+    # The built .opencode/agents/helper.md becomes the system prompt of the agent trial.
     cases = [AGENT_CASE, ALL_CHECKS_PASS]
-    project = write_project(tmp_path / "project", HOST, cases)
-    log_dir = tmp_path / "requests"
-    plugin_args = with_request_log(monkeypatch, log_dir)
-
-    run = run_eval(pytester, project, tmp_path / "out", "--atlante-keep", *plugin_args)
-
-    assert run.result.ret == 0, run.output()
-    assert outcome_table(run, cases) == expected_table(cases)
-    requests = logged_requests(log_dir)
-    turns = {trial: [r for r in logged if r["kind"] == "turn"] for trial, logged in requests.items()}
-    assert set(turns) == {"uses-helper-agent-1", "writes-hello-1"}
-    # With task.agent every model turn runs under the built agent's body (.opencode/agents/helper.md
-    # becomes the system prompt); without it, the body is nowhere in the system prompt.
-    assert turns["uses-helper-agent-1"] and all(AGENT_SENTINEL in system_text(r) for r in turns["uses-helper-agent-1"])
-    assert turns["writes-hello-1"] and not any(AGENT_SENTINEL in system_text(r) for r in turns["writes-hello-1"])
-    assert all(system_text(r) for r in turns["writes-hello-1"])  # the default agent's prompt is there instead
+    run = run_agent_cases(pytester, tmp_path, monkeypatch, HOST, "--atlante-keep")
 
     # --atlante-keep leaves each trial's sandbox: the built agent is there, OpenCode's background
     # `npm install @opencode-ai/plugin` is not (the closed loopback registry stopped it).

@@ -510,6 +510,60 @@ def run_hiding_and_secrets(pytester: pytest.Pytester, tmp_path: Path, monkeypatc
     return run
 
 
+def run_matrix(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName) -> tuple[EvalRun, EvalRun]:
+    """``MATRIX`` run serially (with JUnit XML) and with ``-n 2``: what must hold for every host."""
+    project = write_project(tmp_path / "project", host, MATRIX)
+    junit = tmp_path / "junit.xml"
+    serial = run_eval(pytester, project, tmp_path / "out-serial", f"--junitxml={junit}")
+    parallel = run_eval(pytester, project, tmp_path / "out-parallel", "-n", "2")
+    for run in (serial, parallel):
+        assert run.result.ret == 1, run.output()
+        assert_clean_run(run, private_tmp)
+        assert run.report.complete and run.report.host is not None and run.report.host.name == host
+        assert outcome_table(run, MATRIX) == expected_table(MATRIX)
+        assert_matrix_evidence(run)
+    assert normalise(serial.report) == normalise(parallel.report)
+    assert processes_with(CHECK_SLEEP_MARKER) == []
+    assert_junit_first_lines(junit, serial)
+    return serial, parallel
+
+
+def run_session_timeout(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName, timeout_ms: int) -> EvalRun:
+    """A session that outlives ``timeout_ms`` with a foreground and a setsid'd sleeper: ``timeout``,
+    and no process of the trial left alive."""
+    marker = new_marker()
+    case = session_timeout_case(marker, timeout_ms=timeout_ms)
+    run = run_eval(pytester, write_project(tmp_path / "project", host, [case]), tmp_path / "out")
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, [case]) == expected_table([case])
+    trial = run.trial(case.name)
+    assert trial.error == f"host session exceeded timeoutMs={timeout_ms}"
+    # Both sleepers really ran (each made its flag file) when the deadline hit ...
+    assert trial.changedPaths == ["detached.txt", "sleeping.txt"]
+    # ... and neither sleeper, nor the shell around it, outlived the trial.
+    assert processes_with(marker) == []
+    assert_clean_run(run, private_tmp)
+    return run
+
+
+def run_agent_cases(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: HostName,
+                    *args: str) -> EvalRun:
+    """``AGENT_CASE`` beside a plain case, with the scripted server's requests logged: every model
+    turn of the agent trial runs under the built agent's body, the plain trial's turns never do."""
+    cases = [AGENT_CASE, ALL_CHECKS_PASS]
+    log_dir = tmp_path / "requests"
+    plugin_args = with_request_log(monkeypatch, log_dir)
+    run = run_eval(pytester, write_project(tmp_path / "project", host, cases), tmp_path / "out", *args, *plugin_args)
+    assert run.result.ret == 0, run.output()
+    assert outcome_table(run, cases) == expected_table(cases)
+    turns = {trial: [r for r in logged if r["kind"] == "turn"] for trial, logged in logged_requests(log_dir).items()}
+    assert set(turns) == {"uses-helper-agent-1", "writes-hello-1"}
+    assert turns["uses-helper-agent-1"] and all(AGENT_SENTINEL in system_text(r) for r in turns["uses-helper-agent-1"])
+    assert turns["writes-hello-1"] and not any(AGENT_SENTINEL in system_text(r) for r in turns["writes-hello-1"])
+    assert all(system_text(r) for r in turns["writes-hello-1"])  # the default agent's prompt is there instead
+    return run
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Active only as ``-p trial_helpers`` with ``ATLANTE_TEST_REQUEST_LOG`` set (see module doc)."""
     log_dir = os.environ.get(REQUEST_LOG_ENV)
