@@ -127,6 +127,7 @@ class EvalSession:
             if run_error:
                 self.run_errors.extend(run_error)
                 self._write_report(session, interrupted=False)
+                # pytest prints no terminal summary after an exit from sessionstart: say it here.
                 writer = self.config.get_terminal_writer()
                 for problem in run_error:
                     writer.line(problem.render(), red=True)
@@ -277,16 +278,23 @@ class EvalSession:
         except OSError as exc:
             self.run_errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed", str(exc), "check the output directory"))
             status = EXIT_RUN_ERROR
+        except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
+            self.run_errors.append(Diagnostic("", "", "eval-internal-error", f"{type(exc).__name__}: {exc}",
+                                              "this is a bug in pytest-atlante; please report it with the run's output"))
+            status = EXIT_RUN_ERROR
+        if exitstatus == pytest.ExitCode.TESTS_FAILED and status == 0:
+            # Every trial passed, so an ordinary item in the same run (e.g. an Atlas query case) failed.
+            status = int(pytest.ExitCode.TESTS_FAILED)
         if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED) or status == EXIT_RUN_ERROR:
             session.exitstatus = status
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or self.report_path is None:
+        if self.is_worker or (self.report_path is None and not self.run_errors):
             return
         from .engine import summary_lines
 
         terminalreporter.section("atlante eval")
-        for line in summary_lines(self.report_path):
+        for line in summary_lines(self.report_path) if self.report_path else []:
             terminalreporter.write_line(line)
         for problem in self.run_errors:
             terminalreporter.write_line(problem.render(), red=True)

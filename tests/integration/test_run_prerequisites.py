@@ -102,3 +102,17 @@ def test_the_default_report_location_and_its_gitignore(pytester: pytest.Pytester
     [report] = list((atlante_project.root / ".atlante" / "eval").glob("*/report.json"))
     assert json.loads(report.read_text())["runId"] == report.parent.name
     assert (atlante_project.root / ".atlante" / ".gitignore").read_text() == "build-cache/\neval/\n"
+
+
+def test_a_report_that_cannot_be_written_is_exit_3(pytester: pytest.Pytester, atlante_project: Project,
+                                                    monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for key, value in fake_env(tmp_path / "bin").items():
+        monkeypatch.setenv(key, value)
+    install_fake_claude(tmp_path / "bin")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the output directory should be\n")
+    result = pytester.runpytest_inprocess("--atlante-eval", "--atlante-project", str(atlante_project.root),
+                                          "--atlante-out", str(blocker), "-p", "no:cacheprovider")
+    text = result.stdout.str()
+    assert result.ret == 3, text
+    assert "eval-report-write-failed" in text and "Traceback" not in text
