@@ -43,10 +43,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
     options = Options.from_config(config)
     if config.getoption("atlante_eval"):
+        # An eval run is the eval suite: its items, report and exit status are the trials'.
         session = EvalSession(config, options)
         config.stash[SESSION_KEY] = session
         config.pluginmanager.register(session, "atlante-eval")
-    _register_atlas(config, options.project_root)
+    else:
+        _register_atlas(config, options.project_root)
 
 
 def _register_atlas(config: pytest.Config, project_root: Path) -> None:

@@ -61,7 +61,7 @@ def test_the_example_runs_its_pack_suite_beside_the_local_suite(pytester: pytest
     assert {sources[n][0] for n in verdicts if n != PACK_SCENARIO} == {"local"}
     trial = run.trial(PACK_SCENARIO)
     assert trial.nodeId.endswith(f"{PACK_DIR}/{PACK_DOCUMENT}::{PACK_SCENARIO}[trial-1]")
-    assert f"{PACK_DIR}/{PACK_DOCUMENT}::{PACK_SCENARIO}[trial-1] PASSED" in run.output()
+    assert f"{PACK_DIR}/{PACK_DOCUMENT}::{PACK_SCENARIO}[trial-1] [sandbox] [host session] [checks] PASSED" in run.output()
     # the pack's agent (compiled by `atlante build` with the project's harness) drove the session
     requests = logged_requests(log)[f"{PACK_SCENARIO}-1"]
     assert any(PACK_AGENT_BODY in system_text(r) for r in requests)
@@ -101,7 +101,7 @@ def test_a_scoped_node_modules_preset_suite_runs_for_real(pytester: pytest.Pytes
     assert (scenario.name, scenario.source) == (PACK_SCENARIO, "@acme/docstring-pack/strict")
     assert scenario.file == f"{SCOPED_DIR}/{PACK_DOCUMENT}"
     assert run.trial(PACK_SCENARIO).verdict == "pass"
-    assert f"{SCOPED_DIR}/{PACK_DOCUMENT}::{PACK_SCENARIO}[trial-1] PASSED" in run.output()
+    assert f"{SCOPED_DIR}/{PACK_DOCUMENT}::{PACK_SCENARIO}[trial-1] [sandbox] [host session] [checks] PASSED" in run.output()
 
 
 def test_a_do_nothing_run_fails_the_pack_checks(pytester: pytest.Pytester, tmp_path: Path) -> None:
@@ -123,4 +123,4 @@ def test_the_host_neutral_pack_suite_runs_under_opencode(pytester: pytest.Pytest
     assert run.report.host is not None and run.report.host.name == "opencode"
     [scenario] = run.report.scenarios
     assert (scenario.source, [t.verdict for t in scenario.trials]) == ("./packs/docstring-pack", ["pass"])
-    assert f"{PACK_DIR}/{PACK_DOCUMENT}::{PACK_SCENARIO}[trial-1] PASSED" in run.output()
+    assert f"{PACK_DIR}/{PACK_DOCUMENT}::{PACK_SCENARIO}[trial-1] [sandbox] [host session] [checks] PASSED" in run.output()
