@@ -100,7 +100,7 @@ def test_help_documents_every_option(pytester: pytest.Pytester) -> None:
 def test_example_query_cases_join_ordinary_runs_only(pytester: pytest.Pytester, tmp_path: Path) -> None:
     root = copy_example(tmp_path)
     os.chdir(root)
-    result = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", str(root))
+    result = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:cacheprovider", "-c", str(root / "pytest.ini"))
     ids = [line for line in result.stdout.lines if "::" in line]
     assert "tests/test_greeter.py::test_greet_uses_the_name" in ids
     assert "benchmarks/atlas/query-corpus.json::symbol-lookup" in ids
