@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,6 +59,12 @@ class EvalSession:
         self.config = config
         self.options = options
         self.is_worker = hasattr(config, "workerinput")
+        if self.is_worker:
+            # execnet starts xdist workers with SIGINT ignored, so Ctrl-C would leave a trial's host
+            # running until its timeout.  A worker that raises KeyboardInterrupt instead kills the
+            # host tree at once (process.run) and records the trial as interrupted.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.worker_pids: set[int] = set()   # controller: workers seen running trials
         self.suite: Suite | None = None
         self.run_id = ""
         self.started_at = datetime.now(timezone.utc)
@@ -220,6 +227,9 @@ class EvalSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
         outcome = yield
         report = outcome.get_result()
+        if call.when == "setup" and self.is_worker:
+            # Tells the controller which process to interrupt if the run is stopped (see below).
+            report.atlante_worker_pid = os.getpid()
         if call.when == "call" and RECORD_KEY in item.stash:
             # Rides on the TestReport: xdist serialises report attributes to the controller.
             report.atlante_record = item.stash[RECORD_KEY].model_dump_json()
@@ -227,6 +237,9 @@ class EvalSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
             return
+        worker_pid = getattr(report, "atlante_worker_pid", None)
+        if isinstance(worker_pid, int):
+            self.worker_pids.add(worker_pid)
         raw = getattr(report, "atlante_record", None)
         if raw is not None:
             record = TrialRecord.model_validate_json(raw)
@@ -246,6 +259,15 @@ class EvalSession:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.get_verbosity() > 0 and nodeid in self.expected:
             reporter.write_line(f"atlante: {nodeid}: host session started")
+
+    def pytest_keyboard_interrupt(self) -> None:
+        # Ctrl-C in a terminal reaches every process of the group, but a SIGINT sent to the
+        # controller alone would leave workers finishing their trials: pass it on.
+        for pid in sorted(self.worker_pids):
+            try:
+                os.kill(pid, signal.SIGINT)
+            except OSError:  # already gone
+                pass
 
     def _progress_line(self, record: TrialRecord) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

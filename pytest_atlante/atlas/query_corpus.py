@@ -31,6 +31,7 @@ DIAGNOSTIC_KINDS: tuple[str, ...] = (
     "degraded",
     "runtime-boundary",
 )
+_KNOWN_KINDS = frozenset(DIAGNOSTIC_KINDS)
 MAX_AMBIGUITY = 64
 _FULL_REVISION = re.compile(r"[0-9a-f]{40}")
 _HINT = "fix the field to match agent-spec/atlas-eval/query-corpus-v1 (see docs/atlas-query.md)"
@@ -74,9 +75,21 @@ class QueryCorpus(_Strict):
 
 
 def _under_fixtures(repository: str) -> bool:
-    parts = Path(repository.replace("\\", "/")).parts
-    stripped = [p for p in parts if p not in (".", "/")]
-    return bool(stripped) and stripped[0] == "fixtures"
+    """Whether the first path component (after any root and ``.`` components) is ``fixtures``.
+
+    Plain string splitting with exactly the semantics of ``PurePosixPath(...).parts`` on the
+    backslash-normalized string, because this runs once per case: empty and ``.`` components are
+    dropped, and a root of exactly two slashes is kept by POSIX as its own ``//`` component (so
+    ``//fixtures`` is not under fixtures/), while one or three-plus slashes collapse to ``/``.
+    """
+    normalized = repository.replace("\\", "/")
+    relative = normalized.lstrip("/")
+    if len(normalized) - len(relative) == 2:
+        return False
+    for part in relative.split("/"):
+        if part and part != ".":
+            return part == "fixtures"
+    return False
 
 
 def _duplicates(values: Sequence[object]) -> list[str]:
@@ -100,52 +113,67 @@ class _Collector:
         self.found.append(Diagnostic(self.file, location, f"{PREFIX}-{code}", message, hint))
 
 
+def _conflict(out: _Collector, at: str, kind: str, both: set[str] | set[tuple[str, ...]]) -> None:
+    shown = sorted(" -> ".join(b) if isinstance(b, tuple) else str(b) for b in both)
+    out.add(f"{at}.forbidden_{kind}s", "conflict",
+            f"{', '.join(shown)} is both expected and forbidden",
+            f"a {kind} cannot be a required answer and a known wrong answer")
+
+
+def _entry_problems(out: _Collector, at: str, name: str, values: Sequence[object]) -> None:
+    """Report empty entries (index by index) and then repeated entries of one golden list."""
+    for index, value in enumerate(values):
+        if value == "" or value == () or (isinstance(value, tuple) and "" in value):
+            out.add(f"{at}.{name}[{index}]", "empty-entry", f"{name}[{index}] is empty",
+                    "remove the empty entry or fill it in")
+    if len(set(values)) != len(values):
+        out.add(f"{at}.{name}", "duplicate-entry",
+                f"{name} lists {', '.join(map(repr, _duplicates(values)))} more than once",
+                "golden entries must be unique; remove the repeated entry")
+
+
 def _case_list_rules(out: _Collector, at: str, case: QueryCase) -> None:
     """Rules inside one case: required lists, empty items, duplicates, conflicts, bounds, kinds."""
-    for name in ("expected_symbols", "required_evidence", "rubric"):
-        if not getattr(case, name):
+    for name, required in (
+        ("expected_symbols", case.expected_symbols),
+        ("required_evidence", case.required_evidence),
+        ("rubric", case.rubric),
+    ):
+        if not required:
             out.add(f"{at}.{name}", "empty-list", f"{name} must not be empty",
                     "list at least one entry; a case without it cannot detect a regression")
-    paths = {
-        "expected_paths": [tuple(p) for p in case.expected_paths],
-        "forbidden_paths": [tuple(p) for p in case.forbidden_paths],
-    }
-    lists: dict[str, Sequence[object]] = {
-        "expected_symbols": case.expected_symbols,
-        "forbidden_symbols": case.forbidden_symbols,
-        "required_evidence": case.required_evidence,
-        "rubric": case.rubric,
-        "required_diagnostics": [(d.kind, d.code) for d in case.required_diagnostics],
-        **paths,
-    }
-    for name, values in lists.items():
-        # Fast path first: these checks run for every case of corpora with 10^5 cases, and the
-        # set/containment tests run in C; only a list that has a problem is walked item by item.
-        if "" in values or () in values or any(isinstance(v, tuple) and "" in v for v in values):
-            for index, value in enumerate(values):
-                if value == "" or value == () or (isinstance(value, tuple) and "" in value):
-                    out.add(f"{at}.{name}[{index}]", "empty-entry", f"{name}[{index}] is empty",
-                            "remove the empty entry or fill it in")
-        if len(set(values)) != len(values):
-            out.add(f"{at}.{name}", "duplicate-entry",
-                    f"{name} lists {', '.join(map(repr, _duplicates(values)))} more than once",
-                    "golden entries must be unique; remove the repeated entry")
-    for kind, expected, forbidden in (
-        ("symbol", case.expected_symbols, case.forbidden_symbols),
-        ("path", paths["expected_paths"], paths["forbidden_paths"]),
+    # These checks run for every case of corpora with 10^5 cases, so each list gets a cheap test
+    # in C first (membership, set size) and is only walked item by item when it has a problem.
+    # Lists are checked in the order their diagnostics are reported.
+    for name, strings in (
+        ("expected_symbols", case.expected_symbols),
+        ("forbidden_symbols", case.forbidden_symbols),
+        ("required_evidence", case.required_evidence),
+        ("rubric", case.rubric),
     ):
-        both = set(expected) & set(forbidden)
-        if both:
-            shown = sorted(" -> ".join(b) if isinstance(b, tuple) else str(b) for b in both)
-            out.add(f"{at}.forbidden_{kind}s", "conflict",
-                    f"{', '.join(shown)} is both expected and forbidden",
-                    f"a {kind} cannot be a required answer and a known wrong answer")
+        if "" in strings or len(set(strings)) != len(strings):
+            _entry_problems(out, at, name, strings)
+    # Paths and diagnostics are compared as tuples; an empty tuple or one with an empty member is
+    # an empty entry.  Most cases have none of them, so the tuples are only built when needed.
+    expected_paths = [tuple(p) for p in case.expected_paths] if case.expected_paths else []
+    forbidden_paths = [tuple(p) for p in case.forbidden_paths] if case.forbidden_paths else []
+    for name, tuples in (
+        ("required_diagnostics", [(d.kind, d.code) for d in case.required_diagnostics]),
+        ("expected_paths", expected_paths),
+        ("forbidden_paths", forbidden_paths),
+    ):
+        if tuples and (len(set(tuples)) != len(tuples) or not all(t and "" not in t for t in tuples)):
+            _entry_problems(out, at, name, tuples)
+    if case.forbidden_symbols and not set(case.forbidden_symbols).isdisjoint(case.expected_symbols):
+        _conflict(out, at, "symbol", set(case.expected_symbols) & set(case.forbidden_symbols))
+    if forbidden_paths and not set(forbidden_paths).isdisjoint(expected_paths):
+        _conflict(out, at, "path", set(expected_paths) & set(forbidden_paths))
     if not 0 <= case.allowed_ambiguity <= MAX_AMBIGUITY:
         out.add(f"{at}.allowed_ambiguity", "ambiguity-range",
                 f"allowed_ambiguity {case.allowed_ambiguity} is outside 0..={MAX_AMBIGUITY}",
                 f"use an integer from 0 to {MAX_AMBIGUITY}")
     for index, diag in enumerate(case.required_diagnostics):
-        if diag.kind not in DIAGNOSTIC_KINDS:
+        if diag.kind not in _KNOWN_KINDS:
             out.add(f"{at}.required_diagnostics[{index}].kind", "diagnostic-kind",
                     f"unknown diagnostic kind {diag.kind!r}",
                     "use one of: " + ", ".join(DIAGNOSTIC_KINDS))

@@ -46,19 +46,28 @@ class QueryResults(BaseModel):
     observations: list[Observation]
 
 
+_KNOWN_KINDS = frozenset(DIAGNOSTIC_KINDS)
 _OBSERVATION_LIST: TypeAdapter[list[Observation]] = TypeAdapter(list[Observation])
 
 
+def _duplicate_entry(name: str, at: str, file: str) -> Diagnostic:
+    return Diagnostic(file, f"{at}.{name}", f"{PREFIX}-duplicate-entry",
+                      f"{name} repeats an entry; a ranked list holds each answer once",
+                      "deduplicate the ranked list, keeping the best rank")
+
+
 def _observation_problems(obs: Observation, at: str, file: str) -> list[Diagnostic]:
-    """Malformations pydantic cannot see: repeated ranked entries, unknown kinds, bad receipts."""
+    """Malformations pydantic cannot see: repeated ranked entries, unknown kinds, bad receipts.
+
+    Runs for every observation, so the common empty cases (no paths, no diagnostics, no receipt)
+    cost no more than a truth test."""
     found: list[Diagnostic] = []
-    for name, values in (("symbols", obs.symbols), ("paths", [tuple(p) for p in obs.paths])):
-        if len(set(values)) != len(values):
-            found.append(Diagnostic(file, f"{at}.{name}", f"{PREFIX}-duplicate-entry",
-                                    f"{name} repeats an entry; a ranked list holds each answer once",
-                                    "deduplicate the ranked list, keeping the best rank"))
+    if len(set(obs.symbols)) != len(obs.symbols):
+        found.append(_duplicate_entry("symbols", at, file))
+    if obs.paths and len({tuple(p) for p in obs.paths}) != len(obs.paths):
+        found.append(_duplicate_entry("paths", at, file))
     for index, diag in enumerate(obs.diagnostics):
-        if diag.kind not in DIAGNOSTIC_KINDS:
+        if diag.kind not in _KNOWN_KINDS:
             found.append(Diagnostic(file, f"{at}.diagnostics[{index}].kind", f"{PREFIX}-diagnostic-kind",
                                     f"unknown diagnostic kind {diag.kind!r}",
                                     "use one of: " + ", ".join(DIAGNOSTIC_KINDS)))
@@ -88,26 +97,31 @@ def match_observations(
     by_case: dict[str, Observation] = {}
     for index, obs in enumerate(observations):
         at = f"$.observations[{index}]"
-        if obs.case_id not in cases:
+        case_id = obs.case_id
+        case = cases.get(case_id)
+        if case is None:
             found.append(Diagnostic(file, f"{at}.case_id", f"{PREFIX}-unknown-case",
-                                    f"observation for {obs.case_id!r}, which is not a corpus case",
+                                    f"observation for {case_id!r}, which is not a corpus case",
                                     "remove it or add the case to the corpus"))
             continue
-        if obs.case_id in by_case:
+        if case_id in by_case:
             found.append(Diagnostic(file, f"{at}.case_id", f"{PREFIX}-duplicate-observation",
-                                    f"a second observation for case {obs.case_id!r}",
+                                    f"a second observation for case {case_id!r}",
                                     "keep exactly one observation per case"))
             continue
-        by_case[obs.case_id] = obs
+        by_case[case_id] = obs
         found.extend(_observation_problems(obs, at, file))
-        if cases[obs.case_id].context_expectation is not None and obs.context_receipt is None:
+        if case.context_expectation is not None and obs.context_receipt is None:
             found.append(Diagnostic(file, f"{at}.context_receipt", f"{PREFIX}-context-missing",
-                                    f"case {obs.case_id!r} has a context_expectation but no context_receipt",
+                                    f"case {case_id!r} has a context_expectation but no context_receipt",
                                     "B5 observations must carry a context_receipt"))
-    for case_id in (case.id for case in corpus.cases if case.id not in by_case):
-        found.append(Diagnostic(file, "$.observations", f"{PREFIX}-missing-observation",
-                                f"no observation for case {case_id!r}",
-                                "provide exactly one observation for every corpus case"))
+    # Every observation in ``by_case`` names a distinct corpus case, so as many of them as there
+    # are cases means none is missing; the per-case scan is only needed when one is.
+    if len(by_case) != len(corpus.cases):
+        for case_id in (case.id for case in corpus.cases if case.id not in by_case):
+            found.append(Diagnostic(file, "$.observations", f"{PREFIX}-missing-observation",
+                                    f"no observation for case {case_id!r}",
+                                    "provide exactly one observation for every corpus case"))
     if found:
         raise DiagnosticError(found)
     return by_case

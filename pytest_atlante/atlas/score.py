@@ -74,40 +74,52 @@ def _render(items: Sequence[object]) -> str:
 
 
 def score_case(case: QueryCase, obs: Observation) -> CaseScore:
-    """Correctness and measurements of one observation; failures are ordered most-telling first."""
+    """Correctness and measurements of one observation; failures are ordered most-telling first.
+
+    Runs once per case on corpora of 10^5 cases, so path tuples, forbidden sets and diagnostic
+    sets are only built when the lists they come from are non-empty (most are empty).
+    """
     expected_symbols = set(case.expected_symbols)
     returned_symbols = obs.symbols
-    expected_paths = {tuple(p) for p in case.expected_paths}
-    returned_paths = [tuple(p) for p in obs.paths]
-    returned_path_set = set(returned_paths)
     returned_symbol_set = set(returned_symbols)
+    expected_paths = {tuple(p) for p in case.expected_paths} if case.expected_paths else set()
+    returned_paths = [tuple(p) for p in obs.paths] if obs.paths else []
+    returned_path_set = set(returned_paths)
 
     matched_symbols = expected_symbols & returned_symbol_set
-    matched_paths = expected_paths & returned_path_set
+    matched_paths = expected_paths & returned_path_set if expected_paths else set()
     rank = next((i for i, s in enumerate(returned_symbols, 1) if s in expected_symbols), 0)
-    forbidden_symbol_set = set(case.forbidden_symbols)
-    forbidden_path_set = {tuple(f) for f in case.forbidden_paths}
-    forbidden_symbols = [s for s in returned_symbols if s in forbidden_symbol_set]
-    forbidden_paths = [p for p in returned_paths if p in forbidden_path_set]
+    forbidden_symbols: list[str] = []
+    if case.forbidden_symbols:
+        forbidden_symbol_set = set(case.forbidden_symbols)
+        forbidden_symbols = [s for s in returned_symbols if s in forbidden_symbol_set]
+    forbidden_paths: list[tuple[str, ...]] = []
+    if case.forbidden_paths and returned_paths:
+        forbidden_path_set = {tuple(f) for f in case.forbidden_paths}
+        forbidden_paths = [p for p in returned_paths if p in forbidden_path_set]
     extra = (len(returned_symbol_set) - len(matched_symbols)) + (len(returned_path_set) - len(matched_paths))
     evidence = set(obs.evidence)
-    matched_evidence = sum(1 for label in set(case.required_evidence) if label in evidence)
+    required_evidence = set(case.required_evidence)
     observed = [(d.kind, d.code) for d in obs.diagnostics]
     observed_set = set(observed)
     required = {(d.kind, d.code) for d in case.required_diagnostics}
 
     failures: list[str] = []
-    if missing := [s for s in case.expected_symbols if s not in returned_symbol_set]:
+    if len(matched_symbols) != len(expected_symbols):
+        missing = [s for s in case.expected_symbols if s not in returned_symbol_set]
         failures.append(f"missing expected symbols: {_render(missing)}")
-    if missing_paths := [tuple(p) for p in case.expected_paths if tuple(p) not in returned_path_set]:
+    if len(matched_paths) != len(expected_paths):
+        missing_paths = [tuple(p) for p in case.expected_paths if tuple(p) not in returned_path_set]
         failures.append(f"missing expected paths: {_render(missing_paths)}")
     if forbidden_symbols:
         failures.append(f"forbidden symbols returned: {_render(forbidden_symbols)}")
     if forbidden_paths:
         failures.append(f"forbidden paths returned: {_render(forbidden_paths)}")
-    if missing_evidence := [e for e in case.required_evidence if e not in evidence]:
+    if not required_evidence <= evidence:
+        missing_evidence = [e for e in case.required_evidence if e not in evidence]
         failures.append(f"missing required evidence: {_render(missing_evidence)}")
-    if missing_diags := [f"{k}/{c}" for k, c in sorted(required - observed_set)]:
+    if not required <= observed_set:
+        missing_diags = [f"{k}/{c}" for k, c in sorted(required - observed_set)]
         failures.append(f"missing required diagnostics: {_render(missing_diags)}")
     # Runtime boundaries are query hints, matched exactly: an unrequired one is as wrong as a
     # missing one, because it claims a boundary the golden answer does not have.
@@ -131,7 +143,7 @@ def score_case(case: QueryCase, obs: Observation) -> CaseScore:
         "reciprocal_rank": 1.0 / rank if rank else 0.0,
         "path_precision": len(matched_paths) / len(returned_path_set) if returned_path_set else None,
         "path_recall": len(matched_paths) / len(expected_paths) if expected_paths else None,
-        "evidence_recall": matched_evidence / len(set(case.required_evidence)),
+        "evidence_recall": len(required_evidence & evidence) / len(required_evidence),
         "returned": returned,
         "forbidden_hits": len(forbidden_symbols) + len(forbidden_paths),
         "extra_results": extra,

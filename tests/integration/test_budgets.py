@@ -227,3 +227,30 @@ def test_progress_shows_each_trial_phase_and_a_summary(pytester: pytest.Pytester
     parallel_status, _, parallel = run(pytester, fake_project, "-v", "-n", "2")
     assert parallel_status == 0
     assert "host session started" in parallel  # xdist: the controller says when a trial starts
+
+
+@pytest.mark.parametrize("target", ["controller", "process-group"])
+def test_ctrl_c_under_xdist_stops_every_worker_trial(fake_project: Project, tmp_path: Path, target: str) -> None:
+    marker = f"atlante-sigint-xdist-{os.getpid()}-{target}"
+    fake_project.config(config_doc(budget={"trials": 4}))
+    fake_project.scenario(fake_scenario("writes-hello", {}, task={"fixture": "eval/fixtures/app",
+                                                                  "prompt": "FAKE:" + json.dumps({"usage": [10], "sleep": 300, "m": marker})}))
+    fake_project.build()
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "--atlante-eval", "-n", "2", "--atlante-project", str(fake_project.root),
+                             "--atlante-out", str(out), "-p", "no:cacheprovider", "--rootdir", str(fake_project.root)],
+                            cwd=fake_project.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(_alive_with(marker)) < 2 and time.monotonic() < deadline:  # both workers' hosts are running
+        time.sleep(0.2)
+    assert len(_alive_with(marker)) == 2
+    if target == "controller":  # e.g. `kill -INT <pid>`: the controller passes it on to the workers
+        proc.send_signal(signal.SIGINT)
+    else:  # Ctrl-C in a terminal: the whole foreground group
+        os.killpg(proc.pid, signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 3, output
+    report = EvalReport.model_validate_json((out / "report.json").read_text())
+    assert report.interrupted is True and report.complete is False
+    time.sleep(0.5)
+    assert _alive_with(marker) == []
