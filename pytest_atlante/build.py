@@ -105,12 +105,22 @@ def _check_source(base: Path, value: str, file: str, location: str, kind: Litera
         return None, [Diagnostic(file, location, "eval-path-unsafe", f"harness path {value!r}: {reason}",
                                  "harness paths are relative to the project (or pack) root")]
     path = base / value
-    ok = path.is_file() if kind == "file" else (path.is_dir() and (path / "SKILL.md").is_file())
-    if not ok or not path.resolve().is_relative_to(base.resolve()):
+    try:
+        ok = path.is_file() if kind == "file" else (path.is_dir() and (path / "SKILL.md").is_file())
+        ok = ok and path.resolve().is_relative_to(base.resolve())
+    except OSError:  # e.g. a name longer than the filesystem allows
+        ok = False
+    if not ok:
         want = "a file" if kind == "file" else "a directory holding SKILL.md"
         return None, [Diagnostic(file, location, "eval-harness-invalid", f"{value!r} is not {want} inside its root",
                                  "fix the path in the harness section")]
     return path, []
+
+
+def _unreadable(file: str, location: str, exc: Exception) -> Diagnostic:
+    why = "is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"cannot be read ({exc})"
+    return Diagnostic(file, location, "eval-harness-invalid", f"a harness source {why}",
+                      "harness prompts and SKILL.md files are UTF-8 text files inside the project (or pack)")
 
 
 def _claim(owners: dict[str, str], problems: list[Diagnostic], kind: str, name: str, origin: str, file: str) -> bool:
@@ -141,8 +151,13 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             problems.extend(found)
             if path is None:
                 continue
-            sources[_rel(path, project_root)] = sha256_file(path)
-            body = path.read_text(encoding="utf-8")
+            try:
+                raw = path.read_bytes()
+                body = raw.decode("utf-8")
+                sources[_rel(path, project_root)] = hashlib.sha256(raw).hexdigest()
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(_unreadable(file, f"$.harness.agents.{name}.prompt", exc))
+                continue
             outputs[f"{owned}/agents/{name}.md"] = _agent_file(host, name, agent, body).encode()
         for name, skill in sorted(item.harness.skills.items()):
             if not _claim(owners, problems, "skill", name, item.origin, file):
@@ -151,13 +166,16 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             problems.extend(found)
             if path is None:
                 continue
-            for source in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
-                rel = source.relative_to(path).as_posix()
-                sources[_rel(source, project_root)] = sha256_file(source)
-                data = source.read_bytes()
-                if rel == "SKILL.md":
-                    data = _skill_file(name, skill, data.decode("utf-8")).encode()
-                outputs[f"{owned}/skills/{name}/{rel}"] = data
+            try:
+                for source in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
+                    rel = source.relative_to(path).as_posix()
+                    data = source.read_bytes()
+                    sources[_rel(source, project_root)] = hashlib.sha256(data).hexdigest()
+                    if rel == "SKILL.md":
+                        data = _skill_file(name, skill, data.decode("utf-8")).encode()
+                    outputs[f"{owned}/skills/{name}/{rel}"] = data
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(_unreadable(file, f"$.harness.skills.{name}.dir", exc))
     return outputs, sources, problems
 
 

@@ -80,15 +80,16 @@ def _command(index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str
     combined += result.stderr
     output = tail(combined)
 
-    def outcome(passed: bool, message: str, **extra: bool) -> CheckResult:
+    def outcome(passed: bool, message: str, *, error: bool = False, timedOut: bool = False) -> CheckResult:
         return CheckResult(
             index=index,
             type=check.type,
             passed=passed,
+            error=error,
+            timedOut=timedOut,
             message=f"{shown}: {message}",
             exitCode=result.returncode,
             output=output,
-            **extra,
         )
 
     if result.start_error is not None:
@@ -137,14 +138,16 @@ def _unchanged(index: int, check: FileUnchangedCheck, sb: Sandbox) -> CheckResul
     after = path_digest(sb.root, check.path)
     if before == after:
         state = "unchanged" if before is not None else "still missing or not a regular file"
-        return CheckResult(index=index, type=check.type, passed=True, message=f"{prefix}: {state}")
+        return CheckResult(index=index, type=check.type, passed=True, message=f"{prefix}: {state}",
+                           digestBefore=before, digestAfter=after)
     if before is None:
         change = "was missing or not a regular file before the trial, now a regular file"
     elif after is None:
         change = "was deleted or replaced by a non-regular file"
     else:
         change = f"content changed (sha256 {before[:12]} -> {after[:12]})"
-    return CheckResult(index=index, type=check.type, passed=False, message=f"{prefix}: {change}")
+    return CheckResult(index=index, type=check.type, passed=False, message=f"{prefix}: {change}",
+                       digestBefore=before, digestAfter=after)
 
 
 def _contains(index: int, check: FileContainsCheck, sb: Sandbox) -> CheckResult:

@@ -122,7 +122,10 @@ class Engine:
                                                                      claude_env(server), opencode_provider_config(server))
             else:
                 endpoint = None
-            record = self._in_sandbox(entry, sb, base, budget, progress, endpoint)
+            try:
+                record = self._in_sandbox(entry, sb, base, budget, progress, endpoint)
+            except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
+                record = base.model_copy(update={"verdict": "infra-error", "error": f"{type(exc).__name__}: {exc}"})
             if server is not None:
                 record = record.model_copy(update={"scriptedTurns": server.turns_served})
             return record.model_copy(update={
@@ -231,7 +234,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
         run_id=run_id, started_at=started_at, finished_at=datetime.now(timezone.utc), host=host,
         model=suite.eval.model, scripted=scripted,
         budget=BudgetRecord(trials=budget.trials, timeoutMs=budget.timeoutMs, maxSessions=budget.maxSessions, maxTokens=budget.maxTokens),
-        scenarios=[(e.scenario.name, e.display, e.source, budget.trials) for e in suite.scenarios],
+        scenarios=requested_scenarios(suite, expected, finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
     )
@@ -243,6 +246,25 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
     # under xdist another worker may be about to create its trial directory in it.
     sandboxes.remove_run_dir(run_id)
     return status, path
+
+
+def requested_scenarios(suite: Suite, expected: list[str], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:
+    """(name, file, source, requested trials) of the scenarios this run asked for.
+
+    ``-k``, ``-m``, ``--lf`` and ``--atlante-scenario`` narrow a run: a scenario none of whose
+    trials was requested is not part of its report.  Before collection (a run that could not
+    start) every discovered scenario counts with its full number of trials.
+    """
+    assert suite.eval is not None
+    if not expected:
+        return [(e.scenario.name, e.display, e.source, suite.eval.budget.trials) for e in suite.scenarios]
+    requested: dict[str, int] = {}
+    for node_id in expected:
+        name = node_id.rsplit("::", 1)[-1].rsplit("[trial-", 1)[0]
+        requested[name] = requested.get(name, 0) + 1
+    for record in finished:  # a record always belongs to a requested trial
+        requested.setdefault(record.scenario, 1)
+    return [(e.scenario.name, e.display, e.source, requested[e.scenario.name]) for e in suite.scenarios if e.scenario.name in requested]
 
 
 def summary_lines(report_path: Path) -> list[str]:

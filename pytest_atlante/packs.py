@@ -95,9 +95,15 @@ def _is_relative(locator: str) -> bool:
     return locator.startswith(("./", "../"))
 
 
+# Longer than any real package path; a longer name makes the filesystem raise ENAMETOOLONG.
+_MAX_LOCATOR = 200
+
+
 def _split(locator: str) -> list[tuple[str, str | None]]:
     """Candidate (package, preset) readings of a locator, most specific package first."""
     candidates: list[tuple[str, str | None]] = []
+    if "\0" in locator or len(locator) > _MAX_LOCATOR:  # no filesystem would resolve it
+        return candidates
     if _is_relative(locator) or _NPM_NAME.match(locator):
         candidates.append((locator, None))
     head, _, last = locator.rstrip("/").rpartition("/")

@@ -50,6 +50,9 @@ class CheckResult(Record):
     message: str
     exitCode: int | None = None
     output: str | None = Field(default=None, description="last 2,000 characters of combined output")
+    # file-unchanged: the regular file's SHA-256 before and after; null for a missing or non-file path
+    digestBefore: str | None = None
+    digestAfter: str | None = None
 
 
 class TrialRecord(Record):

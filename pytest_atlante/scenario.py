@@ -18,7 +18,7 @@ from .diagnostics import Diagnostic
 from .models import StrictModel
 
 SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
-SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+SLUG_PATTERN = r"^[a-z0-9-]+$"  # the reference's "Slug (a-z, 0-9, hyphen)"
 MAX_TIMEOUT_MS = 3_600_000
 SETUP_TIMEOUT_MS = 300_000
 DEFAULT_CHECK_TIMEOUT_MS = 120_000
@@ -89,7 +89,7 @@ class ScenarioBudget(StrictModel):
 class Scenario(StrictModel):
     schema_uri: Literal["https://atlante.sh/schema/v0.1/eval-scenario.json"] = Field(alias="$schema")
     version: Literal["0.1"]
-    name: Annotated[str, Field(pattern=SLUG_PATTERN, max_length=100)]
+    name: Annotated[str, Field(pattern=SLUG_PATTERN)]
     description: str | None = None
     task: Task
     budget: ScenarioBudget | None = None
@@ -102,6 +102,8 @@ def unsafe_path_reason(value: str) -> str | None:
     Shared by fixture paths, check paths and allowlist entries (and pack paths), so the rule is
     written once: relative, no ``..``, no ``.git`` or ``node_modules`` segment.
     """
+    if "\0" in value:
+        return "NUL characters are not allowed"
     if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", value):
         return "absolute paths are not allowed"
     parts = PurePosixPath(value.replace("\\", "/")).parts

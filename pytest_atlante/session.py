@@ -23,13 +23,14 @@ from .config import HostName
 from .budget import TrialBudget, allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
 from .discovery import ScenarioEntry, Suite, discover
+from .build import verify
 from .fsutil import atomic_write_text
+from .report import ensure_gitignore
 from .items import ALLOCATED_KEY, ENTRY_KEY, TRIAL_KEY, ScenarioFile, TrialFailed, TrialItem
+from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from .records import TrialRecord
 from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 
-EXIT_VALIDATION = 2
-EXIT_RUN_ERROR = 3
 WORKERINPUT_KEY = "atlante"
 
 
@@ -99,9 +100,15 @@ class EvalSession:
         writer.line("")
         for problem in problems:
             writer.line(problem.render(), red=True)
-        path = self.out_dir / "diagnostics.json"
-        atomic_write_text(path, json.dumps(envelope(problems), indent=2) + "\n")
-        writer.line(f"atlante: diagnostics envelope written to {path}")
+        if self.options.out is not None or self.options.project_root.is_dir():
+            path = self.out_dir / "diagnostics.json"
+            try:
+                atomic_write_text(path, json.dumps(envelope(problems), indent=2) + "\n")
+                if self.options.out is None:
+                    ensure_gitignore(self.options.project_root / ".atlante")
+                writer.line(f"atlante: diagnostics envelope written to {path}")
+            except OSError as exc:
+                writer.line(f"eval-report-write-failed: {path}: {exc.strerror or exc}", red=True)
         pytest.exit(f"atlante: {len(problems)} validation problem(s); no trial was run", returncode=EXIT_VALIDATION)
 
     @pytest.hookimpl(tryfirst=True)
@@ -121,7 +128,9 @@ class EvalSession:
                 raise pytest.UsageError("atlante: the suite changed on disk while the run started")
         else:
             if self.suite.diagnostics:
-                self._fail_validation(self.suite.diagnostics)
+                # The build check needs no machine state: report its problems in the same run.
+                build_problems = verify(self.suite.project_root, self.suite.eval.host) if self.suite.eval else []
+                self._fail_validation(self.suite.diagnostics + build_problems)
             try:
                 problems, run_error, info = prepare_run(self.suite, scripted=self.options.scripted,
                                                         probe=not self.config.option.collectonly)
@@ -133,10 +142,14 @@ class EvalSession:
                 self._fail_validation(problems)
             if run_error:
                 self.run_errors.extend(run_error)
-                self._write_report(session, interrupted=False)
+                try:
+                    self._write_report(session, interrupted=False)
+                except OSError as exc:
+                    self.run_errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed",
+                                                      exc.strerror or str(exc), "check the output directory"))
                 # pytest prints no terminal summary after an exit from sessionstart: say it here.
                 writer = self.config.get_terminal_writer()
-                for problem in run_error:
+                for problem in self.run_errors:
                     writer.line(problem.render(), red=True)
                 pytest.exit("atlante: the run cannot start; no trial was run", returncode=EXIT_RUN_ERROR)
             self.host_info = info

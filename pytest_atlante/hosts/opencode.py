@@ -19,7 +19,7 @@ import sqlite3
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import (
@@ -284,20 +284,6 @@ def parse_export(text: str) -> ExportedSession | None:
         cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0,
         usage=opencode_usage(tokens) if isinstance(tokens, dict) else None,
     )
-
-
-def export_model_identity(
-    info: HostInfo, env: Mapping[str, str], cwd: Path, session_id: str, subagent_session_ids: Sequence[str] = ()
-) -> tuple[str | None, float]:
-    """(model identity of ``session_id``, total cost of its subagent sessions) via ``opencode export``.
-
-    Call it after the session ended, with the trial's environment and the sandbox as cwd, passing
-    the monitor's ``session_id`` and ``subagent_session_ids``. :meth:`OpenCodeHost.finalize` does
-    exactly this (and also adds the subagents' tokens).
-    """
-    main = export_session(info, env, cwd, session_id)
-    children = [export_session(info, env, cwd, child) for child in subagent_session_ids]
-    return (main.model if main else None), sum(child.cost for child in children if child is not None)
 
 
 def _model_ref(value: object, id_key: str) -> str | None:

@@ -193,7 +193,7 @@ class OpenCodeStreamMonitor:
     Usage and cost arrive per step in ``step_finish.part.tokens`` / ``.cost`` and are summed; there
     is no final summary event. ``error`` events mark the session failed. The model identity is not
     in the stream and subagent sessions are not streamed: both come from ``opencode export`` after
-    the session (:func:`pytest_atlante.hosts.opencode.export_model_identity`), using the
+    the session (``OpenCodeHost.finalize`` runs ``opencode export``), using the
     ``session_id`` and ``subagent_session_ids`` collected here.
     """
 

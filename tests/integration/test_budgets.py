@@ -254,3 +254,15 @@ def test_ctrl_c_under_xdist_stops_every_worker_trial(fake_project: Project, tmp_
     assert report.interrupted is True and report.complete is False
     time.sleep(0.5)
     assert _alive_with(marker) == []
+
+
+def test_a_narrowed_run_reports_only_the_requested_scenarios(pytester: pytest.Pytester, fake_project: Project) -> None:
+    fake_project.config(config_doc(budget={"trials": 2}))
+    fake_project.scenario(fake_scenario("first", {"usage": [10]}), "eval/scenarios/a.eval.json")
+    fake_project.scenario(fake_scenario("second", {"usage": [10]}), "eval/scenarios/b.eval.json")
+    (fake_project.root / "eval/scenarios/main.eval.json").unlink()
+    fake_project.build()
+    status, report, text = run(pytester, fake_project, "-k", "first and trial-1")
+    assert status == 0 and report is not None, text
+    assert [(s.name, s.expectedTrials, s.passRate) for s in report.scenarios] == [("first", 1, 1.0)]
+    assert report.complete is True

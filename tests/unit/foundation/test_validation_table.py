@@ -124,6 +124,10 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("path-fixture-absolute", task(fixture="/etc"), [], "eval-path-unsafe", S, "$.task.fixture"),
     ("path-fixture-traversal", task(fixture="eval/../../outside"), [], "eval-path-unsafe", S, "$.task.fixture"),
     ("path-check-git", checks({"type": "file-exists", "path": ".git/config"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
+    ("path-check-nul", checks({"type": "file-unchanged", "path": "a\u0000b"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
+    ("package-locator-nul", cfg_top(packages=["./pack\u0000"]), [], "eval-package-unresolved", M, "$.packages[0]"),
+    ("package-locator-too-long", cfg_top(packages=["./" + "p" * 300]), [], "eval-package-unresolved", M, "$.packages[0]"),
+    ("harness-source-not-utf8", lambda p: (p.root / "harness/helper.md").write_bytes(b"\xff\xfe bad"), [], "eval-harness-invalid", M, "$.harness.agents.helper.prompt"),
     ("path-check-absolute", checks({"type": "file-unchanged", "path": "/etc/passwd"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
     ("path-allow-node-modules", checks({"type": "diff-allowlist", "allow": ["src/", "node_modules/x"]}), [], "eval-path-unsafe", S, "$.checks[0].allow[1]"),
     ("fixture-missing", task(fixture="eval/fixtures/nope"), [], "eval-fixture-invalid", S, "$.task.fixture"),
@@ -183,9 +187,11 @@ def test_all_problems_in_all_documents_are_reported_in_one_run(pytester: pytest.
     atlante_project.scenario(scenario_doc(name="Bad Name"), "eval/scenarios/a.eval.json")
     atlante_project.scenario(scenario_doc(checks=[{"type": "command", "run": ["x"], "outputMatches": "("}]), "eval/scenarios/b.eval.json")
     atlante_project.scenario(scenario_doc(name="third", task={"fixture": "/abs", "prompt": "p"}), "eval/scenarios/c.eval.json")
+    remove_build(atlante_project)
     status, envelope, _ = run_eval(pytester, atlante_project, [], workers=0)
     assert status == 2
     files = {(d["file"], d["code"]) for d in envelope["diagnostics"]}
+    assert (CLAUDE_MANIFEST, "eval-build-missing") in files  # the build check joins the same run
     assert ("eval/scenarios/a.eval.json", "eval-scenario-invalid") in files
     assert ("eval/scenarios/b.eval.json", "eval-pattern-invalid") in files
     assert ("eval/scenarios/c.eval.json", "eval-path-unsafe") in files
