@@ -12,19 +12,22 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_bytes
 
 
-def render(result: Any) -> str:
+def render(result: Any) -> bytes:
     # pydantic-core's serializer is native code: about 3x faster than json.dumps(indent=2) on large
-    # receipts, with the same layout (floats may print in shorter, equally valid forms).
-    return to_json(result, indent=2).decode("utf-8") + "\n"
+    # receipts, with the same layout (floats may print in shorter, equally valid forms).  Bytes
+    # all the way to the file or stdout: a receipt can be tens of MB, and every text round trip
+    # is another copy of it.
+    return to_json(result, indent=2) + b"\n"
 
 
 def emit(result: Any, out: Path | None) -> None:
-    text = render(result)
+    data = render(result)
     if out is None:
-        sys.stdout.write(text)
         sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
     else:
-        atomic_write_text(out, text)
+        atomic_write_bytes(out, data)

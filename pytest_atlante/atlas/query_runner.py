@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..diagnostics import DiagnosticError
-from ..fsutil import atomic_write_text
+from ..fsutil import atomic_write_bytes
 from .output import render
 from .query_corpus import QueryCase, QueryCorpus, load_corpus
 from .results import Observation, load_results, observations_from_value
@@ -92,5 +92,5 @@ class QueryCaseRunner:
 
     def write_receipt(self, project_root: Path, scores: Sequence[CaseScore]) -> Path:
         path = project_root / RECEIPT_RELPATH
-        atomic_write_text(path, render(self.receipt(scores)))
+        atomic_write_bytes(path, render(self.receipt(scores)))
         return path

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..diagnostics import Diagnostic, DiagnosticError
 from .context import ContextReceipt, receipt_inconsistencies
-from .query_corpus import DIAGNOSTIC_KINDS, QueryCorpus, TypedDiagnostic
+from .query_corpus import DIAGNOSTIC_KINDS, JSON_STRING_CACHE, QueryCorpus, TypedDiagnostic
 from .query_loading import parse_model, read_bytes, validation_diagnostics
 
 QUERY_RESULTS_SCHEMA = "agent-spec/atlas-eval/query-results-v1"
@@ -39,7 +39,7 @@ class Observation(BaseModel):
 
 
 class QueryResults(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, **JSON_STRING_CACHE)
 
     schema_: Literal["agent-spec/atlas-eval/query-results-v1"] = Field(alias="schema")
     corpus_version: str = Field(min_length=1)
@@ -56,13 +56,11 @@ def _duplicate_entry(name: str, at: str, file: str) -> Diagnostic:
                       "deduplicate the ranked list, keeping the best rank")
 
 
-def _observation_problems(obs: Observation, at: str, file: str) -> list[Diagnostic]:
-    """Malformations pydantic cannot see: repeated ranked entries, unknown kinds, bad receipts.
-
-    Runs for every observation, so the common empty cases (no paths, no diagnostics, no receipt)
-    cost no more than a truth test."""
-    found: list[Diagnostic] = []
-    if len(set(obs.symbols)) != len(obs.symbols):
+def _observation_problems(obs: Observation, at: str, file: str, found: list[Diagnostic]) -> None:
+    """Append the malformations pydantic cannot see: repeated ranked entries, unknown kinds, bad
+    receipts.  Runs for every observation, so the common cases (a single symbol, no paths, no
+    diagnostics, no receipt) cost no more than a truth test and allocate nothing."""
+    if len(obs.symbols) > 1 and len(set(obs.symbols)) != len(obs.symbols):
         found.append(_duplicate_entry("symbols", at, file))
     if obs.paths and len({tuple(p) for p in obs.paths}) != len(obs.paths):
         found.append(_duplicate_entry("paths", at, file))
@@ -77,7 +75,6 @@ def _observation_problems(obs: Observation, at: str, file: str) -> list[Diagnost
         ):
             found.append(Diagnostic(file, f"{at}.context_receipt{suffix}", f"{PREFIX}-context-inconsistent",
                                     message, "the receipt must describe what this observation returned"))
-    return found
 
 
 def match_observations(
@@ -110,7 +107,7 @@ def match_observations(
                                     "keep exactly one observation per case"))
             continue
         by_case[case_id] = obs
-        found.extend(_observation_problems(obs, at, file))
+        _observation_problems(obs, at, file, found)
         if case.context_expectation is not None and obs.context_receipt is None:
             found.append(Diagnostic(file, f"{at}.context_receipt", f"{PREFIX}-context-missing",
                                     f"case {case_id!r} has a context_expectation but no context_receipt",

@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import Any, Iterator, Sequence, TypedDict
 
 from blake3 import blake3
+from pydantic import TypeAdapter
 
 from . import stats
 from .context import behaviour_failures
@@ -28,6 +29,7 @@ QUERY_REGRESSION_SCHEMA = "agent-spec/atlas-eval/query-regression-v1"
 FINGERPRINT_ALGORITHM = "blake3-schema-order-json-v1"
 REGRESSION_CODE = "atlas-query-regression"
 RUNTIME_BOUNDARY = "runtime-boundary"
+_CORPUS_JSON: TypeAdapter[QueryCorpus] = TypeAdapter(QueryCorpus)
 
 
 class DiagnosticDict(TypedDict):
@@ -64,10 +66,12 @@ def corpus_fingerprint(corpus: QueryCorpus) -> str:
     the golden content, so it must not change the fingerprint a receipt is tied to.  The canonical
     form is the compact re-serialization of the validated model: keys in schema order, absent
     optional fields omitted, no whitespace, UTF-8.  It is produced in pydantic-core (Rust), so it
-    costs a fraction of re-parsing the file with ``json`` and sorting keys.
+    costs a fraction of re-parsing the file with ``json`` and sorting keys.  The adapter hands
+    back the UTF-8 bytes directly (``model_dump_json`` would decode them to a ``str`` that has to
+    be encoded again: two extra copies of a document that can be tens of MiB); the bytes are the
+    same.
     """
-    canonical = corpus.model_dump_json(by_alias=True, exclude_none=True)
-    return blake3(canonical.encode("utf-8")).hexdigest()
+    return blake3(_CORPUS_JSON.dump_json(corpus, by_alias=True, exclude_none=True)).hexdigest()
 
 
 def _render(items: Sequence[object]) -> str:
@@ -77,8 +81,9 @@ def _render(items: Sequence[object]) -> str:
 def score_case(case: QueryCase, obs: Observation) -> CaseScore:
     """Correctness and measurements of one observation; failures are ordered most-telling first.
 
-    Runs once per case on corpora of 10^5 cases, so path tuples, forbidden sets and diagnostic
-    sets are only built when the lists they come from are non-empty (most are empty).
+    Runs once per case on corpora of 10^5 cases, so path tuples, diagnostic sets and the lists
+    behind failure messages are only built when they can be non-empty (most are empty); the cheap
+    set tests guarding them (subset, disjointness, sizes) decide exactly what the lists would.
     """
     expected_symbols = set(case.expected_symbols)
     returned_symbols = obs.symbols
@@ -95,7 +100,7 @@ def score_case(case: QueryCase, obs: Observation) -> CaseScore:
             rank = position
             break
     forbidden_symbols: list[str] = []
-    if case.forbidden_symbols:
+    if not returned_symbol_set.isdisjoint(case.forbidden_symbols):
         forbidden_symbol_set = set(case.forbidden_symbols)
         forbidden_symbols = [s for s in returned_symbols if s in forbidden_symbol_set]
     forbidden_paths: list[tuple[str, ...]] = []
