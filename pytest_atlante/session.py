@@ -66,6 +66,7 @@ class EvalSession:
             # host tree at once (process.run) and records the trial as interrupted.
             signal.signal(signal.SIGINT, signal.default_int_handler)
         self.worker_pids: set[int] = set()   # controller: workers seen running trials
+        self.started: set[str] = set()       # controller under xdist: trials a worker began
         self.suite: Suite | None = None
         self.run_id = ""
         self.started_at = datetime.now(timezone.utc)
@@ -269,6 +270,7 @@ class EvalSession:
         # so a long host session is visibly under way.  Serial runs show phases inline with -v.
         if self.is_worker or not self.config.pluginmanager.has_plugin("dsession"):
             return
+        self.started.add(nodeid)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.get_verbosity() > 0 and nodeid in self.expected:
             reporter.write_line(f"atlante: {nodeid}: host session started")
@@ -296,6 +298,11 @@ class EvalSession:
         from .engine import finish_report
 
         assert self.suite is not None
+        if interrupted:
+            # Under xdist an interrupted trial's record dies with its worker; the controller saw it
+            # start, so it is reported as interrupted (a serial run recorded it already).
+            for node_id in sorted(self.started - set(self.records)):
+                self.records[node_id] = interrupted_record(node_id)
         exit_status, path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
@@ -351,6 +358,13 @@ def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
     scenario = entry.scenario
     checks_ms = sum(getattr(c, "timeoutMs", 0) for c in scenario.checks)
     return (effective_timeout_ms(scenario, run_timeout_ms) + SETUP_TIMEOUT_MS + checks_ms) / 1000 + GUARD_GRACE_S
+
+
+def interrupted_record(node_id: str) -> TrialRecord:
+    """The record of a trial that was running when the run was interrupted, from its node id."""
+    name, _, rest = node_id.rsplit("::", 1)[-1].partition("[trial-")
+    return TrialRecord(scenario=name, trial=int(rest.rstrip("]") or 0), nodeId=node_id, verdict="infra-error",
+                       interrupted=True, error="interrupted (Ctrl-C) while the trial ran")
 
 
 def failure_text(record: TrialRecord) -> str:

@@ -252,6 +252,8 @@ def test_ctrl_c_under_xdist_stops_every_worker_trial(fake_project: Project, tmp_
     assert proc.returncode == 3, output
     report = EvalReport.model_validate_json((out / "report.json").read_text())
     assert report.interrupted is True and report.complete is False
+    interrupted = [t for s in report.scenarios for t in s.trials]
+    assert len(interrupted) == 2 and all(t.interrupted and t.verdict == "infra-error" for t in interrupted)
     time.sleep(0.5)
     assert _alive_with(marker) == []
 
