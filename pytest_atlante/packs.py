@@ -74,10 +74,6 @@ class ResolvedPack:
                 found.append((self.preset, preset_harness))
         return found
 
-    @property
-    def harnesses(self) -> list[Harness]:
-        return [harness for _, harness in self.layers]
-
 
 @dataclass(frozen=True)
 class IncludedSuite:

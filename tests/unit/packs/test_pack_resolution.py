@@ -57,7 +57,7 @@ def test_a_preset_selection_names_package_and_preset(project: PackProject, where
     assert problems == []
     assert (pack.package, pack.preset) == (package, "strict")
     # a preset extends its root preset: both harness layers are selected
-    assert [sorted(h.agents) + sorted(h.skills) for h in pack.harnesses] == [["note-taker"], ["strict-notes"]]
+    assert [sorted(h.agents) + sorted(h.skills) for _, h in pack.layers] == [["note-taker"], ["strict-notes"]]
 
 
 def test_an_unknown_preset_is_located_and_lists_the_presets(project: PackProject) -> None:
