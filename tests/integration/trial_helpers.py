@@ -572,13 +572,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_atlante import scripted
 
     original_stop = scripted.ScriptedModelServer.stop
-    logged: set[int] = set()  # stop() is idempotent; log each server once
 
     def stop_and_log(server: scripted.ScriptedModelServer) -> None:
         original_stop(server)
-        if id(server) in logged:
+        # stop() is idempotent: log each server once.  The mark lives on the server itself, not in
+        # a set of id()s, which a later server can reuse once the first one is garbage collected.
+        if getattr(server, "_atlante_test_logged", False):
             return
-        logged.add(id(server))
+        server._atlante_test_logged = True  # type: ignore[attr-defined]
         requests = [
             {"kind": r.kind, "path": r.path, "turn_index": r.turn_index, "model": r.model,
              "tools_offered": list(r.tools_offered), "tool_calls": list(r.tool_calls),
