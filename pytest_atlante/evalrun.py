@@ -80,7 +80,8 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
     run_level = bool(run_errors) or interrupted
     status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
     budget = suite.eval.budget
-    host = HostIdentity(name=info.name, version=info.version, dialect=info.dialect) if info else None  # type: ignore[arg-type]
+    # Validated, not cast: the dialect is the adapter's string, the report admits known dialects only.
+    host = HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect}) if info else None
     report = build_report(
         run_id=run_id, started_at=started_at, finished_at=datetime.now(timezone.utc), host=host,
         model=suite.eval.model, scripted=scripted,
