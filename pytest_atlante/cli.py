@@ -62,6 +62,12 @@ def _pack_report(args: argparse.Namespace) -> int:
     return cmd_pack_report(Path(args.path))
 
 
+def _report_merge(args: argparse.Namespace) -> int:
+    from .merge import cmd_merge
+
+    return cmd_merge([Path(p) for p in args.reports], Path(args.out))
+
+
 def _opt_path(value: str | None) -> Path | None:
     return Path(value) if value is not None else None
 
@@ -121,6 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     preport.add_argument("path")
     preport.set_defaults(func=_pack_report)
+
+    report = sub.add_parser("report", help="eval report tools")
+    rsub = report.add_subparsers(dest="report_command", required=True, metavar="ACTION")
+    merge = rsub.add_parser("merge", help="merge the reports of a sharded run (--atlante-shard K/N) into one; "
+                                          "exit 0/1 as the run, 2 mixed suites or run groups, 3 a missing or "
+                                          "duplicated shard or trial")
+    merge.add_argument("reports", nargs="+", metavar="SHARD_REPORT", help="each shard's report.json")
+    merge.add_argument("-o", "--out", required=True, help="where to write the merged report.json")
+    merge.set_defaults(func=_report_merge)
     return parser
 
 

@@ -12,7 +12,7 @@ import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import sandbox as sandboxes
 from .build import verify
@@ -23,7 +23,8 @@ from .hosts import host_for
 from .hosts.base import HostInfo
 from .hosts.registry import HostName
 from .records import TrialRecord
-from .report import BudgetRecord, EvalReport, HostIdentity, build_report, ensure_gitignore, write_report
+from .report import BudgetRecord, EvalReport, HostIdentity, ShardRef, build_report, ensure_gitignore, write_report
+from .shard import ShardSpec, environ_run_group, suite_digest
 from .trial import TrialKey
 
 __all__ = ["finish_report", "prepare_run", "requested_scenarios", "summary_lines", "validate"]
@@ -70,10 +71,13 @@ def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list
 
 def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
                   records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
-                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool) -> tuple[EvalReport, Path]:
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
+                  shard: ShardSpec | None = None, run_group: str | None = None) -> tuple[EvalReport, Path]:
     """Aggregate, decide the exit status, write ``report.json`` atomically.
 
-    ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
+    ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.  A
+    shard's report covers its share only and is marked with the shard, the suite digest and the
+    run group, for ``atlante report merge``.
     """
     assert suite.eval is not None
     finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
@@ -89,6 +93,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
         scenarios=requested_scenarios(suite, list(expected.values()), finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        **shard_fields(suite, shard, run_group, scripted=scripted),
     )
     path = write_report(report, out_dir)
     if default_out:
@@ -98,6 +103,15 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
     # under xdist another worker may be about to create its trial directory in it.
     sandboxes.remove_run_dir(run_id)
     return report, path
+
+
+def shard_fields(suite: Suite, shard: ShardSpec | None, run_group: str | None, *, scripted: bool) -> dict[str, Any]:
+    """``build_report``'s shard arguments: nothing for an unsharded run."""
+    if shard is None:
+        return {}
+    digest = suite_digest(suite, scripted=scripted)
+    return {"shard": ShardRef(index=shard.index, count=shard.count), "suite_digest": digest,
+            "run_group": environ_run_group(run_group, digest)}
 
 
 def requested_scenarios(suite: Suite, expected: Sequence[TrialKey], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:

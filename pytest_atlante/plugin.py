@@ -36,6 +36,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")
+    group.addoption("--atlante-shard", metavar="K/N", type=_shard_arg, default=None,
+                    help="run shard K of N (1 <= K <= N): the whole suite is collected and maxSessions "
+                         "allocated globally, then only this shard's trials run; merge the shards' "
+                         "reports with `atlante report merge`")
+    group.addoption("--atlante-run-group", metavar="ID", default=None,
+                    help="id shared by the shards of one run (default: the suite digest plus the CI's "
+                         "run id, e.g. GITHUB_RUN_ID/GITHUB_RUN_ATTEMPT, CI_PIPELINE_ID, BUILDKITE_BUILD_ID)")
+
+
+def _shard_arg(text: str) -> tuple[int, int]:
+    """``K/N`` with 1 <= K <= N; anything else is a usage error naming the diagnostic code."""
+    import argparse
+    import re
+
+    match = re.fullmatch(r"([0-9]{1,6})/([0-9]{1,6})", text)
+    if match is None or not 1 <= int(match[1]) <= int(match[2]):
+        raise argparse.ArgumentTypeError(
+            f"eval-shard-invalid: {text!r} is not K/N with 1 <= K <= N (hint: --atlante-shard 2/4)")
+    return int(match[1]), int(match[2])
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -85,6 +85,21 @@ class ScenarioRecord(Record):
     totals: ScenarioTotals
 
 
+class ShardRef(Record):
+    """Which part of a sharded run a partial report holds (``--atlante-shard K/N``)."""
+
+    index: Annotated[int, Field(ge=1)]
+    count: Annotated[int, Field(ge=1)]
+
+
+class MergedShard(ShardRef):
+    """One shard report a merged report was made from (``atlante report merge``)."""
+
+    runId: str
+    exitStatus: Annotated[int, Field(ge=0, le=3)]
+    complete: bool
+
+
 class EvalReport(Record):
     # ``schema`` would shadow a BaseModel attribute, so the field is ``schema_`` in Python and
     # ``schema`` on the wire, in both directions.
@@ -106,6 +121,12 @@ class EvalReport(Record):
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
+    # Sharded runs (#18): a shard's partial report has ``shard``; a merged report has ``shards``.
+    # Both carry the suite's digest and the run group that ties a run's shards together.
+    shard: ShardRef | None = None
+    suiteDigest: str | None = None
+    runGroup: str | None = None
+    shards: list[MergedShard] | None = None
 
     @field_validator("verdicts")
     @classmethod
@@ -303,6 +324,10 @@ def build_report(
     interrupted: bool,
     exit_status: int,
     errors: Sequence[dict[str, JsonValue]],
+    shard: ShardRef | None = None,
+    suite_digest: str | None = None,
+    run_group: str | None = None,
+    shards: Sequence[MergedShard] | None = None,
 ) -> EvalReport:
     """Aggregate trial records into the report.
 
@@ -353,6 +378,10 @@ def build_report(
         verdicts=verdict_counts(ordered),
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
+        shard=shard,
+        suiteDigest=suite_digest,
+        runGroup=run_group,
+        shards=None if shards is None else list(shards),
     )
 
 

@@ -41,6 +41,7 @@ from .items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_name
 from .records import TrialRecord
 from .report import EvalReport, ensure_gitignore, new_run_id
 from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
+from .shard import ShardSpec, split
 from .trial import Progress, TrialInterrupted, TrialKey, TrialRunner
 
 WORKERINPUT_KEY = "atlante"
@@ -56,6 +57,8 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    shard: ShardSpec | None = None
+    run_group: str | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -64,9 +67,11 @@ class Options:
         # which an enclosing repository's ini file can move upwards.
         root = Path(project).resolve() if project else config.invocation_params.dir
         out = config.getoption("atlante_out")
+        shard = config.getoption("atlante_shard")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
-                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"))
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"))
 
 
 def role_for(config: pytest.Config) -> "_TrialRole":
@@ -87,6 +92,7 @@ class _TrialRole:
         self.suite: Suite | None = None
         self.run_id = ""
         self.host_info: HostInfo | None = None
+        self.durations: dict[str, float] = {}  # expected ms per scenario, for a sharded run's split
         self._runner: TrialRunner | None = None
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -123,7 +129,20 @@ class _TrialRole:
             item.budget = trial_budget(budget, effective_timeout_ms(item.entry.scenario, budget.timeoutMs), allocated)
             if guard and item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(guard_seconds(item.entry, budget.timeoutMs), method="thread", func_only=True))
+        if self.options.shard is not None:
+            trials = self._keep_shard(items, trials, self.options.shard)
         self._collected(trials)
+
+    def _keep_shard(self, items: list[pytest.Item], trials: list[TrialItem], shard: ShardSpec) -> list[TrialItem]:
+        """Deselect the other shards' trials, after the global allocation (so budgets stay global)."""
+        assert all(t.budget is not None for t in trials)
+        assignment = split([((t.entry.scenario.name, t.trial), bool(t.budget and t.budget.allocated)) for t in trials],
+                           self.durations, shard.count)
+        others = {id(t) for t in trials if assignment[(t.entry.scenario.name, t.trial)] != shard.index}
+        if others:
+            self.config.hook.pytest_deselected(items=[i for i in items if id(i) in others])
+            items[:] = [i for i in items if id(i) not in others]
+        return [t for t in trials if id(t) not in others]
 
     def _collected(self, trials: list[TrialItem]) -> None:
         """The trials this process will run, in order (the controller remembers them)."""
@@ -185,6 +204,7 @@ class Worker(_TrialRole):
         super().__init__(config, options)
         self.run_id = shared["runId"]
         self.host_info = HostInfo(**shared["host"]) if shared["host"] else None
+        self.durations = dict(shared.get("durations", {}))
         self._shared_suite: Suite = pickle.loads(base64.b64decode(shared["suite"]))
         if threading.current_thread() is threading.main_thread():
             # execnet starts xdist workers with SIGINT ignored, so Ctrl-C would leave a trial's host
@@ -249,7 +269,15 @@ class Controller(_TrialRole):
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
+        if self.options.shard is not None:
+            self.durations = self._expected_durations(suite)
         self._ready(suite)
+
+    def _expected_durations(self, suite: Suite) -> dict[str, float]:
+        from .shard import environ_run_group, expected_durations, suite_digest
+
+        group = environ_run_group(self.options.run_group, suite_digest(suite, scripted=self.options.scripted))
+        return expected_durations(self.options.project_root, exclude_group=group)
 
     def _fail_validation(self, problems: list[Diagnostic]) -> None:
         self.validation_failed = True
@@ -288,6 +316,7 @@ class Controller(_TrialRole):
             "runId": self.run_id,
             "host": asdict(self.host_info) if self.host_info else None,
             "suite": base64.b64encode(pickle.dumps(self.suite)).decode("ascii"),
+            "durations": self.durations,
         }
 
     @pytest.hookimpl(optionalhook=True)
@@ -383,7 +412,7 @@ class Controller(_TrialRole):
         self.report, self.report_path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None,
+            default_out=self.options.out is None, shard=self.options.shard, run_group=self.options.run_group,
         )
         return self.report.exitStatus
 
@@ -402,7 +431,10 @@ class Controller(_TrialRole):
         if exitstatus == pytest.ExitCode.TESTS_FAILED and status == 0:
             # Every trial passed, so an ordinary item in the same run (e.g. an Atlas query case) failed.
             status = int(pytest.ExitCode.TESTS_FAILED)
-        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED) or status == EXIT_RUN_ERROR:
+        ours = [pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED]
+        if self.options.shard is not None:
+            ours.append(pytest.ExitCode.NO_TESTS_COLLECTED)  # a shard whose share is empty still reports
+        if exitstatus in ours or status == EXIT_RUN_ERROR:
             session.exitstatus = status
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
