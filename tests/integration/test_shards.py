@@ -167,3 +167,39 @@ def test_shards_deselect_the_other_trials_and_balance_by_earlier_durations(shard
     paths = run_shards(sharded_project, tmp_path, env, 2, tag="bal")
     names = [sorted({t.scenario for s in load(p).scenarios for t in s.trials}) for p in paths]
     assert all("alpha" in n for n in names), names
+
+
+SOCKETSERVER = Path(__import__("execnet").__file__).parent / "script" / "socketserver.py"
+
+
+def start_socketserver(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen[str], int]:
+    """execnet's own socket server on 127.0.0.1, ephemeral port (read from its first line)."""
+    proc = subprocess.Popen([sys.executable, "-u", str(SOCKETSERVER), "127.0.0.1:0"], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "socket_readline_exec_server-1.2 Entering Accept loop ('127.0.0.1', 41234)"
+    assert "Entering Accept loop" in line, line
+    return proc, int(line.rstrip().rstrip(")").rsplit(",", 1)[1])
+
+
+def test_xdist_socket_gateways_give_one_complete_report(sharded_project: Project, tmp_path: Path) -> None:
+    """Two execnet socket gateways as remote workers: one probe, every trial's record, one report."""
+    env = env_for(tmp_path)
+    servers = [start_socketserver(env, tmp_path) for _ in range(2)]
+    try:
+        tx = [a for _, port in servers for a in ("--tx", f"socket=127.0.0.1:{port}//chdir={sharded_project.root}")]
+        probes = tmp_path / "fakebin" / "probe.log"
+        probes.unlink(missing_ok=True)
+        run = pytest_run(sharded_project, tmp_path / "remote", env, *tx, "-p", "xdist")
+    finally:
+        for proc, _ in servers:
+            proc.kill()
+            proc.wait(timeout=30)
+            assert proc.stdout is not None
+            proc.stdout.close()
+    report = load(tmp_path / "remote" / "report.json")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert report.complete and sum(len(s.trials) for s in report.scenarios) == 6
+    assert report.verdicts["pass"] == 4 and report.verdicts["skipped-budget"] == 2
+    assert "signal only works in main thread" not in run.stdout + run.stderr
+    assert probes.read_text().count("probe") == 1  # the controller probed; workers did not
