@@ -70,14 +70,14 @@ def load(path: Path) -> EvalReport:
     return EvalReport.model_validate_json(path.read_text(encoding="utf-8"))
 
 
-def run_shards(project: Project, tmp_path: Path, env: dict[str, str], count: int, tag: str = "s") -> list[Path]:
+def run_shards(project: Project, tmp_path: Path, env: dict[str, str], count: int, *extra: str, tag: str = "s") -> list[Path]:
     """``count`` shard processes started side by side, as a CI matrix would."""
     procs = []
     for index in range(1, count + 1):
         out = tmp_path / f"{tag}{index}"
         argv = [sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-project", str(project.root),
                 "--atlante-out", str(out), "-p", "no:cacheprovider", "--rootdir", str(project.root), "-q",
-                "--atlante-shard", f"{index}/{count}"]
+                "--atlante-shard", f"{index}/{count}", *extra]
         procs.append((out, subprocess.Popen(argv, cwd=project.root, env=env, stdout=subprocess.PIPE,
                                             stderr=subprocess.STDOUT, text=True)))
     paths = []
