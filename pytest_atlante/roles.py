@@ -22,6 +22,7 @@ import json
 import os
 import pickle
 import signal
+import socket
 import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -219,8 +220,10 @@ class Worker(_TrialRole):
 
     def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
         super()._annotate(report, item)
-        # Tells the controller which process to interrupt if the run is stopped.
+        # Tells the controller which process to interrupt if the run is stopped; the host name keeps
+        # it from signalling a local process that merely shares a remote worker's pid.
         report.atlante_worker_pid = os.getpid()  # type: ignore[attr-defined]
+        report.atlante_worker_host = socket.gethostname()  # type: ignore[attr-defined]
 
 
 class Controller(_TrialRole):
@@ -355,7 +358,7 @@ class Controller(_TrialRole):
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         worker_pid = getattr(report, "atlante_worker_pid", None)
-        if isinstance(worker_pid, int):
+        if isinstance(worker_pid, int) and getattr(report, "atlante_worker_host", None) == socket.gethostname():
             self.worker_pids.add(worker_pid)
         key = getattr(report, "atlante_trial", None)
         if isinstance(key, dict) and report.when == "setup":
