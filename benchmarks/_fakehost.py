@@ -124,10 +124,11 @@ def write_fixture(fixture: Path, files: int) -> None:
 
 
 def make_project(root: Path, *, files: int, trials: int, max_tokens: int = 400_000, timeout_ms: int = 120_000,
-                 script_turns: list[dict[str, Any]] | None = None) -> Path:
-    """A built eval project with one scenario over a generated fixture of ``files`` files.
+                 script_turns: list[dict[str, Any]] | None = None, scenarios: int = 1) -> Path:
+    """A built eval project with ``scenarios`` scenarios over a generated fixture of ``files`` files.
 
-    ``trials`` is ``budget.trials`` (maxSessions is raised to match, so no trial is skipped).  The
+    ``trials`` is ``budget.trials`` (maxSessions is raised to match, so no trial is skipped).  One
+    scenario is named ``bench``; several are ``bench-1``, ``bench-2``, … with the same task.  The
     scenario's only check is ``file-exists`` on a fixture file: the cheapest check there is.  The
     scripted-model script (required in scripted mode) is ``script_turns`` or one trivial turn.
     """
@@ -136,22 +137,24 @@ def make_project(root: Path, *, files: int, trials: int, max_tokens: int = 400_0
         "version": "0.2",
         "harness": {"agents": {"helper": {"description": "Benchmark agent.", "prompt": "harness/helper.md"}}},
         "eval": {"host": "claude-code", "scenarios": "eval/scenarios/*.eval.json",
-                 "budget": {"trials": trials, "maxSessions": max(trials, 1), "timeoutMs": timeout_ms,
+                 "budget": {"trials": trials, "maxSessions": max(trials * scenarios, 1), "timeoutMs": timeout_ms,
                             "maxTokens": max_tokens}},
     }
-    scenario = {
-        "$schema": SCENARIO_SCHEMA, "version": "0.1", "name": SCENARIO_NAME,
-        "task": {"fixture": FIXTURE_REL, "prompt": "Do nothing."},
-        "checks": [{"type": "file-exists", "path": "d000/f00000.txt"}],
-    }
+    names = [SCENARIO_NAME] if scenarios == 1 else [f"{SCENARIO_NAME}-{i}" for i in range(1, scenarios + 1)]
     script = {"schema": "atlante/scripted-model-v1", "turns": script_turns or [{"text": "Nothing to do."}]}
     (root / "harness").mkdir()
     (root / "harness" / "helper.md").write_text("You help.\n", encoding="utf-8")
     (root / "atlante.jsonc").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    scenarios = root / "eval" / "scenarios"
-    (scenarios / "scripted").mkdir(parents=True)
-    (scenarios / "bench.eval.json").write_text(json.dumps(scenario, indent=2) + "\n", encoding="utf-8")
-    (scenarios / "scripted" / f"{SCENARIO_NAME}.json").write_text(json.dumps(script, indent=2) + "\n", encoding="utf-8")
+    folder = root / "eval" / "scenarios"
+    (folder / "scripted").mkdir(parents=True)
+    for name in names:
+        scenario = {
+            "$schema": SCENARIO_SCHEMA, "version": "0.1", "name": name,
+            "task": {"fixture": FIXTURE_REL, "prompt": "Do nothing."},
+            "checks": [{"type": "file-exists", "path": "d000/f00000.txt"}],
+        }
+        (folder / f"{name}.eval.json").write_text(json.dumps(scenario, indent=2) + "\n", encoding="utf-8")
+        (folder / "scripted" / f"{name}.json").write_text(json.dumps(script, indent=2) + "\n", encoding="utf-8")
     write_fixture(root / FIXTURE_REL, max(files, 1))
     from pytest_atlante.build import build
 
