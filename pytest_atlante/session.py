@@ -24,6 +24,8 @@ from .budget import TrialBudget, allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
 from .discovery import ScenarioEntry, Suite, discover
 from .build import verify
+from .digests import suite_digests
+from .gate import Gate, load_gate
 from .fsutil import atomic_write_text
 from .report import ensure_gitignore
 from .items import ALLOCATED_KEY, ENTRY_KEY, TRIAL_KEY, ScenarioFile, TrialFailed, TrialItem
@@ -42,6 +44,8 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    baseline: Path | None = None
+    fail_on_regression: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -50,9 +54,11 @@ class Options:
         # which an enclosing repository's ini file can move upwards.
         root = Path(project).resolve() if project else config.invocation_params.dir
         out = config.getoption("atlante_out")
+        baseline = config.getoption("atlante_baseline")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
-                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"))
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   Path(baseline).resolve() if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
 
 
 class EvalSession:
@@ -76,6 +82,8 @@ class EvalSession:
         self.run_errors: list[Diagnostic] = []
         self.validation_failed = False
         self.report_path: Path | None = None
+        self.digests: dict[str, tuple[str, str | None]] | None = None   # controller: per scenario
+        self.gate: Gate | None = None
         self._engine: Any = None
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -128,10 +136,11 @@ class EvalSession:
             if self.suite.diagnostics:
                 raise pytest.UsageError("atlante: the suite changed on disk while the run started")
         else:
-            if self.suite.diagnostics:
+            self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression)
+            if self.suite.diagnostics or gate_problems:
                 # The build check needs no machine state: report its problems in the same run.
                 build_problems = verify(self.suite.project_root, self.suite.eval.host) if self.suite.eval else []
-                self._fail_validation(self.suite.diagnostics + build_problems)
+                self._fail_validation(self.suite.diagnostics + build_problems + gate_problems)
             try:
                 problems, run_error, info = prepare_run(self.suite, scripted=self.options.scripted,
                                                         probe=not self.config.option.collectonly)
@@ -141,6 +150,9 @@ class EvalSession:
                                         "this is a bug in pytest-atlante; please report it with the run's output")]
             if problems:
                 self._fail_validation(problems)
+            if self.suite.eval is not None and not problems:
+                # Fixtures and the build are verified now: fingerprint what every trial will copy.
+                self.digests = suite_digests(self.suite.scenarios, self.suite.project_root, self.suite.eval.host)
             if run_error:
                 self.run_errors.extend(run_error)
                 try:
@@ -306,7 +318,7 @@ class EvalSession:
         exit_status, path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None,
+            default_out=self.options.out is None, digests=self.digests, gate=self.gate,
         )
         self.report_path = path
         return exit_status
