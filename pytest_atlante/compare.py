@@ -127,7 +127,10 @@ def _scenario(base: ScenarioRecord, new: ScenarioRecord, allow_changed: bool) ->
     })
 
 
-def _label(result: ScenarioComparison, adjusted: float) -> ScenarioComparison:
+def _label(result: ScenarioComparison, adjusted: float, tested: int) -> ScenarioComparison:
+    """The label from the Holm-adjusted p-value; for an inconclusive difference, the trials per side
+    that would detect it at α / ``tested`` — Holm's first, strictest step, so the figure holds
+    whichever rank the scenario's p-value would take among the ``tested`` ones."""
     assert result.difference is not None
     update: dict[str, object] = {"pValueHolm": adjusted}
     if adjusted < SIGNIFICANCE:
@@ -136,7 +139,7 @@ def _label(result: ScenarioComparison, adjusted: float) -> ScenarioComparison:
         update["label"] = "unchanged"
     else:
         p_new, p_base = result.new.passed / result.new.trials, result.base.passed / result.base.trials
-        needed = evalstats.trials_needed(p_new, p_base)
+        needed = evalstats.trials_needed(p_new, p_base, alpha=SIGNIFICANCE / tested)
         update["label"] = "inconclusive"
         update["trialsNeeded"] = needed
         if needed is None:
@@ -151,7 +154,7 @@ def compare_reports(base: EvalReport, new: EvalReport, *, allow_changed: bool = 
     tested = [i for i, r in enumerate(results) if r.pValue is not None]
     adjusted = evalstats.holm([results[i].pValue or 0.0 for i in tested])
     for i, p in zip(tested, adjusted):
-        results[i] = _label(results[i], p)
+        results[i] = _label(results[i], p, len(tested))
     notes = []
     for side, report in (("BASE", base), ("NEW", new)):
         if any(s.scenarioDigest is None for s in report.scenarios):

@@ -184,17 +184,30 @@ def fisher_power(p1: float, p2: float, n: int, alpha: float = ALPHA) -> float:
     return power
 
 
-def approximate_trials(p1: float, p2: float) -> float:
-    """Per-side trials for 80% power at α = 0.05 by the normal formula with Fleiss' continuity
-    correction — a starting point for the exact search, which this slightly underestimates."""
+def z_two_sided(alpha: float) -> float:
+    """The normal quantile z with P(|Z| > z) = alpha, by bisection on ``math.erfc`` (no scipy)."""
+    low, high = 0.0, 40.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        if math.erfc(mid / math.sqrt(2)) > alpha:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def approximate_trials(p1: float, p2: float, alpha: float = ALPHA) -> float:
+    """Per-side trials for 80% power by the normal formula with Fleiss' continuity correction —
+    a starting point for the exact search, which this slightly underestimates."""
     d = abs(p1 - p2)
     pbar = (p1 + p2) / 2
-    n = (Z_95 * math.sqrt(2 * pbar * (1 - pbar)) + Z_POWER * math.sqrt(p1 * (1 - p1) + p2 * (1 - p2))) ** 2 / d**2
+    z = z_two_sided(alpha)
+    n = (z * math.sqrt(2 * pbar * (1 - pbar)) + Z_POWER * math.sqrt(p1 * (1 - p1) + p2 * (1 - p2))) ** 2 / d**2
     return n / 4 * (1 + math.sqrt(1 + 4 / (n * d))) ** 2
 
 
-def trials_needed(p1: float, p2: float, *, limit: int = MAX_TRIALS_NEEDED) -> int | None:
-    """Smallest trials per side at which Fisher's test detects p1 ≠ p2 with 80% power.
+def trials_needed(p1: float, p2: float, *, alpha: float = ALPHA, limit: int = MAX_TRIALS_NEEDED) -> int | None:
+    """Smallest trials per side at which Fisher's test at ``alpha`` detects p1 ≠ p2 with 80% power.
 
     ``None`` when p1 == p2 (nothing to detect) or when more than ``limit`` trials are needed.  The
     exact power of a discrete test is not monotone in n (it saw-tooths), so the answer is the first
@@ -202,12 +215,12 @@ def trials_needed(p1: float, p2: float, *, limit: int = MAX_TRIALS_NEEDED) -> in
     """
     if p1 == p2:
         return None
-    start = approximate_trials(p1, p2)
+    start = approximate_trials(p1, p2, alpha)
     if start > limit:
         return None
     n = max(2, int(start * 0.75))
     while n <= limit:
-        if fisher_power(p1, p2, n) >= POWER:
+        if fisher_power(p1, p2, n, alpha) >= POWER:
             return n
         n += 1
     return None

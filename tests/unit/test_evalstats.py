@@ -134,3 +134,15 @@ def test_trials_needed_edges() -> None:
     assert evalstats.trials_needed(0.5, 0.5) is None            # nothing to detect
     assert evalstats.trials_needed(0.51, 0.5, limit=100) is None  # more than the limit
     assert evalstats.trials_needed(1.0, 0.0) == 4                 # 4/4 vs 0/4: Fisher p = 0.029
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.05 / 4, 0.2, 1e-6])
+def test_z_two_sided_matches_scipy(alpha: float) -> None:
+    assert evalstats.z_two_sided(alpha) == pytest.approx(stats.norm.isf(alpha / 2), abs=1e-9)
+
+
+def test_trials_needed_after_a_multiplicity_correction() -> None:
+    # 5/5 vs 0/5: Fisher p = 2/252 ≈ 0.0079, below 0.05/4; 4/4 vs 0/4 (p ≈ 0.029) is not.
+    assert evalstats.trials_needed(1.0, 0.0, alpha=0.05 / 4) == 5
+    n = evalstats.trials_needed(2 / 3, 1 / 3, alpha=0.01)
+    assert n is not None and evalstats.fisher_power(2 / 3, 1 / 3, n, 0.01) >= 0.8 > evalstats.fisher_power(2 / 3, 1 / 3, n - 1, 0.01)
