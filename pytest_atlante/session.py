@@ -58,7 +58,7 @@ class Options:
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
                    bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
-                   Path(baseline).resolve() if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
+                   Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
 
 
 class EvalSession:

@@ -144,6 +144,8 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("build-source-stale", write("harness/helper.md", "You write large files.\n"), [], "eval-build-stale", "harness/helper.md", ""),
     ("build-harness-section-stale", cfg_top(harness={"agents": {}, "skills": {}}), [], "eval-build-stale", M, "$.harness"),
     ("filter-matches-nothing", lambda p: None, ["--atlante-scenario", "no-such-scenario"], "eval-scenario-filter-empty", "", "--atlante-scenario"),
+    ("baseline-missing", lambda p: None, ["--atlante-baseline", "no-baseline.json"], "eval-baseline-invalid", "no-baseline.json", ""),
+    ("gate-without-baseline", lambda p: None, ["--atlante-fail-on-regression"], "eval-baseline-invalid", "", "--atlante-fail-on-regression"),
     ("scripted-script-missing", lambda p: (p.root / "eval/scenarios/scripted/writes-hello.json").unlink(), ["--atlante-scripted"], "eval-script-missing", S, "$.name"),
     ("scripted-script-invalid", write("eval/scenarios/scripted/writes-hello.json", '{"schema": "atlante/scripted-model-v1", "turns": [{"actions": [{"type": "teleport"}]}]}'), ["--atlante-scripted"], "eval-script-invalid", "eval/scenarios/scripted/writes-hello.json", "$.turns[0].actions[0]"),
 ]
