@@ -177,3 +177,33 @@ def test_render_lists_run_level_changes() -> None:
     new = run_of({"alpha": ["pass"]}, run_id="r2").model_copy(update={"model": "other-model"})
     lines = render(compare_reports(base, new))
     assert "changed between the runs: model: - -> other-model" in lines
+
+
+def test_terminal_summary_shows_interval_pass_at_n_and_the_comparison(tmp_path: Path) -> None:
+    from pytest_atlante.engine import summary_lines
+
+    base = run_of({"alpha": ["pass"] * 5, "beta": ["pass", "infra-error", "fail"]})
+    new = run_of({"alpha": ["fail"] * 5, "beta": ["pass", "pass", "pass"]}, run_id="r2")
+    path = tmp_path / "report.json"
+    path.write_text(new.model_copy(update={"comparison": compare_reports(base, new)}).to_json())
+    lines = summary_lines(path)
+    header = lines[0]
+    alpha = next(line for line in lines if line.startswith("alpha"))
+    assert alpha.split()[1:6] == ["5", "0%", "0-43%", "0%", "0%"]
+    assert alpha.index("0-43%") + len("0-43%") == header.index("95% CI") + len("95% CI")  # right-aligned under its header
+    suite = next(line for line in lines if line.startswith("suite:"))
+    assert "mean pass rate 50% over 2 scenarios, 8 trials" in suite and "clustered by scenario" in suite
+    assert any(line.strip().startswith("alpha") and "regressed" in line for line in lines[lines.index("compared with the baseline (--atlante-baseline):"):])
+    # an infra-error in the baseline's beta is flagged in the comparison's notes
+    assert any("base has infra-error trials" in line for line in lines)
+
+
+def test_terminal_summary_flags_unreliable_scenarios(tmp_path: Path) -> None:
+    from pytest_atlante.engine import summary_lines
+
+    path = tmp_path / "report.json"
+    path.write_text(run_of({"alpha": ["pass"] * 2, "beta": ["pass", "infra-error", "fail"]}).to_json())
+    lines = summary_lines(path)
+    assert next(line for line in lines if line.startswith("beta")).split()[2] == "33%!"
+    assert next(line for line in lines if line.startswith("alpha")).split()[2] == "100%"
+    assert any(line.startswith("!: the scenario had infra-error trials") for line in lines)
