@@ -23,6 +23,7 @@ from typing import Any
 from .build import build_dir
 from .config import HostName
 from .discovery import ScenarioEntry
+from .fsutil import sha256_file
 
 PREFIX = "sha256:"
 
@@ -31,14 +32,6 @@ def fingerprint(value: Any) -> str:
     """``sha256:<hex>`` of ``value``'s canonical JSON (sorted keys, no whitespace)."""
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 16), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def tree_listing(root: Path) -> list[list[str]]:
@@ -56,7 +49,7 @@ def tree_listing(root: Path) -> list[list[str]]:
         for name in sorted(filenames):
             path = base / name
             executable = bool(os.stat(path).st_mode & stat.S_IXUSR)
-            entries.append([path.relative_to(root).as_posix(), "x" if executable else "-", _file_sha256(path)])
+            entries.append([path.relative_to(root).as_posix(), "x" if executable else "-", sha256_file(path)])
     return sorted(entries)
 
 
@@ -70,7 +63,7 @@ def scenario_digest(entry: ScenarioEntry) -> str:
     return fingerprint({
         "document": document,
         "fixture": tree_listing(entry.fixture),
-        "script": _file_sha256(entry.script) if entry.script is not None else None,
+        "script": sha256_file(entry.script) if entry.script is not None else None,
     })
 
 
