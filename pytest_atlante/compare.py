@@ -95,7 +95,9 @@ def _run_changes(base: EvalReport, new: EvalReport) -> list[ComponentChange]:
         ("harness", base.suite.harnessDigest if base.suite else None, new.suite.harnessDigest if new.suite else None),
         ("atlanteVersion", base.atlanteVersion, new.atlanteVersion),
     ]
-    return [ComponentChange(component=name, base=b, new=n) for name, b, n in pairs if b != n]
+    # A digest missing on one side (an older report) is unknown, not different: the notes say so.
+    return [ComponentChange(component=name, base=b, new=n) for name, b, n in pairs
+            if b != n and not (name == "harness" and (b is None or n is None))]
 
 
 def _scenario(base: ScenarioRecord, new: ScenarioRecord, allow_changed: bool) -> ScenarioComparison:
