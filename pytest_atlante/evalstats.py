@@ -25,9 +25,12 @@ Z_POWER = 0.8416212335729143  # standard normal quantile at 0.80
 # scipy's fisher_exact counts a table as "at least as extreme" when its probability is within this
 # relative tolerance of the observed one, so ties lost to rounding still count.  Same rule here.
 FISHER_TIE_TOLERANCE = 1 + 1e-7
-# Trials-needed searches stop here: a difference that needs more trials per side than this is
-# reported as "more than" the cap rather than searched for at O(n² log n) per step.
+# A difference that needs more trials per side than this is reported as "more than" the cap.
 MAX_TRIALS_NEEDED = 1000
+# Up to this many trials per side the answer comes from Fisher's exact power (discreteness matters
+# there); beyond it from the continuity-corrected normal formula, which is then within a few
+# percent of exact (0.9 vs 0.8: 219 against an exact 214) at a fraction of the O(n² log n) cost.
+EXACT_SEARCH_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -211,16 +214,17 @@ def trials_needed(p1: float, p2: float, *, alpha: float = ALPHA, limit: int = MA
 
     ``None`` when p1 == p2 (nothing to detect) or when more than ``limit`` trials are needed.  The
     exact power of a discrete test is not monotone in n (it saw-tooths), so the answer is the first
-    n that reaches 80%, searched upwards from a little below the normal approximation.
+    n that reaches 80%, searched upwards from a little below the normal approximation; past
+    ``EXACT_SEARCH_LIMIT`` the approximation itself is the answer.
     """
     if p1 == p2:
         return None
-    start = approximate_trials(p1, p2, alpha)
-    if start > limit:
+    approx = approximate_trials(p1, p2, alpha)
+    if approx > limit:
         return None
-    n = max(2, int(start * 0.75))
-    while n <= limit:
+    n = max(2, int(approx * 0.75))
+    while n <= min(limit, EXACT_SEARCH_LIMIT):
         if fisher_power(p1, p2, n, alpha) >= POWER:
             return n
         n += 1
-    return None
+    return math.ceil(approx)

@@ -146,3 +146,9 @@ def test_trials_needed_after_a_multiplicity_correction() -> None:
     assert evalstats.trials_needed(1.0, 0.0, alpha=0.05 / 4) == 5
     n = evalstats.trials_needed(2 / 3, 1 / 3, alpha=0.01)
     assert n is not None and evalstats.fisher_power(2 / 3, 1 / 3, n, 0.01) >= 0.8 > evalstats.fisher_power(2 / 3, 1 / 3, n - 1, 0.01)
+
+
+def test_trials_needed_beyond_the_exact_search_is_the_normal_approximation() -> None:
+    n = evalstats.trials_needed(0.9, 0.8)
+    assert n == math.ceil(evalstats.approximate_trials(0.9, 0.8)) == 219
+    assert evalstats.fisher_power(0.9, 0.8, n) >= 0.8  # enough, by exact power
