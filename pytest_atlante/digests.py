@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from .build import build_dir
-from .config import HostName
 from .discovery import ScenarioEntry
 from .fsutil import sha256_file
+from .hosts.registry import HostName
 
 PREFIX = "sha256:"
 

@@ -181,13 +181,11 @@ def test_render_lists_run_level_changes() -> None:
 
 
 def test_terminal_summary_shows_interval_pass_at_n_and_the_comparison(tmp_path: Path) -> None:
-    from pytest_atlante.engine import summary_lines
+    from pytest_atlante.evalrun import summary_lines
 
     base = run_of({"alpha": ["pass"] * 5, "beta": ["pass", "infra-error", "fail"]})
     new = run_of({"alpha": ["fail"] * 5, "beta": ["pass", "pass", "pass"]}, run_id="r2")
-    path = tmp_path / "report.json"
-    path.write_text(new.model_copy(update={"comparison": compare_reports(base, new)}).to_json())
-    lines = summary_lines(path)
+    lines = summary_lines(new.model_copy(update={"comparison": compare_reports(base, new)}), tmp_path / "report.json")
     header = lines[0]
     alpha = next(line for line in lines if line.startswith("alpha"))
     assert alpha.split()[1:6] == ["5", "0%", "0-43%", "0%", "0%"]
@@ -200,11 +198,9 @@ def test_terminal_summary_shows_interval_pass_at_n_and_the_comparison(tmp_path: 
 
 
 def test_terminal_summary_flags_unreliable_scenarios(tmp_path: Path) -> None:
-    from pytest_atlante.engine import summary_lines
+    from pytest_atlante.evalrun import summary_lines
 
-    path = tmp_path / "report.json"
-    path.write_text(run_of({"alpha": ["pass"] * 2, "beta": ["pass", "infra-error", "fail"]}).to_json())
-    lines = summary_lines(path)
+    lines = summary_lines(run_of({"alpha": ["pass"] * 2, "beta": ["pass", "infra-error", "fail"]}), tmp_path / "report.json")
     assert next(line for line in lines if line.startswith("beta")).split()[2] == "33%!"
     assert next(line for line in lines if line.startswith("alpha")).split()[2] == "100%"
     assert any(line.startswith("!: the scenario had infra-error trials") for line in lines)

@@ -1,0 +1,165 @@
+"""The run's two ends, without pytest: the machine checks before any trial, and the final report.
+
+``prepare_run`` runs once, on the controller: build manifest, git, the host probe, host-specific
+configuration rules and credentials.  ``finish_report`` aggregates the records into the report,
+decides the exit status and writes ``report.json``; ``summary_lines`` renders the terminal summary
+from that same in-memory report.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from . import sandbox as sandboxes
+from .build import verify
+from .diagnostics import Diagnostic, DiagnosticError
+from .discovery import Suite, discover
+from .exitcodes import decide
+from .gate import Gate
+from .hosts import host_for
+from .hosts.base import HostInfo
+from .hosts.registry import HostName
+from .records import TrialRecord
+from .report import BudgetRecord, EvalReport, HostIdentity, build_report, ensure_gitignore, write_report
+from .statrecords import RateInterval
+from .trial import TrialKey
+
+__all__ = ["finish_report", "prepare_run", "requested_scenarios", "summary_lines", "validate"]
+
+
+def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
+             host_override: HostName | None = None) -> tuple[Suite, list[Diagnostic]]:
+    """Everything checked before any machine state is looked at: the documents and the build.
+
+    Returns the suite and every problem (sorted, without repeats); a run with problems exits 2
+    before any trial.  The build check needs no machine state, so it joins the same report.
+    """
+    suite = discover(project_root, scripted=scripted, names=names, host_override=host_override)
+    problems = list(suite.diagnostics)
+    if suite.eval is not None:
+        problems += verify(suite.project_root, suite.eval.host)
+    return suite, sorted(set(problems))
+
+
+def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list[Diagnostic], HostInfo | None]:
+    """Checks that need the machine, after :func:`validate`: git, host probe, configuration, credentials.
+
+    Returns (validation problems → exit 2, run-level problems → exit 3, host info).  The probe runs
+    here, once, on the controller; workers receive its result.
+    """
+    assert suite.eval is not None
+    if shutil.which("git") is None:
+        return [], [Diagnostic("", "", "eval-git-missing", "git is not on PATH; it records each trial's baseline",
+                               "install git (e.g. apt-get install git)")], None
+    host = host_for(suite.eval.host)
+    try:
+        info = host.probe(os.environ)
+    except DiagnosticError as exc:
+        return [], exc.diagnostics, None
+    config_problems = host.config_diagnostics(info, suite.eval.model)
+    if config_problems:
+        return config_problems, [], None
+    if not scripted:
+        missing = host.credential_diagnostics(info, os.environ, Path.home(), suite.eval.model)
+        if missing:
+            return [], missing, None
+    return [], [], info
+
+
+def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
+                  records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
+                  digests: Mapping[str, tuple[str, str | None]] | None = None, gate: Gate | None = None) -> tuple[EvalReport, Path]:
+    """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
+
+    ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
+    """
+    assert suite.eval is not None
+    finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
+    run_level = bool(run_errors) or interrupted
+    status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
+    budget = suite.eval.budget
+    # Validated, not cast: the dialect is the adapter's string, the report admits known dialects only.
+    host = HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect}) if info else None
+    report = build_report(
+        run_id=run_id, started_at=started_at, finished_at=datetime.now(timezone.utc), host=host,
+        model=suite.eval.model, scripted=scripted,
+        budget=BudgetRecord(trials=budget.trials, timeoutMs=budget.timeoutMs, maxSessions=budget.maxSessions, maxTokens=budget.maxTokens),
+        scenarios=requested_scenarios(suite, list(expected.values()), finished),
+        trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
+        exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        digests=digests,
+    )
+    if gate is not None:
+        report = gate.apply(report)
+    path = write_report(report, out_dir)
+    if default_out:
+        ensure_gitignore(suite.project_root / ".atlante")
+    # Every trial has removed its own directory by now (the controller finishes after all workers);
+    # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
+    # under xdist another worker may be about to create its trial directory in it.
+    sandboxes.remove_run_dir(run_id)
+    return report, path
+
+
+def requested_scenarios(suite: Suite, expected: Sequence[TrialKey], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:
+    """(name, file, source, requested trials) of the scenarios this run asked for.
+
+    ``-k``, ``-m``, ``--lf`` and ``--atlante-scenario`` narrow a run: a scenario none of whose
+    trials was requested is not part of its report.  Before collection (a run that could not
+    start) every discovered scenario counts with its full number of trials.
+    """
+    assert suite.eval is not None
+    if not expected:
+        return [(e.scenario.name, e.display, e.source, suite.eval.budget.trials) for e in suite.scenarios]
+    requested: dict[str, int] = {}
+    for key in expected:
+        requested[key.scenario] = requested.get(key.scenario, 0) + 1
+    for rec in finished:  # a record always belongs to a requested trial
+        requested.setdefault(rec.scenario, 1)
+    return [(e.scenario.name, e.display, e.source, requested[e.scenario.name]) for e in suite.scenarios if e.scenario.name in requested]
+
+
+def _percent_interval(interval: RateInterval | None) -> str:
+    return "-" if interval is None else f"{interval.low * 100:.0f}-{interval.high * 100:.0f}%"
+
+
+def summary_lines(report: EvalReport, report_path: Path) -> list[str]:
+    """The terminal summary: one row per scenario, the suite line, and the baseline comparison.
+
+    ``pass@n``/``pass^n`` are the k = n estimates (did any / every trial pass); the report holds
+    every k.  ``!`` after the pass rate marks a scenario with infra-error trials (unreliable).
+    """
+    from .compare import render
+
+    lines = [f"{'scenario':<28} {'n':>3} {'pass':>5}  {'95% CI':>8} {'pass@n':>6} {'pass^n':>6} "
+             f"{'mean s':>7} {'p95 s':>7} {'tokens':>8} {'cost $':>8}"]
+    for scenario in report.scenarios:
+        tokens = sum(t.usage.total for t in scenario.trials if t.usage)
+        cost = sum(t.costUsd or 0.0 for t in scenario.trials)
+        last = scenario.passAtK[-1] if scenario.passAtK else None
+        at_n = "-" if last is None else f"{last.passAtK:.0%}"
+        hat_n = "-" if last is None else f"{last.passHatK:.0%}"
+        flag = "!" if scenario.unreliable else " "
+        lines.append(f"{scenario.name[:28]:<28} {len(scenario.passAtK):>3} {scenario.passRate:>5.0%}{flag} "
+                     f"{_percent_interval(scenario.passInterval):>8} {at_n:>6} {hat_n:>6} "
+                     f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8.4f}")
+    suite = report.suite
+    if suite is not None and suite.meanPassRate is not None:
+        interval = ("95% CI " + _percent_interval(suite.passInterval) + " (trials clustered by scenario)"
+                    if suite.passInterval else "no interval below two scenarios")
+        lines.append(f"suite: mean pass rate {suite.meanPassRate:.0%} over {suite.scenarios} scenarios, "
+                     f"{suite.trials} trials; {interval}")
+    if any(s.unreliable for s in report.scenarios):
+        lines.append("!: the scenario had infra-error trials; its pass rate undercounts the harness")
+    counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
+    lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
+    if report.comparison is not None:
+        lines.append("compared with the baseline (--atlante-baseline):")
+        lines.extend("  " + line for line in render(report.comparison, "baseline", "this run"))
+    lines.append(f"report: {report_path}")
+    return lines
