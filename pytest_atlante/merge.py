@@ -132,13 +132,17 @@ def _trials(reports: Sequence[tuple[str, EvalReport]]) -> list[TrialRecord]:
     return trials
 
 
-def _scenarios(reports: Sequence[tuple[str, EvalReport]]) -> list[tuple[str, str, str, int]]:
-    """The union of the shards' scenarios, in an order consistent with every shard's own order.
+Digests = dict[str, tuple[str, str | None]]
+
+
+def _scenarios(reports: Sequence[tuple[str, EvalReport]]) -> tuple[list[tuple[str, str, str, int]], Digests]:
+    """The union of the shards' scenarios, in an order consistent with every shard's own order,
+    and their comparability digests.
 
     Each shard lists its scenarios in collection order, so the lists are subsequences of the
     suite's order; a topological merge recovers it (ties, which no shard orders, by file and name).
     """
-    meta: dict[str, tuple[str, str]] = {}
+    meta: dict[str, tuple[str, str, str | None, str | None]] = {}
     expected: dict[str, int] = {}
     after: dict[str, set[str]] = {}
     before_count: dict[str, int] = {}
@@ -146,10 +150,12 @@ def _scenarios(reports: Sequence[tuple[str, EvalReport]]) -> list[tuple[str, str
         previous: str | None = None
         for scenario in report.scenarios:
             name = scenario.name
-            if meta.setdefault(name, (scenario.file, scenario.source)) != (scenario.file, scenario.source):
-                raise MergeError(EXIT_VALIDATION, [Diagnostic(path, f"$.scenarios[{name!r}]", "eval-merge-mixed",
-                                                              f"scenario {name} comes from another file or source",
-                                                              "merge only the shards of one suite")])
+            mine = (scenario.file, scenario.source, scenario.scenarioDigest, scenario.harnessDigest)
+            if meta.setdefault(name, mine) != mine:
+                raise MergeError(EXIT_VALIDATION, [Diagnostic(
+                    path, f"$.scenarios[{name!r}]", "eval-merge-mixed",
+                    f"scenario {name} differs in file, source or digests from another shard's",
+                    "merge only the shards of one suite")])
             expected[name] = expected.get(name, 0) + scenario.expectedTrials
             before_count.setdefault(name, 0)
             if previous is not None and name not in after.setdefault(previous, set()):
@@ -168,7 +174,9 @@ def _scenarios(reports: Sequence[tuple[str, EvalReport]]) -> list[tuple[str, str
                 heapq.heappush(ready, (meta[follower][0], follower))
     if len(order) != len(meta):  # shards disagree on the order: not one suite's collection
         order += sorted(set(meta) - set(order), key=lambda n: (meta[n][0], n))
-    return [(n, meta[n][0], meta[n][1], expected[n]) for n in order]
+    digests = {n: (scenario_digest, harness) for n, (_, _, scenario_digest, harness) in meta.items()
+               if scenario_digest is not None}
+    return [(n, meta[n][0], meta[n][1], expected[n]) for n in order], digests
 
 
 def _moment(stamp: str) -> datetime:
@@ -189,13 +197,14 @@ def merge_reports(inputs: Sequence[tuple[str, EvalReport]]) -> EvalReport:
     first = reports[0][1]
     errors = [error for _, report in reports for error in report.errors]
     interrupted = any(r.interrupted for _, r in reports)
+    scenarios, digests = _scenarios(reports)
     status = decide(validation_failed=False, run_level_error=bool(errors) or interrupted,
                     verdicts=[t.verdict for t in trials])
     return build_report(
         run_id=first.runGroup or "", started_at=min(_moment(r.startedAt) for _, r in reports),
         finished_at=max(_moment(r.finishedAt) for _, r in reports), host=first.host, model=first.model,
-        scripted=first.scripted, budget=first.budget, scenarios=_scenarios(reports), trials=trials,
-        complete=all(r.complete for _, r in reports), interrupted=interrupted, exit_status=status, errors=errors,
+        scripted=first.scripted, budget=first.budget, scenarios=scenarios, trials=trials,
+        complete=all(r.complete for _, r in reports), interrupted=interrupted, exit_status=status, errors=errors, digests=digests,
         suite_digest=first.suiteDigest, run_group=first.runGroup,
         shards=[MergedShard(index=r.shard.index, count=r.shard.count, runId=r.runId, exitStatus=r.exitStatus,
                             complete=r.complete) for _, r in reports if r.shard is not None],

@@ -34,15 +34,17 @@ import pytest
 from .budget import allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
 from .discovery import ScenarioEntry, Suite
+from .digests import suite_digests
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from .fsutil import atomic_write_text
+from .gate import Gate, load_gate
 from .hosts.base import HostInfo
 from .hosts.registry import HostName
 from .items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_name
 from .records import TrialRecord
 from .report import EvalReport, ensure_gitignore, new_run_id
 from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
-from .shard import ShardSpec, split
+from .shard import ShardSpec, expected_durations, split
 from .trial import Progress, TrialInterrupted, TrialKey, TrialRunner
 
 WORKERINPUT_KEY = "atlante"
@@ -58,6 +60,8 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    baseline: Path | None = None
+    fail_on_regression: bool = False
     shard: ShardSpec | None = None
     run_group: str | None = None
 
@@ -69,10 +73,13 @@ class Options:
         root = Path(project).resolve() if project else config.invocation_params.dir
         out = config.getoption("atlante_out")
         shard = config.getoption("atlante_shard")
+        baseline = config.getoption("atlante_baseline")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
                    bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
-                   ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"))
+                   baseline=Path(baseline) if baseline else None,
+                   fail_on_regression=bool(config.getoption("atlante_fail_on_regression")),
+                   shard=ShardSpec(*shard) if shard else None, run_group=config.getoption("atlante_run_group"))
 
 
 def role_for(config: pytest.Config) -> "_TrialRole":
@@ -241,6 +248,8 @@ class Controller(_TrialRole):
         self.validation_failed = False
         self.report: EvalReport | None = None
         self.report_path: Path | None = None
+        self.digests: dict[str, tuple[str, str | None]] | None = None   # per scenario, after validation
+        self.gate: Gate | None = None
 
     @property
     def out_dir(self) -> Path:
@@ -256,8 +265,11 @@ class Controller(_TrialRole):
         suite, problems = validate(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
                                    host_override=self.options.host)
         self.suite = suite
-        if problems:
-            self._fail_validation(problems)
+        self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression)
+        if problems or gate_problems:
+            self._fail_validation(sorted(set(problems + gate_problems)))
+        if self.options.shard is not None:
+            self.durations = expected_durations(self.options.project_root)
         if self.config.option.collectonly:
             # --collect-only (e.g. an IDE's test explorer) never needs the CLI: no probe.
             self._ready(suite)
@@ -269,18 +281,13 @@ class Controller(_TrialRole):
             run_error = [internal_error(exc)]
         if problems:
             self._fail_validation(problems)
+        if suite.eval is not None:
+            # Fixtures and the build are verified now: fingerprint what every trial will copy.
+            self.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
-        if self.options.shard is not None:
-            self.durations = self._expected_durations(suite)
         self._ready(suite)
-
-    def _expected_durations(self, suite: Suite) -> dict[str, float]:
-        from .shard import environ_run_group, expected_durations, suite_digest
-
-        group = environ_run_group(self.options.run_group, suite_digest(suite, scripted=self.options.scripted))
-        return expected_durations(self.options.project_root, exclude_group=group)
 
     def _fail_validation(self, problems: list[Diagnostic]) -> None:
         self.validation_failed = True
@@ -415,7 +422,8 @@ class Controller(_TrialRole):
         self.report, self.report_path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None, shard=self.options.shard, run_group=self.options.run_group,
+            default_out=self.options.out is None, digests=self.digests, gate=self.gate,
+            shard=self.options.shard, run_group=self.options.run_group,
         )
         return self.report.exitStatus
 

@@ -17,13 +17,13 @@ another suite or another CI run cannot be merged by mistake.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from .digests import fingerprint
 from .discovery import Suite
 
 # CI variables that identify one run of a pipeline (and its re-run attempt), in the order they are
@@ -41,21 +41,21 @@ class ShardSpec:
     count: int
 
 
-def suite_digest(suite: Suite, *, scripted: bool) -> str:
+def suite_digest(suite: Suite, *, scripted: bool, digests: Mapping[str, tuple[str, str | None]] | None) -> str:
     """``sha256:<hex>`` over what decides which trials a run has and how they run.
 
-    Paths are the documents' display paths (relative), so the same checkout on two machines gives
-    the same digest.
+    The eval section (host, model, budget), the scenarios in order with their display paths
+    (relative, so one checkout on two machines agrees) and sources, and each scenario's
+    comparability digests (document, fixture tree, script; harness — ``digests.py``).
     """
     assert suite.eval is not None
-    document = {
+    return fingerprint({
         "eval": suite.eval.model_dump(mode="json"),
         "scripted": scripted,
-        "scenarios": [{"display": e.display, "source": e.source, "scenario": e.scenario.model_dump(mode="json")}
+        "scenarios": [{"display": e.display, "source": e.source, "scenario": e.scenario.model_dump(mode="json"),
+                       "digests": list((digests or {}).get(e.scenario.name, (None, None)))}
                       for e in suite.scenarios],
-    }
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    })
 
 
 def default_run_group(digest: str, environ: Mapping[str, str]) -> str:
@@ -65,18 +65,18 @@ def default_run_group(digest: str, environ: Mapping[str, str]) -> str:
     return "-".join(parts)
 
 
-def expected_durations(project_root: Path, *, exclude_group: str | None) -> dict[str, float]:
+def expected_durations(project_root: Path) -> dict[str, float]:
     """Mean trial duration (ms) per scenario from the newest earlier report that ran it.
 
-    Only whole-run reports count (unsharded or merged, never a shard's partial one), and none of
-    ``exclude_group``: shards of the current run started side by side must not see each other's
-    reports, or they could split differently.  Unreadable reports are ignored — this is a hint.
+    Only whole-run reports count (unsharded or merged), never a shard's partial one: shards of the
+    current run started side by side must not see each other's reports, or they could split
+    differently.  Unreadable reports are ignored — this is a hint.
     """
     found: dict[str, tuple[str, float]] = {}
     for path in sorted(project_root.glob(REPORT_GLOB)):
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
-            if report.get("shard") is not None or (exclude_group and report.get("runGroup") == exclude_group):
+            if report.get("shard") is not None:
                 continue
             finished = str(report["finishedAt"])
             for scenario in report["scenarios"]:
