@@ -84,6 +84,7 @@ def run_shards(project: Project, tmp_path: Path, env: dict[str, str], count: int
     for out, proc in procs:
         text, _ = proc.communicate(timeout=300)
         assert (out / "report.json").is_file(), text
+        assert proc.returncode == load(out / "report.json").exitStatus, text  # an empty shard too: never pytest's 5
         paths.append(out / "report.json")
     return paths
 
@@ -207,3 +208,17 @@ def test_xdist_socket_gateways_give_one_complete_report(sharded_project: Project
     assert report.verdicts["pass"] == 4 and report.verdicts["skipped-budget"] == 2
     assert "signal only works in main thread" not in run.stdout + run.stderr
     assert probes.read_text().count("probe") == 1  # the controller probed; workers did not
+
+
+def test_an_empty_shard_reports_and_exits_0(atlante_project: Project, tmp_path: Path) -> None:
+    """One trial, two shards: shard 2 holds nothing, still writes its partial report, exits 0."""
+    install_fake_claude(tmp_path / "fakebin")
+    atlante_project.scenario(fake_scenario("writes-hello", {"usage": [10]}))
+    atlante_project.build()
+    env = env_for(tmp_path)
+    paths = run_shards(atlante_project, tmp_path, env, 2, tag="e")
+    empty = load(paths[1])
+    assert empty.shard is not None and empty.shard.index == 2 and empty.exitStatus == 0 and not verdicts(empty)
+    merged = merge(paths, tmp_path / "merged.json", env)
+    assert merged.returncode == 0, merged.stderr
+    assert list(verdicts(load(tmp_path / "merged.json")).values()) == ["pass"]
