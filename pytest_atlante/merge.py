@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 
 from pydantic import ValidationError
 
-from .diagnostics import Diagnostic, DiagnosticError
+from .diagnostics import Diagnostic, DiagnosticError, json_path
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION, decide
 from .fsutil import atomic_write_text
 from .records import TrialRecord
@@ -54,8 +54,7 @@ def load_shard_reports(paths: Sequence[Path]) -> list[tuple[str, EvalReport]]:
             continue
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-            problems.append(Diagnostic(str(path), where, "eval-merge-not-a-report", first["msg"],
+            problems.append(Diagnostic(str(path), json_path(first["loc"]), "eval-merge-not-a-report", first["msg"],
                                        "pass the report.json each shard wrote"))
             continue
         if report.shard is None or report.suiteDigest is None or report.runGroup is None:
