@@ -75,3 +75,23 @@ def test_a_worker_outside_the_main_thread_starts_and_leaves_sigint_alone(pyteste
     thread.join()
     assert errors == []
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_the_controller_forwards_ctrl_c_only_to_workers_on_its_own_machine(pytester: pytest.Pytester, atlante_project: Project,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A remote worker's pid means nothing here: signalling it could hit an unrelated local process."""
+    import socket
+
+    from pytest_atlante.roles import Controller
+
+    config = pytester.parseconfig("--atlante-project", str(atlante_project.root))
+    controller = Controller(config, Options.from_config(config))
+    for pid, host in ((1111, socket.gethostname()), (2222, "another-machine")):
+        report = pytest.TestReport("x::t", ("x", 0, "t"), {}, "passed", None, "call")
+        report.atlante_worker_pid = pid  # type: ignore[attr-defined]
+        report.atlante_worker_host = host  # type: ignore[attr-defined]
+        controller.pytest_runtest_logreport(report)
+    killed: list[int] = []
+    monkeypatch.setattr("os.kill", lambda pid, sig: killed.append(pid))
+    controller.pytest_keyboard_interrupt()
+    assert killed == [1111]
