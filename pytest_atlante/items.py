@@ -3,10 +3,17 @@
 A trial is a ``pytest.Function`` whose callable is ``_trial``: that gives trials the whole fixture
 machinery (a user's ``conftest.py`` can request ``atlante_budget`` in autouse fixtures), marks,
 ``-k`` and ``--lf`` for free, with node ids ``<document>::<name>[trial-N]``.
+
+Trials are *parametrized* items as pytest understands them (``originalname`` plus a callspec whose
+id is ``trial-N``): pytest >= 9.2 compares node ids as parsed structures (path, names, params), and
+parses ``x::name[trial-1]`` from its cache (``--lf``, ``--ff``, ``--nf``, ``--sw``) or a command line
+(``--deselect``) into the name ``name`` with the parameter ``trial-1``.  An item named
+``name[trial-1]`` without a callspec would print the same string but never compare equal to it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -32,6 +39,30 @@ def _trial(request: pytest.FixtureRequest, atlante_budget: Any) -> None:
     session.run_item(item, atlante_budget)
 
 
+@dataclass(frozen=True)
+class TrialCallSpec:
+    """The parametrization of one trial, in the shape pytest reads from ``Function.callspec``.
+
+    pytest's own class is not public API; these are the attributes pytest (8.0 to 9.x) and
+    plugins read: no parameter values (a trial takes none), one id.  Covered on the lowest and
+    newest supported pytest by the selection tests.
+    """
+
+    trial: int
+    params: dict[str, object] = field(default_factory=dict)
+    indices: dict[str, int] = field(default_factory=dict)
+    _arg2scope: dict[str, object] = field(default_factory=dict)
+    marks: list[pytest.Mark] = field(default_factory=list)
+
+    @property
+    def _idlist(self) -> tuple[str, ...]:
+        return (self.id,)
+
+    @property
+    def id(self) -> str:
+        return f"trial-{self.trial}"
+
+
 class TrialItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, int, str]:
         entry = self.stash[ENTRY_KEY]
@@ -48,9 +79,9 @@ class ScenarioFile(pytest.File):
         session: EvalSession = self.config.stash[SESSION_KEY]
         for entry in session.entries_for(self.path):
             for trial in range(1, session.trials_per_scenario + 1):
-                # No ``originalname``: pytest >= 9.2 builds a Function's node id from it (plus a
-                # callspec we do not have), which would drop the "[trial-N]" part.
-                item = TrialItem.from_parent(self, name=f"{entry.scenario.name}[trial-{trial}]", callobj=_trial)
+                spec = TrialCallSpec(trial)
+                item = TrialItem.from_parent(self, name=f"{entry.scenario.name}[{spec.id}]", callobj=_trial,
+                                             originalname=entry.scenario.name, callspec=spec)
                 item.stash[ENTRY_KEY] = entry
                 item.stash[TRIAL_KEY] = trial
                 item.add_marker(pytest.mark.atlante)

@@ -75,6 +75,7 @@ class EvalSession:
         self.expected: list[str] = []          # eval node ids in collection order (controller, serial)
         self.run_errors: list[Diagnostic] = []
         self.validation_failed = False
+        self.user_interrupt = False            # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.report_path: Path | None = None
         self._engine: Any = None
 
@@ -275,7 +276,10 @@ class EvalSession:
         if reporter is not None and self.config.get_verbosity() > 0 and nodeid in self.expected:
             reporter.write_line(f"atlante: {nodeid}: host session started")
 
-    def pytest_keyboard_interrupt(self) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        if not is_user_interrupt(excinfo.value):
+            return  # --sw or xdist's -x: a stop pytest chose, the trials not run are just not run
+        self.user_interrupt = True
         # Ctrl-C in a terminal reaches every process of the group, but a SIGINT sent to the
         # controller alone would leave workers finishing their trials: pass it on.
         for pid in sorted(self.worker_pids):
@@ -314,7 +318,7 @@ class EvalSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.is_worker or self.validation_failed or self.suite is None or not self.host_info:
             return
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and self.user_interrupt
         try:
             status = self._write_report(session, interrupted=interrupted)
         except OSError as exc:
@@ -358,6 +362,18 @@ def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
     scenario = entry.scenario
     checks_ms = sum(getattr(c, "timeoutMs", 0) for c in scenario.checks)
     return (effective_timeout_ms(scenario, run_timeout_ms) + SETUP_TIMEOUT_MS + checks_ms) / 1000 + GUARD_GRACE_S
+
+
+def is_user_interrupt(exc: BaseException) -> bool:
+    """Ctrl-C (or SIGINT), rather than a stop pytest or a plugin asked for.
+
+    pytest (``--sw``) and pytest-xdist (``-x``, ``--maxfail``) stop a run by raising subclasses of
+    ``KeyboardInterrupt``; a signal raises ``KeyboardInterrupt`` itself (or the engine's
+    ``TrialInterrupted``), and xdist reports a worker's as "received keyboard-interrupt".
+    """
+    from .engine import TrialInterrupted
+
+    return type(exc) is KeyboardInterrupt or isinstance(exc, TrialInterrupted) or "keyboard-interrupt" in str(exc)
 
 
 def interrupted_record(node_id: str) -> TrialRecord:

@@ -1,7 +1,9 @@
 """A fake ``claude`` executable for fast runner tests (never the only proof that a host works).
 
 The scenario's prompt carries the behaviour as JSON after ``FAKE:``, so one executable serves every
-test: ``{"usage": [n, ...], "sleep": s, "write": {path: text}, "started": path, "exit": code}``.
+test: ``{"usage": [n, ...], "sleep": s, "write": {path: text}, "started": path, "exit": code}``;
+``"sessions": path`` appends the trial directory's name (``<scenario>-<trial>``) there, one line per
+host session, and ``"no_write_in": [trial, ...]`` skips ``write`` in those trials (a failing check).
 It answers ``--version`` like Claude Code 2.1.197 and appends one line per probe to ``probe.log``
 beside itself, so a test can count probes.
 """
@@ -30,7 +32,13 @@ def emit(event):
 emit({"type": "system", "subtype": "init", "model": "fake-model", "apiKeySource": "ANTHROPIC_API_KEY"})
 if spec.get("started"):
     open(spec["started"], "w").write(str(os.getpid()))
-for path, text in spec.get("write", {}).items():
+trial_dir = os.path.basename(os.path.dirname(os.getcwd()))
+if spec.get("sessions"):
+    open(spec["sessions"], "a").write(trial_dir + "\n")
+writes = spec.get("write", {})
+if spec.get("no_write_in") and int(trial_dir.rsplit("-", 1)[1]) in spec["no_write_in"]:
+    writes = {}
+for path, text in writes.items():
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     open(path, "w").write(text)
 total = 0
