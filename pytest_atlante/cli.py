@@ -26,9 +26,13 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    # Reached only when a global option precedes `eval` (main() hands plain `eval ...` to pytest as is).
     from .evalcmd import eval_command
 
-    return eval_command(args.pytest_args)
+    short = [*(f"--scenario={name}" for name in args.scenario), *([f"--out={args.out}"] if args.out else []),
+             *([f"--host={args.host}"] if args.host else []), *(["--keep"] if args.keep else []),
+             *(["--scripted"] if args.scripted else [])]
+    return eval_command([*short, *args.pytest_args])
 
 
 def _bench_validate(args: argparse.Namespace) -> int:
@@ -87,10 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.set_defaults(func=_build)
 
+    from .evalcmd import PASS_THROUGH_NOTE, add_eval_options
+
     ev = sub.add_parser(
         "eval",
         help="run `pytest --atlante-eval` with the given pytest arguments (exit status 0-3)",
+        epilog=PASS_THROUGH_NOTE,
     )
+    add_eval_options(ev)
     ev.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
     ev.set_defaults(func=_eval)
 
