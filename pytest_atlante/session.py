@@ -133,6 +133,10 @@ class EvalSession:
                 # The build check needs no machine state: report its problems in the same run.
                 build_problems = verify(self.suite.project_root, self.suite.eval.host) if self.suite.eval else []
                 self._fail_validation(self.suite.diagnostics + build_problems)
+            rerun_option = requested_reruns(self.config)
+            if rerun_option:
+                self._fail_validation([Diagnostic("", rerun_option, "eval-reruns-refused", RERUNS_REFUSED,
+                                                  f"run without {rerun_option}; raise budget.trials for more attempts")])
             try:
                 problems, run_error, info = prepare_run(self.suite, scripted=self.options.scripted,
                                                         probe=not self.config.option.collectonly)
@@ -224,6 +228,10 @@ class EvalSession:
                 else:
                     reporter.write(f"[{phase}] ", flush=True)
 
+        if RECORD_KEY in item.stash:
+            # A rerun plugin (pytest-rerunfailures' flaky mark, pytest-retry ...) is running the trial
+            # again: that would be a session beyond maxSessions, and a pass that hides the failure.
+            raise TrialFailed(f"{entry.scenario.name} trial {trial}: {RERUNS_REFUSED}")
         try:
             record: TrialRecord = self._engine.run(entry, trial, item.nodeid, budget, progress)
         except TrialInterrupted as exc:
@@ -234,9 +242,9 @@ class EvalSession:
         item.stash[RECORD_KEY] = record
         if record.verdict == "pass":
             return
-        if record.verdict == "skipped-budget":
-            pytest.skip(f"skipped-budget: maxSessions={budget.maxSessions} exhausted before this trial")
-        raise TrialFailed(failure_text(record))
+        # Every verdict but pass is a pytest failure, skipped-budget included: the run exits 1, and
+        # so pytest's own exit status, the terminal, JUnit, report-log and TeamCity all say "failed".
+        raise TrialFailed(failure_text(record, budget.maxSessions))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
@@ -315,6 +323,7 @@ class EvalSession:
         self.report_path = path
         return exit_status
 
+    @pytest.hookimpl(tryfirst=True)  # before other plugins read session.exitstatus
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.is_worker or self.validation_failed or self.suite is None or not self.host_info:
             return
@@ -347,6 +356,9 @@ class EvalSession:
 
 
 RECORD_KEY = pytest.StashKey[TrialRecord]()
+RERUNS_REFUSED = ("reruns are refused in eval runs: every attempt would be a host session outside maxSessions, "
+                  "and a pass on rerun would hide the failure the pass rate measures; use budget.trials to repeat "
+                  "a scenario")
 GUARD_GRACE_S = 120
 
 
@@ -362,6 +374,17 @@ def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
     scenario = entry.scenario
     checks_ms = sum(getattr(c, "timeoutMs", 0) for c in scenario.checks)
     return (effective_timeout_ms(scenario, run_timeout_ms) + SETUP_TIMEOUT_MS + checks_ms) / 1000 + GUARD_GRACE_S
+
+
+def requested_reruns(config: pytest.Config) -> str | None:
+    """The pytest-rerunfailures setting that asks for reruns of every test, if any (checked up front)."""
+    for option, name in (("--reruns", "reruns"), ("--force-reruns", "force_reruns")):
+        if config.getoption(name, None):
+            return option
+    try:
+        return "the reruns ini option" if int(config.getini("reruns") or 0) else None
+    except ValueError:  # no such ini option: pytest-rerunfailures is not installed
+        return None
 
 
 def is_user_interrupt(exc: BaseException) -> bool:
@@ -383,9 +406,12 @@ def interrupted_record(node_id: str) -> TrialRecord:
                        interrupted=True, error="interrupted (Ctrl-C) while the trial ran")
 
 
-def failure_text(record: TrialRecord) -> str:
+def failure_text(record: TrialRecord, max_sessions: int) -> str:
     """One readable failure: the first line says what failed, details below."""
     failed = [c for c in record.checks if not c.passed]
+    if record.verdict == "skipped-budget":
+        return (f"{record.scenario} trial {record.trial}: skipped-budget: maxSessions={max_sessions} exhausted before "
+                "this trial (it did not run; the run fails because not every requested trial passed)")
     if record.verdict == "fail" and failed:
         head = f"{record.scenario} trial {record.trial}: fail: {failed[0].message}"
     elif record.error:

@@ -75,13 +75,13 @@ def test_max_sessions_skips_the_same_trials_for_any_worker_count(pytester: pytes
     assert second.passRate == 1.0  # skipped trials are excluded from the pass rate
 
 
-def test_skipped_trials_show_as_skipped_with_the_reason(pytester: pytest.Pytester, fake_project: Project) -> None:
+def test_skipped_trials_fail_with_the_reason(pytester: pytest.Pytester, fake_project: Project) -> None:
     fake_project.config(config_doc(budget={"trials": 2, "maxSessions": 1}))
     fake_project.scenario(fake_scenario("writes-hello", {"usage": [10]}))
     fake_project.build()
-    status, report, text = run(pytester, fake_project, "-rs")
+    status, report, text = run(pytester, fake_project)
     assert status == 1
-    assert "1 passed, 1 skipped" in text
+    assert "1 failed, 1 passed" in text  # not passed, so a failure for pytest and every client
     assert "skipped-budget: maxSessions=1 exhausted before this trial" in text
 
 
