@@ -7,6 +7,7 @@ problem is inside the data, and ``line N`` where the text itself does not parse.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,15 @@ def load_document(path: Path, display: str, code: str) -> LoadedDocument | Diagn
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Diagnostic(display, f"byte {exc.start}", code, "file is not valid UTF-8", "save the file as UTF-8")
+    try:
+        # Plain JSON first: the stdlib parser is ~100x faster than json5 (a suite of thousands of
+        # scenario documents is parsed at every start), and JSON is JSONC.  Anything else, errors
+        # included, goes through json5, whose messages carry the line.
+        data = json.loads(text, object_pairs_hook=_reject_duplicates)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        return LoadedDocument(path, display, text, data)
     try:
         data = json5.loads(text, object_pairs_hook=_reject_duplicates)
     except (ValueError, RecursionError) as exc:

@@ -22,7 +22,7 @@ import pytest
 from .config import HostName
 from .budget import TrialBudget, allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
-from .discovery import ScenarioEntry, Suite, discover
+from .discovery import ScenarioEntry, Suite, collection_plan, discover
 from .build import verify
 from .fsutil import atomic_write_text
 from .report import ensure_gitignore
@@ -77,6 +77,8 @@ class EvalSession:
         self.validation_failed = False
         self.user_interrupt = False            # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.report_path: Path | None = None
+        self.by_file: dict[Path, list[ScenarioEntry]] = {}
+        self.collectable: frozenset[Path] | None = None  # set when atlante chose pytest's arguments
         self._engine: Any = None
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -86,8 +88,7 @@ class EvalSession:
         return self.suite.eval.budget.trials
 
     def entries_for(self, path: Path) -> list[ScenarioEntry]:
-        assert self.suite is not None
-        return [e for e in self.suite.scenarios if e.file == path]
+        return self.by_file.get(path, [])
 
     @property
     def out_dir(self) -> Path:
@@ -159,9 +160,18 @@ class EvalSession:
                     writer.line(problem.render(), red=True)
                 pytest.exit("atlante: the run cannot start; no trial was run", returncode=EXIT_RUN_ERROR)
             self.host_info = info
+        for entry in self.suite.scenarios:
+            self.by_file.setdefault(entry.file, []).append(entry)
         if self.config.args_source != pytest.Config.ArgsSource.ARGS:
             # No paths on the command line: the configured suites are the run.
-            self.config.args = sorted({str(e.file) for e in self.suite.scenarios})
+            self.config.args, self.collectable = collection_plan(list(self.by_file), self.config.rootpath)
+
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        # The directories atlante passed to pytest may hold other files (test modules, scripts):
+        # an eval run collects its scenario documents and nothing else.
+        if self.collectable is None or collection_path in self.collectable:
+            return None
+        return True
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -178,9 +188,10 @@ class EvalSession:
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
         if self.suite is None:
             return None
-        entry = next((e for e in self.suite.scenarios if e.file == file_path), None)
-        if entry is None:
+        entries = self.by_file.get(file_path)
+        if not entries:
             return None
+        entry = entries[0]
         if not file_path.is_relative_to(self.config.rootpath):
             # pytest would shorten an id outside the rootdir to "::name"; keep the pack visible.
             return ScenarioFile.from_parent(parent, path=file_path, nodeid=entry.display)
