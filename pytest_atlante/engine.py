@@ -271,13 +271,17 @@ def summary_lines(report_path: Path) -> list[str]:
     from .report import EvalReport
 
     report = EvalReport.model_validate_json(report_path.read_text(encoding="utf-8"))
-    lines = [f"{'scenario':<32} {'pass':>6} {'mean s':>8} {'p95 s':>8} {'tokens':>9} {'cost $':>9}"]
+    lines = [f"{'scenario':<32} {'pass':>7} {'mean s':>8} {'p95 s':>8} {'tokens':>9} {'cost $':>9}"]
     for scenario in report.scenarios:
         tokens = sum(t.usage.total for t in scenario.trials if t.usage)
         cost = sum(t.costUsd or 0.0 for t in scenario.trials)
-        lines.append(f"{scenario.name[:32]:<32} {scenario.passRate:>6.0%} {scenario.meanDurationMs / 1000:>8.1f} "
-                     f"{scenario.p95DurationMs / 1000:>8.1f} {tokens:>9} {cost:>9.4f}")
+        rate = "not run" if scenario.passRate is None else f"{scenario.passRate:.0%}"
+        not_run = f"  ({scenario.notRun} of {scenario.expectedTrials} trials not run)" if scenario.notRun and scenario.trials else ""
+        lines.append(f"{scenario.name[:32]:<32} {rate:>7} {scenario.meanDurationMs / 1000:>8.1f} "
+                     f"{scenario.p95DurationMs / 1000:>8.1f} {tokens:>9} {cost:>9.4f}{not_run}")
     counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
+    not_run_total = sum(s.notRun for s in report.scenarios)
+    counts += f", {not_run_total} not run" if not_run_total else ""
     lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
     lines.append(f"report: {report_path}")
     return lines

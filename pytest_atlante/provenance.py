@@ -257,7 +257,7 @@ def _check_scenario(scenario: ScenarioRecord, where: str) -> None:
     if not re.fullmatch(SLUG_PATTERN, scenario.name) or len(scenario.name) > MAX_NAME_CHARS:
         _reject("report-inconsistent", f"{where}.name is not a scenario slug")
     trials = scenario.trials
-    if len(trials) != scenario.expectedTrials or not trials:
+    if len(trials) != scenario.expectedTrials or not trials or scenario.notRun or scenario.passRate is None:
         _reject("report-inconsistent", f"{where} does not list every requested trial")
     numbers = [t.trial for t in trials]
     if len(set(numbers)) != len(numbers):
@@ -328,7 +328,8 @@ def _view(report: EvalReport) -> ProvenanceView:
         host=report.host,
         model=None if report.model is None else display_text(report.model),
         modelVersion=None if report.modelVersion is None else display_text(report.modelVersion),
-        scenarios=[ScenarioPassRate(name=s.name, passRate=s.passRate) for s in report.scenarios],
+        # every passRate is a number here: _check_scenario rejected scenarios with trials not run
+        scenarios=[ScenarioPassRate(name=s.name, passRate=s.passRate or 0.0) for s in report.scenarios],
     )
 
 

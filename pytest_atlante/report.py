@@ -77,7 +77,11 @@ class ScenarioRecord(Record):
     file: str
     source: str
     expectedTrials: NonNegativeInt
-    passRate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    # ``None`` when none of the scenario's requested trials ran (-x, --sw, Ctrl-C, a crash): "not
+    # run" is not a 0 % pass rate.  A scenario whose every trial was skipped-budget has 0 (reference).
+    passRate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None
+    # requested trials that never ran and so have no record; the report is then not ``complete``
+    notRun: NonNegativeInt = 0
     meanDurationMs: NonNegativeFloat
     p95DurationMs: NonNegativeFloat
     trials: list[TrialRecord]
@@ -310,24 +314,27 @@ def build_report(
     that is not listed is a bug in the caller, reported as ``ValueError`` rather than dropped.
     """
     names = [name for name, _, _, _ in scenarios]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
     if duplicates:
         raise ValueError(f"scenario names listed more than once: {', '.join(duplicates)}")
     orphans = sorted({t.scenario for t in trials} - set(names))
     if orphans:
         raise ValueError(f"trial records for unlisted scenarios: {', '.join(orphans)}")
 
-    clean = [_sanitise_trial(t) for t in trials]
+    by_scenario: dict[str, list[TrialRecord]] = {}
+    for trial in trials:
+        by_scenario.setdefault(trial.scenario, []).append(_sanitise_trial(trial))
     records: list[ScenarioRecord] = []
     for name, file, source, expected in scenarios:
-        mine = sorted((t for t in clean if t.scenario == name), key=lambda t: t.trial)
+        mine = sorted(by_scenario.get(name, []), key=lambda t: t.trial)
         records.append(
             ScenarioRecord(
                 name=name,
                 file=file,
                 source=source,
                 expectedTrials=expected,
-                passRate=pass_rate(mine),
+                passRate=pass_rate(mine) if mine else None,
+                notRun=max(expected - len(mine), 0),
                 meanDurationMs=mean_duration(mine),
                 p95DurationMs=p95_duration(mine),
                 trials=mine,

@@ -12,11 +12,13 @@ counts host sessions (the fake host logs one line per session), not pytest's sum
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from conftest import Project, config_doc
+from pytest_atlante.report import EvalReport
 from test_budgets import fake_project, fake_scenario  # noqa: F401 - fixture
 
 FLAKY = "eval/scenarios/a.eval.json"
@@ -108,3 +110,15 @@ def test_selection_runs_exactly_the_selected_trials(pytester: pytest.Pytester, s
     status, ran, text = run_sessions(pytester, suite, *args)
     assert sorted(ran) == expected, text
     assert status == (1 if "flaky-2" in expected else 0), text
+
+
+@pytest.mark.parametrize("stop", ["-x", "--sw"])
+def test_trials_a_stop_left_unrun_are_not_run_not_zero_percent(pytester: pytest.Pytester, suite: Project, stop: str) -> None:
+    status, ran, text = run_sessions(pytester, suite, stop)
+    assert status == 1 and ran == ["flaky-1", "flaky-2"], text
+    report = EvalReport.model_validate_json((pytester.path / "out" / "report.json").read_text())
+    assert report.complete is False and report.interrupted is False and report.exitStatus == 1
+    rates = {s.name: (s.passRate, s.notRun, len(s.trials)) for s in report.scenarios}
+    assert rates == {"flaky": (0.5, 1, 2), "steady": (None, 3, 0)}
+    assert re.search(r"^steady +not run ", text, re.M) and "(1 of 3 trials not run)" in text, text
+    assert "4 not run; exit status 1" in text
