@@ -9,9 +9,11 @@ adapts them to pytest's hooks.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import signal
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -257,6 +259,62 @@ class EvalSession:
         # so pytest's own exit status, the terminal, JUnit, report-log and TeamCity all say "failed".
         raise TrialFailed(failure_text(record, budget.maxSessions))
 
+    # -- pytest-timeout's guard, serial runs -------------------------------------------------------
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool | None:
+        """Our own timer instead of pytest-timeout's for a serial run's trials (see ``_guard_fired``).
+
+        xdist workers keep pytest-timeout's: the controller reports the dead worker (exit 3).
+        """
+        if self.is_worker or not isinstance(item, TrialItem):
+            return None
+        timer = threading.Timer(settings.timeout, self._guard_fired, (item, settings.timeout))
+        timer.daemon = True
+        timer.name = f"atlante guard {item.nodeid}"
+        item.stash[GUARD_KEY] = timer
+        timer.start()
+        return True
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
+        timer = item.stash.get(GUARD_KEY, None)
+        if timer is None:
+            return None
+        timer.cancel()
+        return True
+
+    def _guard_fired(self, item: pytest.Item, seconds: float) -> None:
+        """The trial hung past every timeout of its own: mark it, write the report, exit 3.
+
+        Like pytest-timeout's thread method this ends the process (the hung thread cannot be
+        stopped), but first the report records every finished trial and this one as infra-error.
+        """
+        from .engine import summary_lines
+
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if capture is not None:
+            capture.suspend_global_capture(in_=True)
+        entry = item.stash[ENTRY_KEY]
+        self.records[item.nodeid] = TrialRecord(
+            scenario=entry.scenario.name, trial=item.stash[TRIAL_KEY], nodeId=item.nodeid, verdict="infra-error",
+            error=f"pytest-timeout's guard fired after {seconds:g} s: the trial hung past its own timeouts")
+        self.run_errors.append(Diagnostic("", item.nodeid, "eval-guard-timeout",
+                                          f"the trial hung for {seconds:g} s; the run was stopped",
+                                          "this is a bug in pytest-atlante; please report it with the stacks printed above"))
+        writer = self.config.get_terminal_writer()
+        writer.sep("+", f"atlante: guard timeout in {item.nodeid}")
+        writer.flush()
+        faulthandler.dump_traceback(all_threads=True)
+        try:
+            self._write_report(item.session, interrupted=False)
+            lines = summary_lines(self.report_path) if self.report_path else []
+        except Exception as exc:  # noqa: BLE001 - the process ends next either way; say why there is no report
+            lines = [f"eval-report-write-failed: {type(exc).__name__}: {exc}"]
+        for line in lines + [p.render() for p in self.run_errors]:
+            writer.line(line)
+        writer.flush()
+        os._exit(EXIT_RUN_ERROR)
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
         outcome = yield
@@ -367,6 +425,7 @@ class EvalSession:
 
 
 RECORD_KEY = pytest.StashKey[TrialRecord]()
+GUARD_KEY = pytest.StashKey[threading.Timer]()
 RERUNS_REFUSED = ("reruns are refused in eval runs: every attempt would be a host session outside maxSessions, "
                   "and a pass on rerun would hide the failure the pass rate measures; use budget.trials to repeat "
                   "a scenario")
@@ -378,9 +437,10 @@ def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
 
     The plugin enforces its own timeouts (host session, setup, each check); this guard only catches a
     plugin bug that hangs a trial.  It uses pytest-timeout's ``thread`` method (never SIGALRM, which
-    would interrupt the host runner's waits): when it fires, pytest-timeout dumps stacks and ends
-    the process, so an xdist run reports the trial's worker as crashed (exit 3, the report keeps
-    every finished trial) — the price of a guard that cannot be swallowed by the code it guards.
+    would interrupt the host runner's waits).  When it fires the process ends — the price of a guard
+    that cannot be swallowed by the code it guards: in a serial run our own timer first writes the
+    report with the trial marked (``EvalSession._guard_fired``, exit 3); an xdist worker dies with
+    pytest-timeout's dump, and the controller reports it as crashed (exit 3, every finished trial kept).
     """
     scenario = entry.scenario
     checks_ms = sum(getattr(c, "timeoutMs", 0) for c in scenario.checks)

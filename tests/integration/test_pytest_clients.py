@@ -117,3 +117,28 @@ def test_a_flaky_mark_never_buys_a_hidden_session(pytester: pytest.Pytester, fak
     bad = [e["outcome"] for e in outcomes if e.get("when") == "call" and e["nodeid"].startswith(BAD)]
     assert bad == ["rerun", "rerun", "failed"]  # each rerun is refused at once, visibly
     assert "bad trial 1: reruns are refused in eval runs" in text
+
+
+def test_a_guard_timeout_in_a_serial_run_keeps_the_report(pytester: pytest.Pytester, fake_project: Project, tmp_path: Path) -> None:  # noqa: F811
+    sessions = tmp_path / "sessions.log"
+    fake_project.config(config_doc(budget={"trials": 1, "timeoutMs": 60000}))
+    good = {"usage": [10], "sessions": str(sessions), "write": {"ok.txt": "ok\n"}}
+    fake_project.scenario(fake_scenario("good", good, checks=CHECKS), GOOD)
+    fake_project.scenario(fake_scenario("bad", {"usage": [10], "sessions": str(sessions), "sleep": 20}, checks=CHECKS), BAD)
+    (fake_project.root / "eval/scenarios/main.eval.json").unlink()
+    # A guard shorter than the trial's own timeout stands in for a plugin bug that hangs a trial.
+    fake_project.write("conftest.py", (
+        "import pytest\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        if 'bad' in item.nodeid:\n"
+        "            item.add_marker(pytest.mark.timeout(3, method='thread', func_only=True))\n"))
+    fake_project.build()
+    status, report, text = run(pytester, fake_project)
+    assert status == 3 and report is not None, text
+    assert report.exitStatus == 3 and report.complete is False
+    trials = {t.scenario: t for s in report.scenarios for t in s.trials}
+    assert trials["good"].verdict == "pass"
+    assert trials["bad"].verdict == "infra-error" and "guard fired after 3 s" in (trials["bad"].error or "")
+    assert [e["code"] for e in report.errors] == ["eval-guard-timeout"]
+    assert "atlante: guard timeout in" in text and "Thread" in text  # the stacks, for the bug report
