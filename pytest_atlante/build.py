@@ -20,7 +20,8 @@ from typing import Literal
 from . import __version__
 from .config import CONFIG_FILE, AgentSource, Harness, HostName, SkillSource, load_project_config
 from .diagnostics import Diagnostic, DiagnosticError
-from .fsutil import atomic_write_text, sha256_file
+from .documents import MAX_DOCUMENT_BYTES
+from .fsutil import UnreadableFile, atomic_write_text, read_capped, sha256_file
 from .packs import harness_layers, resolve_packages
 from .scenario import unsafe_path_reason
 
@@ -152,10 +153,10 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             if path is None:
                 continue
             try:
-                raw = path.read_bytes()
+                raw = read_capped(path, MAX_DOCUMENT_BYTES)
                 body = raw.decode("utf-8")
                 sources[_rel(path, project_root)] = hashlib.sha256(raw).hexdigest()
-            except (OSError, UnicodeDecodeError) as exc:
+            except (UnreadableFile, UnicodeDecodeError) as exc:
                 problems.append(_unreadable(file, f"$.harness.agents.{name}.prompt", exc))
                 continue
             outputs[f"{owned}/agents/{name}.md"] = _agent_file(host, name, agent, body).encode()
@@ -169,12 +170,12 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             try:
                 for source in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
                     rel = source.relative_to(path).as_posix()
-                    data = source.read_bytes()
+                    data = read_capped(source, MAX_DOCUMENT_BYTES)
                     sources[_rel(source, project_root)] = hashlib.sha256(data).hexdigest()
                     if rel == "SKILL.md":
                         data = _skill_file(name, skill, data.decode("utf-8")).encode()
                     outputs[f"{owned}/skills/{name}/{rel}"] = data
-            except (OSError, UnicodeDecodeError) as exc:
+            except (OSError, UnreadableFile, UnicodeDecodeError) as exc:
                 problems.append(_unreadable(file, f"$.harness.skills.{name}.dir", exc))
     return outputs, sources, problems
 

@@ -52,10 +52,17 @@ def expand_glob(root: Path, pattern: str) -> list[Path]:
         raise ValueError(reason)
     patterns = [pattern[:-1], pattern[:-1] + "c"] if pattern.endswith(".json*") else [pattern]
     try:
-        found = {p for pat in patterns for p in root.glob(pat) if p.is_file()}
+        # Every match but a plain directory is kept, so a FIFO or a device named like a scenario is
+        # reported by the loader as what it is instead of being skipped; a directory whose name
+        # looks like a document is reported too.
+        found = {p for pat in patterns for p in root.glob(pat) if _document_like(p)}
     except (OSError, ValueError, NotImplementedError) as exc:
         raise ValueError(f"the glob cannot be expanded: {exc}") from exc
     return sorted(found)
+
+
+def _document_like(path: Path) -> bool:
+    return not path.is_dir() or path.name.endswith((".json", ".jsonc"))
 
 
 def _glob_or_problem(suite: Suite, root: Path, pattern: str, file: str, location: str) -> list[Path]:
@@ -125,7 +132,7 @@ def _fixture_problems(fixture_root: Path, fixture: Path, value: str, host: HostN
 def _script_for(document: Path, name: str) -> Path | None:
     for suffix in (".json", ".jsonc"):
         candidate = document.parent / "scripted" / f"{name}{suffix}"
-        if candidate.is_file():
+        if os.path.lexists(candidate):  # load_script reports one that is not a regular file
             return candidate
     return None
 

@@ -25,7 +25,7 @@ from .exitcodes import decide
 from .hosts import host_for
 from .hosts.base import HostInfo, ScriptedEndpoint
 from .process import allowlisted_environment, run
-from .records import TrialRecord, Verdict, cap_diff, strongest, tail
+from .records import TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
 from .report import BudgetRecord, HostIdentity, build_report, ensure_gitignore, new_run_id, scrub_paths, write_report
 from .scenario import SETUP_TIMEOUT_MS
 
@@ -203,13 +203,15 @@ class Engine:
         elif any(not c.passed for c in checks):
             verdicts.append("fail")
         diff_text, truncated = cap_diff(diff.text)
+        changed_paths, changed_total = cap_paths(diff.changed_paths)
         return base.model_copy(update={
             "verdict": strongest(verdicts),
             "hostDurationMs": int(session.duration_s * 1000),
             "checks": checks,
             "diff": diff_text,
             "diffTruncated": truncated,
-            "changedPaths": diff.changed_paths,
+            "changedPaths": changed_paths,
+            "changedPathsTotal": changed_total,
             "usage": outcome.usage,
             "costUsd": outcome.cost_usd,
             "modelIdentity": outcome.model_identity,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -40,3 +42,102 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 16), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# --- bounded, non-blocking reads of untrusted files ---------------------------------------------
+
+# Atlas corpora, results and receipts hold up to hundreds of thousands of cases (a 100,000-case
+# corpus is tens of MiB); past this a file is a mistake, and reading it would only exhaust memory.
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class UnreadableFile(Exception):
+    """A file that must not be read: missing, not a regular file, too large, or an OS error.
+
+    ``reason`` names what the file is ("a FIFO (named pipe)", "larger than 4194304 bytes", ...) so
+    each caller can build its own diagnostic with its own code.
+    """
+
+    def __init__(self, reason: str, *, missing: bool = False, too_large: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.missing = missing
+        self.too_large = too_large
+
+
+def file_kind(mode: int) -> str | None:
+    """What a non-regular file is, in words; ``None`` for a regular file."""
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _open_regular(path: Path, follow_symlinks: bool) -> int:
+    """A descriptor on the regular file ``path``; FIFOs, devices and directories are refused."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise UnreadableFile("does not exist", missing=True) from None
+    except IsADirectoryError:  # some systems refuse O_RDONLY on a directory outright
+        raise UnreadableFile("is a directory, not a file") from None
+    except OSError as exc:
+        raise UnreadableFile(f"cannot be opened ({exc.strerror or exc})") from None
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+    except OSError as exc:
+        os.close(fd)
+        raise UnreadableFile(f"cannot be read ({exc.strerror or exc})") from None
+    if kind is not None:
+        os.close(fd)
+        raise UnreadableFile(f"is {kind}, not a regular file")
+    return fd
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """The regular file ``path`` opened for streaming reads, or :class:`UnreadableFile`."""
+    fd = _open_regular(path, follow_symlinks=True)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_capped(path: Path, limit: int, *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file ``path`` (at most ``limit``), or :class:`UnreadableFile`.
+
+    ``O_NONBLOCK`` keeps a FIFO from hanging the open, and the type and size checks run on the
+    opened descriptor (a symlink to a device is judged by what it points at).  The size is checked
+    before anything is read, and the read stops one byte past ``limit`` in case the file grew, so
+    memory never exceeds ``limit`` whatever sits at the path.
+    """
+    fd = _open_regular(path, follow_symlinks)
+    try:
+        info = os.fstat(fd)
+        if info.st_size > limit:
+            raise UnreadableFile(f"is larger than {limit} bytes ({info.st_size} bytes)", too_large=True)
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as exc:
+        raise UnreadableFile(f"cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise UnreadableFile(f"is larger than {limit} bytes (it grew while being read)", too_large=True)
+    return data

@@ -249,6 +249,7 @@ def _sanitise_trial(trial: TrialRecord) -> TrialRecord:
                 "diff": None,
                 "diffTruncated": False,
                 "changedPaths": [],
+                "changedPathsTotal": None,
                 "error": _clean_text(trial.error),
             }
         )

@@ -61,6 +61,7 @@ _CHUNK = 1 << 16
 # `git diff` output beyond this is cut: the report keeps 20,000 characters anyway, and a trial that
 # writes a huge file must not make the runner hold all of it in memory.
 DIFF_READ_LIMIT = 2_000_000
+DIFF_BIG_FILE_BYTES = 1 << 20
 _GIT_TIMEOUT_S = 300.0
 _MODE_FILE = "100644"
 _MODE_EXEC = "100755"
@@ -133,9 +134,9 @@ def assemble(
     sandbox_dir = trial_dir / "sandbox"
     try:
         # symlinks=True copies a link as a link; validation rejects symlinked fixtures anyway.
-        shutil.copytree(fixture, sandbox_dir, symlinks=True)
+        shutil.copytree(fixture, sandbox_dir, symlinks=True, copy_function=copy_sparse)
         if overlay is not None:
-            shutil.copytree(overlay, sandbox_dir, symlinks=True, dirs_exist_ok=True)
+            shutil.copytree(overlay, sandbox_dir, symlinks=True, dirs_exist_ok=True, copy_function=copy_sparse)
         (trial_dir / "home").mkdir(mode=0o700)
     except (OSError, shutil.Error) as exc:
         remove_tree(trial_dir)
@@ -146,6 +147,43 @@ def assemble(
         home=trial_dir / "home",
         git_dir=trial_dir / "baseline.git",
     )
+
+
+def copy_sparse(src: str, dst: str) -> str:
+    """``shutil.copy2`` that keeps holes: a 2 GiB sparse fixture file stays 2 GiB of nothing.
+
+    Only the data extents (``SEEK_DATA``/``SEEK_HOLE``) are copied, then the file is extended to
+    its full size; where the filesystem cannot report extents the whole file is copied.
+    """
+    if not hasattr(os, "SEEK_DATA") or os.path.islink(src):
+        return str(shutil.copy2(src, dst, follow_symlinks=False))
+    with open(src, "rb") as source, open(dst, "wb") as target:
+        size = os.fstat(source.fileno()).st_size
+        offset = 0
+        try:
+            while offset < size:
+                try:
+                    start = os.lseek(source.fileno(), offset, os.SEEK_DATA)
+                except OSError:  # ENXIO: only a hole is left
+                    break
+                end = os.lseek(source.fileno(), start, os.SEEK_HOLE)
+                source.seek(start)
+                target.seek(start)
+                remaining = end - start
+                while remaining > 0:
+                    chunk = source.read(min(remaining, _CHUNK * 16))
+                    if not chunk:
+                        break
+                    target.write(chunk)
+                    remaining -= len(chunk)
+                offset = end
+        except OSError:  # no extent support: copy it whole
+            source.seek(0)
+            target.seek(0)
+            shutil.copyfileobj(source, target)
+        target.truncate(size)
+    shutil.copystat(src, dst, follow_symlinks=False)
+    return dst
 
 
 def snapshot(sb: Sandbox, unchanged_paths: Iterable[str]) -> None:
@@ -170,6 +208,11 @@ def collect_diff(sb: Sandbox, ignore_dir: str) -> Diff:
         sb,
         "-c",
         "core.quotePath=false",
+        # Blobs past this are "Binary files ... differ" without being loaded, so a trial that
+        # writes a huge file costs git (and the runner) no memory; the report keeps 20,000
+        # characters of diff anyway.
+        "-c",
+        f"core.bigFileThreshold={DIFF_BIG_FILE_BYTES}",
         "diff",
         "--no-color",
         "--no-ext-diff",

@@ -367,6 +367,11 @@ def interrupted_record(node_id: str) -> TrialRecord:
                        interrupted=True, error="interrupted (Ctrl-C) while the trial ran")
 
 
+# What one failed trial prints in the terminal: a readable head, never an agent-sized dump.
+FAILURE_PATHS = 20
+FAILURE_TEXT_CAP = 8_000
+
+
 def failure_text(record: TrialRecord) -> str:
     """One readable failure: the first line says what failed, details below."""
     failed = [c for c in record.checks if not c.passed]
@@ -390,6 +395,12 @@ def failure_text(record: TrialRecord) -> str:
     if record.error and record.error.count("\n"):
         lines += ["", record.error]
     if record.changedPaths:
-        lines += ["", "changed paths: " + ", ".join(record.changedPaths)]
-    return "\n".join(lines)
+        shown = ", ".join(record.changedPaths[:FAILURE_PATHS])
+        total = record.changedPathsTotal or len(record.changedPaths)
+        if total > FAILURE_PATHS:
+            shown += f", ... and {total - FAILURE_PATHS} more (see report.json)"
+        lines += ["", "changed paths: " + shown]
+    text = "\n".join(lines)
+    # Check messages and errors are bounded already; this keeps the sum of them bounded too.
+    return text if len(text) <= FAILURE_TEXT_CAP else text[:FAILURE_TEXT_CAP] + "\n... (cut; see report.json)"
 
