@@ -15,6 +15,7 @@ from pathlib import Path
 from .config import EvalSection, HostName, ProjectConfig, load_project_config
 from .diagnostics import Diagnostic
 from .documents import load_document, validate_model
+from .fsutil import file_kind
 from .packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
 from .scenario import Scenario, rule_diagnostics, unsafe_path_reason
 
@@ -86,8 +87,15 @@ def display_path(path: Path, project_root: Path) -> str:
         return os.path.relpath(path, project_root).replace(os.sep, "/")
 
 
+def _special_kind(path: Path) -> str | None:
+    try:
+        return file_kind(os.lstat(path).st_mode)
+    except OSError:
+        return None
+
+
 def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagnostic]:
-    """Fixture tree rules: no ``.git``, ``node_modules`` or symlinks; host config-path rules."""
+    """Fixture tree rules: no ``.git``, ``node_modules``, symlinks or special files; host config paths."""
     found: list[Diagnostic] = []
 
     def problem(rel: str, message: str, hint: str) -> None:
@@ -102,6 +110,10 @@ def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagno
                 problem(rel, "fixtures cannot contain symlinks", "replace the link with a copy of its target")
             elif name in (".git", "node_modules"):
                 problem(rel, f"fixtures cannot contain {name}", f"remove {name} from the fixture; setup can create it")
+            elif name in filenames and (kind := _special_kind(full)) is not None:
+                # A FIFO or device cannot be copied into a sandbox (the copy would block or fail).
+                problem(rel, f"fixtures cannot contain special files; this is {kind}",
+                        "remove it from the fixture; setup can create it if a trial needs one")
         dirnames[:] = sorted(d for d in dirnames if d not in (".git", "node_modules") and not (base / d).is_symlink())
     # The host adapters own the list of config files their CLI would merge beside the generated one.
     from .hosts import claude_code, opencode

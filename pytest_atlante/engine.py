@@ -22,6 +22,7 @@ from .checks import run_checks
 from .diagnostics import Diagnostic, DiagnosticError
 from .discovery import ScenarioEntry, Suite
 from .exitcodes import decide
+from .fsutil import UnreadableFile
 from .hosts import host_for
 from .hosts.base import HostInfo, ScriptedEndpoint
 from .process import allowlisted_environment, run
@@ -223,9 +224,23 @@ class Engine:
 def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Mapping[str, str] | None,
                   records: Mapping[str, TrialRecord], expected: list[str], run_errors: list[Diagnostic],
                   out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool) -> tuple[int, Path]:
-    """Aggregate, decide the exit status, write ``report.json`` atomically."""
+    """Aggregate, decide the exit status, write ``report.json`` atomically.
+
+    A failure to update ``.atlante/.gitignore`` is appended to ``run_errors`` (the caller's list,
+    so its summary shows it) before the status is decided: the report states the exit status the
+    process will really have.
+    """
     assert suite.eval is not None
     finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
+    if default_out:
+        # Before the report, so a failure here is in the report's exit status, not only the process's.
+        try:
+            ensure_gitignore(suite.project_root / ".atlante")
+        except (OSError, UnreadableFile) as exc:
+            why = f"it {exc.reason}" if isinstance(exc, UnreadableFile) else exc.strerror or str(exc)
+            run_errors.append(Diagnostic(".atlante/.gitignore", "", "eval-report-write-failed",
+                                         f"cannot add eval/ to .atlante/.gitignore: {why}",
+                                         "make .atlante/.gitignore a regular, writable file (or pass --atlante-out)"))
     run_level = bool(run_errors) or interrupted
     status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
     budget = suite.eval.budget
@@ -241,8 +256,6 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
     )
     path = write_report(report, out_dir)
-    if default_out:
-        ensure_gitignore(suite.project_root / ".atlante")
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.

@@ -14,6 +14,7 @@ as a backstop, so a path the engine did not know about (a nested tool's temp dir
 from __future__ import annotations
 
 import math
+import os
 import re
 import secrets
 from collections import Counter
@@ -24,7 +25,7 @@ from typing import Annotated, Literal, Sequence
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from . import __version__
-from .fsutil import atomic_write_bytes, atomic_write_text
+from .fsutil import atomic_write_bytes, atomic_write_text, read_capped
 from .records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
 
 ReportSchema = Literal["atlante/eval-report-v1"]
@@ -368,6 +369,9 @@ def write_report(report: EvalReport, out_dir: Path) -> Path:
     return path
 
 
+GITIGNORE_LIMIT = 1024 * 1024
+
+
 def ensure_gitignore(atlante_dir: Path) -> None:
     """Make ``<atlante_dir>/.gitignore`` ignore ``eval/``, keeping every other line as it was.
 
@@ -377,7 +381,8 @@ def ensure_gitignore(atlante_dir: Path) -> None:
     path = atlante_dir / ".gitignore"
     # Bytes, not read_text(): universal newlines would silently turn a CRLF file into LF, and
     # surrogateescape carries any non-UTF-8 byte of the user's file through unchanged.
-    existing = path.read_bytes().decode("utf-8", "surrogateescape") if path.exists() else ""
+    # read_capped: a FIFO or directory planted at the path is an error, never a hang.
+    existing = read_capped(path, GITIGNORE_LIMIT).decode("utf-8", "surrogateescape") if os.path.lexists(path) else ""
     if any(line.strip() in ("eval/", "/eval/") for line in existing.splitlines()):
         return
     newline = "\r\n" if "\r\n" in existing else "\n"
