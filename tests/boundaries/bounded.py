@@ -1,0 +1,77 @@
+"""Run one command as the boundary tests need it: a hard timeout, its exit code and its peak RSS.
+
+The peak RSS is the child's own (``wait4``'s ``ru_maxrss``), not that of its descendants, so it
+measures the atlante process (the runner), not git or a host it starts.  Big inputs are sparse
+files: they are as large as the case needs while costing the disk almost nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+# The issue's bound on the runner's peak memory over every hostile case.
+RSS_BOUND_MIB = 250
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_rss_mib: float
+    timed_out: bool
+
+    @property
+    def text(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_bounded(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout_s: float = 120.0) -> Outcome:
+    """Run ``argv`` to completion (killing its process group after ``timeout_s``)."""
+    out_path, err_path = cwd / ".bounded.out", cwd / ".bounded.err"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                start_new_session=True)
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(timeout_s, kill)
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait for it again
+    # ru_maxrss is in KiB on Linux.
+    result = Outcome(proc.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"),
+                     usage.ru_maxrss / 1024, timed_out.is_set())
+    out_path.unlink()
+    err_path.unlink()
+    return result
+
+
+def sparse(path: Path, size: int, head: bytes = b"") -> Path:
+    """A file of ``size`` bytes that occupies (almost) no disk: ``head`` then a hole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        handle.write(head)
+        handle.truncate(size)
+    return path
+
+
+def assert_clean(outcome: Outcome, *, rss_bound_mib: float = RSS_BOUND_MIB) -> None:
+    """No hang, no traceback, memory under the bound."""
+    assert not outcome.timed_out, "the command hung and was killed\n" + outcome.text[-3000:]
+    assert "Traceback" not in outcome.text and "INTERNALERROR" not in outcome.text, outcome.text[-3000:]
+    assert outcome.peak_rss_mib <= rss_bound_mib, f"peak RSS {outcome.peak_rss_mib:.0f} MiB"
