@@ -20,6 +20,8 @@ What counts as a change (sorted relative POSIX paths in ``Diff.changed_paths``):
 - added, modified and deleted files, executable-bit changes, symlinks (their target is the content);
 - entries git cannot store as files are stored as a one-line placeholder blob, so they still show
   up: FIFOs, sockets and devices (``<atlante: fifo>``), unreadable files and unlistable directories;
+- files over ``LARGE_FILE_BYTES`` are stored as a one-line summary (size and SHA-256): a change
+  shows as that line changing, and nothing ever loads the file whole;
 - a ``.git`` entry (any letter case, file or directory, at any depth) created, removed, or changed
   between file and directory is reported as the path of that ``.git`` entry.  Its contents are git
   metadata, not project files, so changes *inside* a ``.git`` that already existed at the baseline
@@ -61,7 +63,11 @@ _CHUNK = 1 << 16
 # `git diff` output beyond this is cut: the report keeps 20,000 characters anyway, and a trial that
 # writes a huge file must not make the runner hold all of it in memory.
 DIFF_READ_LIMIT = 2_000_000
-DIFF_BIG_FILE_BYTES = 1 << 20
+# A file larger than this is stored (in both snapshots) as a one-line summary holding its size and
+# SHA-256, so a change to it still shows, and the diff says what changed without git loading a
+# multi-GiB blob into memory (``core.bigFileThreshold`` does not stop a tree-to-tree diff from
+# reading it).  The report keeps 20,000 characters of diff; a larger file's text would not fit.
+LARGE_FILE_BYTES = 8 << 20
 _GIT_TIMEOUT_S = 300.0
 _MODE_FILE = "100644"
 _MODE_EXEC = "100755"
@@ -208,11 +214,6 @@ def collect_diff(sb: Sandbox, ignore_dir: str) -> Diff:
         sb,
         "-c",
         "core.quotePath=false",
-        # Blobs past this are "Binary files ... differ" without being loaded, so a trial that
-        # writes a huge file costs git (and the runner) no memory; the report keeps 20,000
-        # characters of diff anyway.
-        "-c",
-        f"core.bigFileThreshold={DIFF_BIG_FILE_BYTES}",
         "diff",
         "--no-color",
         "--no-ext-diff",
@@ -390,6 +391,9 @@ def _store_entry(objects: Path, rel: str, kind: str, path: str) -> tuple[str, st
         try:
             info = os.stat(path, follow_symlinks=False)
             mode = _MODE_EXEC if info.st_mode & stat.S_IXUSR else _MODE_FILE
+            if info.st_size > LARGE_FILE_BYTES:
+                summary = f"<atlante: large file, {info.st_size} bytes, sha256 {sha256_file(Path(path))}>\n"
+                return mode, _store_bytes(objects, summary.encode())
             return mode, _store_file(objects, path, info.st_size)
         except PermissionError:
             return _MODE_FILE, _store_bytes(objects, b"<atlante: unreadable file>\n")

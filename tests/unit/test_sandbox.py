@@ -313,7 +313,7 @@ def test_diff_output_is_cut_at_the_read_limit(
     monkeypatch.setattr(sandbox_module, "DIFF_READ_LIMIT", 5_000)
     sb = make(run_id, tmp_path, {"a.txt": "a\n"})
     snapshot(sb, [])
-    (sb.root / "big.txt").write_text("line of text\n" * 70_000)  # under DIFF_BIG_FILE_BYTES: diffed as text
+    (sb.root / "big.txt").write_text("line of text\n" * 200_000)
     diff = collect_diff(sb, ".claude")
     assert diff.changed_paths == ["big.txt"]
     assert len(diff.text) < 5_100 and diff.text.endswith("# (diff output cut)\n")
