@@ -47,7 +47,9 @@ from .scenario import SLUG_PATTERN
 SuiteNames = Callable[[], frozenset[str]]
 ProvenanceLabel = Literal["self-reported evaluation"]
 PROVENANCE_LABEL: ProvenanceLabel = "self-reported evaluation"
-MAX_REPORT_BYTES = 5 * 1024 * 1024
+# The project's own reports stay far below this (changedPaths, diffs and output tails are capped);
+# a report this size still parses in well under the 250 MiB the runner is allowed.
+MAX_REPORT_BYTES = 32 * 1024 * 1024
 MAX_PACK_CONFIG_BYTES = 256 * 1024
 MAX_LOCATOR_CHARS = 1024
 MAX_SCENARIOS = 1000
@@ -295,6 +297,8 @@ def _check_consistency(report: EvalReport, now: datetime, suite: SuiteNames | No
         # A scripted run replays canned model turns: its pass rates say the checks accept a known
         # good run, not how any model did.  Showing it beside real runs would mislead.
         _reject("report-scripted", "the report is from an --atlante-scripted replay, not a model's run")
+    if any(t.scriptedTurns is not None for s in report.scenarios for t in s.trials):
+        _reject("report-inconsistent", "a trial was served by the scripted model but the report is not marked scripted")
     if report.host is None:
         _reject("report-inconsistent", "the report names no host")
     if report.host.dialect not in _DIALECTS[report.host.name]:
