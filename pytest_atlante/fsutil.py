@@ -105,9 +105,13 @@ def _open_regular(path: Path, follow_symlinks: bool) -> int:
     return fd
 
 
-def open_regular(path: Path) -> BinaryIO:
-    """The regular file ``path`` opened for streaming reads, or :class:`UnreadableFile`."""
+def open_regular(path: Path, limit: int) -> BinaryIO:
+    """The regular file ``path`` (at most ``limit`` bytes) opened for streaming reads."""
     fd = _open_regular(path, follow_symlinks=True)
+    size = os.fstat(fd).st_size
+    if size > limit:
+        os.close(fd)
+        raise UnreadableFile(f"is larger than {limit} bytes ({size} bytes)", too_large=True)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
