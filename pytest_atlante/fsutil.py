@@ -121,27 +121,28 @@ def read_capped(path: Path, limit: int, *, follow_symlinks: bool = True) -> byte
 
     ``O_NONBLOCK`` keeps a FIFO from hanging the open, and the type and size checks run on the
     opened descriptor (a symlink to a device is judged by what it points at).  The size is checked
-    before anything is read, and the read stops one byte past ``limit`` in case the file grew, so
-    memory never exceeds ``limit`` whatever sits at the path.
+    before anything is read and a file that grows meanwhile is refused, so memory stays within
+    ``limit`` whatever sits at the path.
     """
     fd = _open_regular(path, follow_symlinks)
     try:
-        info = os.fstat(fd)
-        if info.st_size > limit:
-            raise UnreadableFile(f"is larger than {limit} bytes ({info.st_size} bytes)", too_large=True)
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise UnreadableFile(f"is larger than {limit} bytes ({size} bytes)", too_large=True)
+        # One read of the announced size makes one buffer; chunks joined afterwards would hold the
+        # input twice.  Only a short read (rare for a regular file) falls back to chunks.
+        data = os.read(fd, size) if size else b""
+        if len(data) < size:
+            chunks = [data]
+            total = len(data)
+            while total <= size and (got := os.read(fd, 1 << 20)):
+                chunks.append(got)
+                total += len(got)
+            data = b"".join(chunks)
+        if len(data) > size or os.read(fd, 1):
+            raise UnreadableFile("grew while being read", too_large=True)
     except OSError as exc:
         raise UnreadableFile(f"cannot be read ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limit:
-        raise UnreadableFile(f"is larger than {limit} bytes (it grew while being read)", too_large=True)
     return data

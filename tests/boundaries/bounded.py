@@ -58,6 +58,11 @@ def run_bounded(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None
                      usage.ru_maxrss / 1024, timed_out.is_set())
     out_path.unlink()
     err_path.unlink()
+    log = os.environ.get("ATLANTE_RSS_LOG")  # benchmarks/peak_rss.py collects every measurement
+    if log:
+        case = os.environ.get("PYTEST_CURRENT_TEST", " ".join(argv)).rsplit(" ", 1)[0]
+        with open(log, "a") as handle:
+            handle.write(f"{result.peak_rss_mib:.1f}\t{case}\n")
     return result
 
 
