@@ -223,12 +223,14 @@ class Engine:
 
 def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Mapping[str, str] | None,
                   records: Mapping[str, TrialRecord], expected: list[str], run_errors: list[Diagnostic],
-                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool) -> tuple[int, Path]:
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
+                  other_failures: bool = False) -> tuple[int, Path]:
     """Aggregate, decide the exit status, write ``report.json`` atomically.
 
     A failure to update ``.atlante/.gitignore`` is appended to ``run_errors`` (the caller's list,
-    so its summary shows it) before the status is decided: the report states the exit status the
-    process will really have.
+    so its summary shows it) before the status is decided, and ``other_failures`` (an ordinary
+    item of the same run failed, e.g. an Atlas query case) makes it at least 1: the report states
+    the exit status the process will really have.
     """
     assert suite.eval is not None
     finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
@@ -243,6 +245,8 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
                                          "make .atlante/.gitignore a regular, writable file (or pass --atlante-out)"))
     run_level = bool(run_errors) or interrupted
     status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
+    if other_failures:
+        status = max(status, 1)
     budget = suite.eval.budget
     host = None
     if host_info:

@@ -294,7 +294,7 @@ class EvalSession:
                             f"{tokens} tokens, {cost}")
 
     # -- finishing ------------------------------------------------------------------------------
-    def _write_report(self, session: pytest.Session, *, interrupted: bool) -> int:
+    def _write_report(self, session: pytest.Session, *, interrupted: bool, other_failures: bool = False) -> int:
         from .engine import finish_report
 
         assert self.suite is not None
@@ -306,7 +306,7 @@ class EvalSession:
         exit_status, path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None,
+            default_out=self.options.out is None, other_failures=other_failures,
         )
         self.report_path = path
         return exit_status
@@ -316,7 +316,10 @@ class EvalSession:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         try:
-            status = self._write_report(session, interrupted=interrupted)
+            # pytest says "tests failed" also when only ordinary items (e.g. Atlas query cases) did;
+            # the report must carry the status the process will exit with.
+            status = self._write_report(session, interrupted=interrupted,
+                                        other_failures=exitstatus == pytest.ExitCode.TESTS_FAILED)
         except OSError as exc:
             self.run_errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed", str(exc), "check the output directory"))
             status = EXIT_RUN_ERROR
@@ -324,9 +327,6 @@ class EvalSession:
             self.run_errors.append(Diagnostic("", "", "eval-internal-error", f"{type(exc).__name__}: {exc}",
                                               "this is a bug in pytest-atlante; please report it with the run's output"))
             status = EXIT_RUN_ERROR
-        if exitstatus == pytest.ExitCode.TESTS_FAILED and status == 0:
-            # Every trial passed, so an ordinary item in the same run (e.g. an Atlas query case) failed.
-            status = int(pytest.ExitCode.TESTS_FAILED)
         if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED) or status == EXIT_RUN_ERROR:
             session.exitstatus = status
 

@@ -99,7 +99,7 @@ CASES: list[tuple[str, Callable[[Project], None], Callable[[EvalReport, Outcome]
 ]
 
 
-def run_trial(project: Project, tmp_path: Path, out: Path | None) -> Outcome:
+def run_trial(project: Project, tmp_path: Path, out: Path | None, *paths: str) -> Outcome:
     bin_dir = tmp_path / "fakebin"
     install_fake_claude(bin_dir)
     env = {**os.environ, **fake_env(bin_dir), "TMPDIR": str(tmp_path)}
@@ -107,6 +107,7 @@ def run_trial(project: Project, tmp_path: Path, out: Path | None) -> Outcome:
             "-p", "no:cacheprovider", "--rootdir", str(project.root)]
     if out is not None:
         argv += ["--atlante-out", str(out)]
+    argv += paths
     return run_bounded(argv, cwd=tmp_path, env=env, timeout_s=300)
 
 
@@ -144,3 +145,19 @@ def test_a_gitignore_that_cannot_be_written_is_in_the_reports_exit_status(
     assert outcome.returncode == report.exitStatus == 3, outcome.text[-3000:]
     assert "eval-report-write-failed" in outcome.text and ".atlante/.gitignore" in outcome.text
     assert [t.verdict for t in report.scenarios[0].trials] == ["pass"]
+
+
+@pytest.mark.timeout(200)
+def test_an_ordinary_failure_in_the_same_run_is_in_the_reports_exit_status(
+    atlante_project: Project, tmp_path: Path
+) -> None:
+    fake({}, [{"type": "file-exists", "path": "README.md"}])(atlante_project)
+    atlante_project.write("test_plain.py", "def test_ordinary():\n    assert False\n")
+    out = tmp_path / "out"
+    outcome = run_trial(atlante_project, tmp_path, out, str(atlante_project.root / "test_plain.py"),
+                        str(atlante_project.root / "eval"))
+    assert_clean(outcome)
+    report = EvalReport.model_validate_json((out / "report.json").read_text())
+    assert [t.verdict for t in report.scenarios[0].trials] == ["pass"]
+    assert outcome.returncode == report.exitStatus == 1, outcome.text[-3000:]
+    assert "1 failed, 1 passed" in outcome.stdout  # the ordinary item ran beside the trial
