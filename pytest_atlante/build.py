@@ -221,12 +221,14 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
     display = _rel(manifest_path, project_root)
     hint = "run `atlante build` and commit nothing under .atlante/build by hand"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = json.loads(read_capped(manifest_path, MAX_DOCUMENT_BYTES))
         recorded_outputs = {o["path"]: o["sha256"] for o in manifest["outputs"]}
         recorded_sources = {s["path"]: s["sha256"] for s in manifest["sources"]}
-    except FileNotFoundError:
-        return [Diagnostic(display, "", "eval-build-missing", f"no native build for host {host!r}", "run `atlante build`")]
-    except (OSError, ValueError, KeyError, TypeError):
+    except UnreadableFile as exc:
+        if exc.missing:
+            return [Diagnostic(display, "", "eval-build-missing", f"no native build for host {host!r}", "run `atlante build`")]
+        return [Diagnostic(display, "", "eval-build-modified", f"the build manifest {exc.reason}", "run `atlante build`")]
+    except (ValueError, KeyError, TypeError):
         return [Diagnostic(display, "", "eval-build-modified", "the build manifest is unreadable", "run `atlante build`")]
     problems: list[Diagnostic] = []
     tree = tree_dir(project_root, host)

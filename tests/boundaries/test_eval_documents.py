@@ -22,6 +22,7 @@ from conftest import Project, scenario_doc
 M = "atlante.jsonc"
 S = "eval/scenarios/main.eval.json"
 SCRIPT = "eval/scenarios/scripted/writes-hello.json"
+MANIFEST = ".atlante/build/claude-code/manifest.json"
 GIB = 1 << 30
 
 Mutation = Callable[[Project], Any]
@@ -83,6 +84,7 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str, str]] = [
     ("fixture-holds-a-fifo", fifo_in_fixture, [], "eval-fixture-invalid", S, "$.task.fixture", "FIFO"),
     ("harness-prompt-is-a-fifo", harness_prompt_fifo, [], "eval-harness-invalid", M,
      "$.harness.agents.helper.prompt", ""),
+    ("build-manifest-is-a-fifo", replace_with(MANIFEST, os.mkfifo), [], "eval-build-modified", MANIFEST, "", "FIFO"),
     ("script-is-a-fifo", replace_with(SCRIPT, os.mkfifo), ["--atlante-scripted"], "eval-script-invalid", SCRIPT, "", "FIFO"),
     ("script-6gib-sparse", replace_with(SCRIPT, lambda f: sparse(f, 6 * GIB, b"{")), ["--atlante-scripted"],
      "eval-script-invalid", SCRIPT, "", "larger than"),
