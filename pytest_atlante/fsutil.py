@@ -56,6 +56,7 @@ _KINDS = (
     (stat.S_ISSOCK, "a socket"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),  # only seen when links are not followed
 )
 
 
@@ -90,9 +91,14 @@ def _open_regular(path: Path, follow_symlinks: bool) -> int:
         fd = os.open(path, flags)
     except FileNotFoundError:
         raise UnreadableFile("does not exist", missing=True) from None
-    except IsADirectoryError:  # some systems refuse O_RDONLY on a directory outright
-        raise UnreadableFile("is a directory, not a file") from None
     except OSError as exc:
+        # Some kinds refuse the open itself (a socket: ENXIO); name the kind when stat can tell it.
+        try:
+            kind = file_kind(os.stat(path, follow_symlinks=follow_symlinks).st_mode)
+        except OSError:
+            kind = None
+        if kind is not None:
+            raise UnreadableFile(f"is {kind}, not a regular file") from None
         raise UnreadableFile(f"cannot be opened ({exc.strerror or exc})") from None
     try:
         kind = file_kind(os.fstat(fd).st_mode)
