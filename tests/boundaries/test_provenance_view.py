@@ -285,7 +285,7 @@ def _assert_displayed_is_consistent(doc: Doc, view: ProvenanceView, suite: set[s
         assert abs(shown.passRate - expected) < 1e-9
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), base=st.sampled_from(range(len(BASES))), forge=st.booleans())
 def test_whatever_the_view_displays_follows_from_the_trials(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, base: int, forge: bool
