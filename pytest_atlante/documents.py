@@ -16,9 +16,8 @@ import json5
 from pydantic import BaseModel, ValidationError
 
 from .diagnostics import Diagnostic, json_path
-from .fsutil import UnreadableFile, read_capped
+from .fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
 
-MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 
 
 class DuplicateKeyError(ValueError):

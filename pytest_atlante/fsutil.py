@@ -46,6 +46,9 @@ def sha256_file(path: Path) -> str:
 
 # --- bounded, non-blocking reads of untrusted files ---------------------------------------------
 
+# User documents (atlante.jsonc, scenarios, scripts, harness sources) are hand-written JSONC; past
+# this a file is a mistake, not a document.
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 # Atlas corpora, results and receipts hold up to hundreds of thousands of cases (a 100,000-case
 # corpus is tens of MiB); past this a file is a mistake, and reading it would only exhaust memory.
 MAX_INPUT_BYTES = 256 * 1024 * 1024

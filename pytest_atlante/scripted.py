@@ -27,8 +27,7 @@ import json5
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
-from pytest_atlante.documents import MAX_DOCUMENT_BYTES
-from pytest_atlante.fsutil import UnreadableFile, read_capped
+from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
 from pytest_atlante.scenario import unsafe_path_reason
 from pytest_atlante.scripted_dialects import (
     Dialect,
