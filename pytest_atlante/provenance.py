@@ -31,6 +31,7 @@ from .fsutil import UnreadableFile, read_capped
 from .models import StrictModel
 from .records import TrialRecord
 from .report import (
+    MAX_REPORT_BYTES,
     REPORT_SCHEMA,
     EvalReport,
     HostIdentity,
@@ -47,9 +48,6 @@ from .scenario import SLUG_PATTERN
 SuiteNames = Callable[[], frozenset[str]]
 ProvenanceLabel = Literal["self-reported evaluation"]
 PROVENANCE_LABEL: ProvenanceLabel = "self-reported evaluation"
-# The project's own reports stay far below this (changedPaths, diffs and output tails are capped);
-# a report this size still parses in well under the 250 MiB the runner is allowed.
-MAX_REPORT_BYTES = 32 * 1024 * 1024
 MAX_PACK_CONFIG_BYTES = 256 * 1024
 MAX_LOCATOR_CHARS = 1024
 MAX_SCENARIOS = 1000
