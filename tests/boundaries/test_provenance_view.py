@@ -233,13 +233,16 @@ def _recompute(doc: Doc) -> None:
     except Exception:  # noqa: BLE001 - a shape the writer cannot express stays as it is
         return
     trials = [t for s in report.scenarios for t in s.trials]
-    rebuilt = build_report(
-        run_id=report.runId, started_at=datetime.fromisoformat(report.startedAt.replace("Z", "+00:00")),
-        finished_at=datetime.fromisoformat(report.finishedAt.replace("Z", "+00:00")), host=report.host,
-        model=report.model, scripted=report.scripted, budget=report.budget,
-        scenarios=[(s.name, s.file, s.source, s.expectedTrials) for s in report.scenarios], trials=trials,
-        complete=report.complete, interrupted=report.interrupted, exit_status=report.exitStatus, errors=report.errors,
-    )
+    try:
+        rebuilt = build_report(
+            run_id=report.runId, started_at=datetime.fromisoformat(report.startedAt.replace("Z", "+00:00")),
+            finished_at=datetime.fromisoformat(report.finishedAt.replace("Z", "+00:00")), host=report.host,
+            model=report.model, scripted=report.scripted, budget=report.budget,
+            scenarios=[(s.name, s.file, s.source, s.expectedTrials) for s in report.scenarios], trials=trials,
+            complete=report.complete, interrupted=report.interrupted, exit_status=report.exitStatus, errors=report.errors,
+        )
+    except ValueError:  # e.g. a trial filed under a scenario the report does not list
+        return
     doc.clear()
     doc.update(json.loads(rebuilt.to_json()))
 
