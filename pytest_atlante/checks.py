@@ -30,6 +30,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .fsutil import UnreadableFile, read_capped
 from .process import run
 from .records import CheckResult, tail
 from .sandbox import Diff, Sandbox, is_inside, path_digest, resolve_inside
@@ -45,6 +46,8 @@ from .scenario import (
 
 # How many offending paths a diff-allowlist message names before it summarises the rest.
 _LISTED_PATHS = 10
+# file-contains reads the whole file; a file larger than this fails the check instead.
+CONTAINS_READ_LIMIT = 32 * 1024 * 1024
 # Patterns longer than this are shortened in messages; the check itself uses the whole pattern.
 _SHOWN_PATTERN = 80
 
@@ -160,16 +163,11 @@ def _contains(index: int, check: FileContainsCheck, sb: Sandbox) -> CheckResult:
     if path is None or not is_inside(sb.root, path):
         return failed("symlink leads outside the sandbox; refusing to read it")
     try:
-        mode = os.stat(path).st_mode
-        if stat.S_ISDIR(mode):
-            return failed("is a directory, not a file")
-        if not stat.S_ISREG(mode):  # reading a FIFO would block the runner
-            return failed("is not a regular file")
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return failed("file not found")
-    except OSError as exc:
-        return failed(f"cannot read the file: {exc.strerror or exc}")
+        # Non-blocking and size-checked: the agent may have left a FIFO, a device or a huge file
+        # at the path, and none of them may hang the runner or fill its memory.
+        text = read_capped(path, CONTAINS_READ_LIMIT).decode("utf-8", errors="replace")
+    except UnreadableFile as exc:
+        return failed("file not found" if exc.missing else exc.reason)
     noun = "regex" if check.regex else "pattern"
     shown = f"{noun} {_quote(check.pattern)}"
     found = re.search(check.pattern, text) if check.regex else check.pattern in text

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .diagnostics import DiagnosticError, envelope
+from .diagnostics import Diagnostic, DiagnosticError, envelope
 from .hosts.registry import HOST_NAMES
 
 EXIT_VALIDATION = 2
@@ -74,7 +74,19 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _opt_path(value: str | None) -> Path | None:
-    return Path(value) if value is not None else None
+    """The ``--out`` file, refused before any work when it can only fail at the end."""
+    if value is None:
+        return None
+    path = Path(value)
+    problem = None
+    if path.is_dir():
+        problem = "names a directory; --out takes the path of the file to write"
+    elif not next((p for p in path.parents if p.exists()), Path(".")).is_dir():
+        problem = "is inside something that is not a directory"
+    if problem:
+        raise DiagnosticError([Diagnostic(value, "", "atlas-out-invalid", f"--out {problem}",
+                                          "pass a file path such as receipts/score.json")])
+    return path
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -133,7 +134,9 @@ def version_diagnostics(doc: LoadedDocument, config: ProjectConfig | PackConfig)
 
 def load_project_config(root: Path) -> tuple[ProjectConfig | None, LoadedDocument | None, list[Diagnostic]]:
     path = root / CONFIG_FILE
-    if not path.is_file():
+    # Anything at the path that is not a regular file (a directory, a FIFO, a dangling link) is
+    # reported by load_document as what it is; only a path with nothing there is "missing".
+    if not os.path.lexists(path):
         return None, None, [
             Diagnostic(CONFIG_FILE, "", "eval-config-missing", f"no {CONFIG_FILE} in {root}",
                        "create atlante.jsonc with an eval section, or pass --atlante-project DIR")

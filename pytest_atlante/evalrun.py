@@ -19,6 +19,7 @@ from .build import verify
 from .diagnostics import Diagnostic, DiagnosticError
 from .discovery import Suite, discover
 from .exitcodes import decide
+from .fsutil import UnreadableFile
 from .gate import Gate
 from .hosts import host_for
 from .hosts.base import HostInfo
@@ -73,15 +74,31 @@ def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list
 def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
                   records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
                   out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
-                  digests: Mapping[str, tuple[str, str | None]] | None = None, gate: Gate | None = None) -> tuple[EvalReport, Path]:
+                  other_failures: bool = False, digests: Mapping[str, tuple[str, str | None]] | None = None,
+                  gate: Gate | None = None) -> tuple[EvalReport, Path]:
     """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
 
     ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
+    A failure to update ``.atlante/.gitignore`` is appended to ``run_errors`` (the caller's list,
+    so its summary shows it) before the status is decided, and ``other_failures`` (an ordinary
+    item of the same run failed, e.g. an Atlas query case) makes it at least 1: the report states
+    the exit status the process will really have.
     """
     assert suite.eval is not None
     finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
+    if default_out:
+        # Before the report, so a failure here is in the report's exit status, not only the process's.
+        try:
+            ensure_gitignore(suite.project_root / ".atlante")
+        except (OSError, UnreadableFile) as exc:
+            why = f"it {exc.reason}" if isinstance(exc, UnreadableFile) else exc.strerror or str(exc)
+            run_errors.append(Diagnostic(".atlante/.gitignore", "", "eval-report-write-failed",
+                                         f"cannot add eval/ to .atlante/.gitignore: {why}",
+                                         "make .atlante/.gitignore a regular, writable file (or pass --atlante-out)"))
     run_level = bool(run_errors) or interrupted
     status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
+    if other_failures:
+        status = max(status, 1)
     budget = suite.eval.budget
     # Validated, not cast: the dialect is the adapter's string, the report admits known dialects only.
     host = HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect}) if info else None
@@ -97,8 +114,6 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
     if gate is not None:
         report = gate.apply(report)
     path = write_report(report, out_dir)
-    if default_out:
-        ensure_gitignore(suite.project_root / ".atlante")
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.

@@ -57,10 +57,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _register_atlas(config: pytest.Config, project_root: Path) -> None:
+    from .fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
+
     path = project_root / "atlante.jsonc"
     try:
-        text = path.read_bytes()
-    except OSError:  # no configuration (the common case for a codebase that merely installed us)
+        # Non-blocking and size-checked: a FIFO or a huge file there must not hang or bloat an
+        # ordinary pytest run of the user's codebase.
+        text = read_capped(path, MAX_DOCUMENT_BYTES)
+    except UnreadableFile:  # no configuration (the common case for a codebase that merely installed us)
         return
     if b'"atlas"' not in text and b"atlas:" not in text and b"'atlas'" not in text:
         # Cheap pre-check: a document without the word cannot have an atlas section, so the

@@ -77,6 +77,8 @@ _INTERRUPTED_GRACE_S = 0.5
 _DRAIN_S = 2.0
 # Any single select waits at most this long, so an infinite timeout_s never reaches epoll.
 _MAX_SELECT_S = 60.0
+# The longest stdout line handed to ``on_stdout_line``; a longer one only reaches the output tail.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 _READ_CHUNK = 65536
 
 
@@ -156,6 +158,7 @@ class _Supervisor:
         self._stderr = _TailBuffer(capture_limit)
         self._stderr_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._partial_line = bytearray()
+        self._overlong = False
         self._stdin_bytes = memoryview(stdin_bytes or b"")
         self._selector = selectors.DefaultSelector()
         assert proc.stdout is not None and proc.stderr is not None
@@ -262,8 +265,21 @@ class _Supervisor:
         if not data:
             self._selector.unregister(fd)
             return False
+        if self._overlong:
+            # The rest of a line past MAX_LINE_BYTES: only the output tail keeps it.
+            head, newline, data = data.partition(b"\n")
+            self._stdout.append(head.decode("utf-8", "replace") + newline.decode())
+            if not newline:
+                return False
+            self._overlong = False
         if b"\n" not in data:
             self._partial_line.extend(data)
+            if len(self._partial_line) > MAX_LINE_BYTES:
+                # A line this long is no event any host emits; it is not parsed, and holding it
+                # whole would let a child that never prints a newline exhaust the runner's memory.
+                self._stdout.append(self._partial_line.decode("utf-8", "replace"))
+                self._partial_line.clear()
+                self._overlong = True
             return False
         lines = (bytes(self._partial_line) + data).split(b"\n")
         self._partial_line = bytearray(lines.pop())

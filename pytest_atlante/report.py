@@ -14,6 +14,7 @@ as a backstop, so a path the engine did not know about (a nested tool's temp dir
 from __future__ import annotations
 
 import math
+import os
 import re
 import secrets
 from collections import Counter
@@ -25,11 +26,15 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from . import __version__, evalstats
 from .digests import fingerprint
-from .fsutil import atomic_write_bytes, atomic_write_text
+from .fsutil import atomic_write_bytes, atomic_write_text, read_capped
 from .hosts.registry import HostName
 from .records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
 from .statrecords import Comparison, PassAtK, RateInterval, SuiteStats
 
+# The largest report any reader here accepts.  The project's own reports stay far below it
+# (changedPaths, diffs and output tails are capped); one this size still parses well within the
+# 250 MiB the runner is allowed.
+MAX_REPORT_BYTES = 32 * 1024 * 1024
 ReportSchema = Literal["atlante/eval-report-v1"]
 REPORT_SCHEMA: ReportSchema = "atlante/eval-report-v1"
 REPORT_FILE = "report.json"
@@ -301,6 +306,7 @@ def _sanitise_trial(trial: TrialRecord) -> TrialRecord:
                 "diff": None,
                 "diffTruncated": False,
                 "changedPaths": [],
+                "changedPathsTotal": None,
                 "error": _clean_text(trial.error),
             }
         )
@@ -429,6 +435,9 @@ def write_report(report: EvalReport, out_dir: Path) -> Path:
     return path
 
 
+GITIGNORE_LIMIT = 1024 * 1024
+
+
 def ensure_gitignore(atlante_dir: Path) -> None:
     """Make ``<atlante_dir>/.gitignore`` ignore ``eval/``, keeping every other line as it was.
 
@@ -438,7 +447,8 @@ def ensure_gitignore(atlante_dir: Path) -> None:
     path = atlante_dir / ".gitignore"
     # Bytes, not read_text(): universal newlines would silently turn a CRLF file into LF, and
     # surrogateescape carries any non-UTF-8 byte of the user's file through unchanged.
-    existing = path.read_bytes().decode("utf-8", "surrogateescape") if path.exists() else ""
+    # read_capped: a FIFO or directory planted at the path is an error, never a hang.
+    existing = read_capped(path, GITIGNORE_LIMIT).decode("utf-8", "surrogateescape") if os.path.lexists(path) else ""
     if any(line.strip() in ("eval/", "/eval/") for line in existing.splitlines()):
         return
     newline = "\r\n" if "\r\n" in existing else "\n"

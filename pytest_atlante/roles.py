@@ -472,7 +472,7 @@ class Controller(_TrialRole):
         os._exit(EXIT_RUN_ERROR)
 
     # -- finishing ------------------------------------------------------------------------------
-    def _write_report(self, *, interrupted: bool) -> int:
+    def _write_report(self, *, interrupted: bool, other_failures: bool = False) -> int:
         from .evalrun import finish_report
 
         assert self.suite is not None
@@ -485,7 +485,8 @@ class Controller(_TrialRole):
         self.report, self.report_path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None, digests=self.digests, gate=self.gate,
+            default_out=self.options.out is None, other_failures=other_failures, digests=self.digests,
+            gate=self.gate,
         )
         return self.report.exitStatus
 
@@ -495,16 +496,16 @@ class Controller(_TrialRole):
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and self.user_interrupt
         try:
-            status = self._write_report(interrupted=interrupted)
+            # pytest says "tests failed" also when only ordinary items (e.g. Atlas query cases) did;
+            # the report must carry the status the process will exit with.
+            status = self._write_report(interrupted=interrupted,
+                                        other_failures=exitstatus == pytest.ExitCode.TESTS_FAILED)
         except OSError as exc:
             self.run_errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed", str(exc), "check the output directory"))
             status = EXIT_RUN_ERROR
         except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
             self.run_errors.append(internal_error(exc))
             status = EXIT_RUN_ERROR
-        if exitstatus == pytest.ExitCode.TESTS_FAILED and status == 0:
-            # Every trial passed, so an ordinary item in the same run (e.g. an Atlas query case) failed.
-            status = int(pytest.ExitCode.TESTS_FAILED)
         if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED) or status == EXIT_RUN_ERROR:
             session.exitstatus = status
 
@@ -568,6 +569,11 @@ def interrupted_record(node_id: str, key: TrialKey) -> TrialRecord:
                        interrupted=True, error="interrupted (Ctrl-C) while the trial ran")
 
 
+# What one failed trial prints in the terminal: a readable head, never an agent-sized dump.
+FAILURE_PATHS = 20
+FAILURE_TEXT_CAP = 8_000
+
+
 def failure_text(record: TrialRecord, max_sessions: int) -> str:
     """One readable failure: the first line says what failed, details below."""
     failed = [c for c in record.checks if not c.passed]
@@ -594,8 +600,14 @@ def failure_text(record: TrialRecord, max_sessions: int) -> str:
     if record.error and record.error.count("\n"):
         lines += ["", record.error]
     if record.changedPaths:
-        lines += ["", "changed paths: " + ", ".join(record.changedPaths)]
-    return "\n".join(lines)
+        shown = ", ".join(record.changedPaths[:FAILURE_PATHS])
+        total = record.changedPathsTotal or len(record.changedPaths)
+        if total > FAILURE_PATHS:
+            shown += f", ... and {total - FAILURE_PATHS} more (see report.json)"
+        lines += ["", "changed paths: " + shown]
+    text = "\n".join(lines)
+    # Check messages and errors are bounded already; this keeps the sum of them bounded too.
+    return text if len(text) <= FAILURE_TEXT_CAP else text[:FAILURE_TEXT_CAP] + "\n... (cut; see report.json)"
 
 
 __all__ = ["Controller", "Options", "Worker", "role_for"]

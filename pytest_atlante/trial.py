@@ -26,7 +26,7 @@ from .discovery import ScenarioEntry, Suite
 from .hosts import host_for
 from .hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
 from .process import RunResult, allowlisted_environment, run
-from .records import CheckResult, TrialRecord, Verdict, cap_diff, strongest, tail
+from .records import CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
 from .report import scrub_paths
 from .scenario import SETUP_TIMEOUT_MS
 
@@ -188,6 +188,7 @@ def session_facts(session: HostSession, results: list[CheckResult]) -> Facts:
 def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: sandboxes.Diff,
            results: list[CheckResult]) -> TrialRecord:
     diff_text, truncated = cap_diff(diff.text)
+    changed_paths, changed_total = cap_paths(diff.changed_paths)
     outcome = session.outcome
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results)),
@@ -195,7 +196,8 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "checks": results,
         "diff": diff_text,
         "diffTruncated": truncated,
-        "changedPaths": diff.changed_paths,
+        "changedPaths": changed_paths,
+        "changedPathsTotal": changed_total,
         "usage": outcome.usage,
         "costUsd": outcome.cost_usd,
         "modelIdentity": outcome.model_identity,
