@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .diagnostics import Diagnostic, json_path
+from .isolation import IsolationSetting
 from .documents import LoadedDocument, load_document, validate_model
 from .models import StrictModel
 from .scenario import MAX_TIMEOUT_MS, SLUG_PATTERN
@@ -37,6 +38,9 @@ class EvalSection(StrictModel):
     include: list[Annotated[str, Field(min_length=1)]] | None = None
     model: Annotated[str, Field(min_length=1)] | None = None
     budget: Budget = Budget()
+    # OS-level isolation of host sessions and command checks (``isolation`` module); the
+    # --atlante-isolation option wins.
+    isolation: IsolationSetting = "auto"
 
     @model_validator(mode="after")
     def _scenarios_or_include(self) -> "EvalSection":

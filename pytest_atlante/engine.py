@@ -24,12 +24,15 @@ from .discovery import ScenarioEntry, Suite
 from .exitcodes import decide
 from .hosts import host_for
 from .hosts.base import HostInfo, ScriptedEndpoint
+from . import isolation as isolations
+from .isolation import Confinement, IsolationRecord, IsolationSetting, hidden_roots
 from .process import allowlisted_environment, run
-from .records import TrialRecord, Verdict, cap_diff, strongest, tail
+from .records import INTERRUPTED_ERROR, TrialRecord, Verdict, cap_diff, strongest, tail
 from .report import BudgetRecord, HostIdentity, build_report, ensure_gitignore, new_run_id, scrub_paths, write_report
 from .scenario import SETUP_TIMEOUT_MS
+from . import rundirs
 
-__all__ = ["Engine", "finish_report", "new_run_id", "prepare_run", "summary_lines"]
+__all__ = ["Engine", "finish_report", "new_run_id", "prepare_isolation", "prepare_run", "summary_lines"]
 
 Progress = Callable[[str], None]
 
@@ -65,6 +68,13 @@ def prepare_run(suite: Suite, *, scripted: bool, probe: bool = True) -> tuple[li
     return [], [], {"name": info.name, "version": info.version, "dialect": info.dialect, "executable": info.executable}
 
 
+def prepare_isolation(setting: IsolationSetting) -> tuple[IsolationRecord, Diagnostic | None]:
+    """The run's isolation (bubblewrap probed once, on the controller), and trial directories of
+    dead runs removed: both happen once per run, before any trial."""
+    rundirs.remove_dead()
+    return isolations.decide(setting, isolations.probe() if setting != "off" else None)
+
+
 class TrialInterrupted(KeyboardInterrupt):
     """Ctrl-C during a trial: carries the trial's record (marked interrupted) so the report keeps it."""
 
@@ -76,7 +86,8 @@ class TrialInterrupted(KeyboardInterrupt):
 class Engine:
     """Runs trials for one process; built lazily on the first trial a process runs."""
 
-    def __init__(self, suite: Suite, run_id: str, host_info: Mapping[str, str], *, scripted: bool, keep: bool) -> None:
+    def __init__(self, suite: Suite, run_id: str, host_info: Mapping[str, str], *, scripted: bool, keep: bool,
+                 isolation: IsolationRecord | None = None, report_dir: Path | None = None) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.eval = suite.eval
@@ -87,6 +98,14 @@ class Engine:
         self.scripted = scripted
         self.keep = keep
         self.overlay = tree_dir(suite.project_root, self.eval.host)
+        self.namespace = isolation is not None and isolation.mode == "namespace"
+        self.hidden = hidden_roots(user_home=Path.home(), project_root=suite.project_root, report_dir=report_dir)
+        # Held for this process's life: a later run removes the run directory only once no process
+        # of this run is alive (rundirs).
+        self.claim = rundirs.claim(run_id)
+
+    def close(self) -> None:
+        self.claim.release()
 
     def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
         base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
@@ -97,7 +116,7 @@ class Engine:
             record = self._run_allocated(entry, trial, base, budget, progress)
         except KeyboardInterrupt as exc:
             record = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
-                                             "error": "interrupted (Ctrl-C) while the trial ran",
+                                             "error": INTERRUPTED_ERROR,
                                              "durationMs": int((time.monotonic() - started) * 1000)})
             raise TrialInterrupted(record) from exc
         return record.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
@@ -175,8 +194,10 @@ class Engine:
         host_tmp.mkdir(mode=0o700, exist_ok=True)
         host_env["TMPDIR"] = str(host_tmp)
         argv = self.host.command(self.info, prompt=scenario.task.prompt, agent=scenario.task.agent, model=self.eval.model)
+        confinement = self._confinement(sb, host_tmp)
         session = run(argv, cwd=sb.root, env=host_env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
-                      interrupt_signal=self.host.interrupt_signal)
+                      interrupt_signal=self.host.interrupt_signal,
+                      wrap=confinement.wrapper(host_env) if confinement else None)
         outcome = self.host.finalize(self.info, monitor, env=host_env, cwd=sb.root)
         verdicts: list[Verdict] = []
         error: str | None = None
@@ -197,7 +218,8 @@ class Engine:
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
         checks_env = allowlisted_environment(parent_env, home=sb.home)
-        checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env)
+        checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env,
+                            wrap=confinement.wrapper(checks_env) if confinement else None)
         if any(c.error for c in checks):
             verdicts.append("infra-error")
         elif any(not c.passed for c in checks):
@@ -218,9 +240,17 @@ class Engine:
         })
 
 
+    def _confinement(self, sb: sandboxes.Sandbox, host_tmp: Path) -> Confinement | None:
+        """Namespace isolation's mounts for this trial (``isolation``), or None without it."""
+        if not self.namespace:
+            return None
+        return Confinement(writable=(sb.root, sb.home, host_tmp), hidden=self.hidden, trial_dir=sb.trial_dir, cwd=sb.root)
+
+
 def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Mapping[str, str] | None,
                   records: Mapping[str, TrialRecord], expected: list[str], run_errors: list[Diagnostic],
-                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool) -> tuple[int, Path]:
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
+                  isolation: IsolationRecord | None = None, keep: bool = False) -> tuple[int, Path]:
     """Aggregate, decide the exit status, write ``report.json`` atomically."""
     assert suite.eval is not None
     finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
@@ -237,6 +267,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
         scenarios=requested_scenarios(suite, expected, finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        isolation=isolation,
     )
     path = write_report(report, out_dir)
     if default_out:
@@ -244,6 +275,8 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.
+    if keep:
+        rundirs.mark_kept(run_id)
     sandboxes.remove_run_dir(run_id)
     return status, path
 

@@ -25,6 +25,7 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from . import __version__
 from .fsutil import atomic_write_bytes, atomic_write_text
+from .isolation import IsolationRecord
 from .records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
 
 ReportSchema = Literal["atlante/eval-report-v1"]
@@ -105,6 +106,9 @@ class EvalReport(Record):
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
+    # How trials were contained beyond the tool-level policy; None in reports that predate it and
+    # in runs that stopped before the probe.
+    isolation: IsolationRecord | None = None
 
     @field_validator("verdicts")
     @classmethod
@@ -302,6 +306,7 @@ def build_report(
     interrupted: bool,
     exit_status: int,
     errors: Sequence[dict[str, JsonValue]],
+    isolation: IsolationRecord | None = None,
 ) -> EvalReport:
     """Aggregate trial records into the report.
 
@@ -352,6 +357,7 @@ def build_report(
         verdicts=verdict_counts(ordered),
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
+        isolation=isolation,
     )
 
 

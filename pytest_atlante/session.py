@@ -20,6 +20,7 @@ from typing import Any, Generator
 import pytest
 
 from .config import HostName
+from .isolation import IsolationRecord, IsolationSetting, warning_text
 from .budget import TrialBudget, allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
 from .discovery import ScenarioEntry, Suite, discover
@@ -28,7 +29,7 @@ from .fsutil import atomic_write_text
 from .report import ensure_gitignore
 from .items import ALLOCATED_KEY, ENTRY_KEY, TRIAL_KEY, ScenarioFile, TrialFailed, TrialItem
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
-from .records import TrialRecord
+from .records import INTERRUPTED_ERROR, TrialRecord
 from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 
 WORKERINPUT_KEY = "atlante"
@@ -42,6 +43,7 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    isolation: IsolationSetting | None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -52,7 +54,8 @@ class Options:
         out = config.getoption("atlante_out")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
-                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"))
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   config.getoption("atlante_isolation"))
 
 
 class EvalSession:
@@ -65,12 +68,16 @@ class EvalSession:
             # running until its timeout.  A worker that raises KeyboardInterrupt instead kills the
             # host tree at once (process.run) and records the trial as interrupted.
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        # CI cancellation sends SIGTERM: handled like Ctrl-C (exit 3, the report written, running
+        # trials marked interrupted) in every role, instead of dying with the hosts still running.
+        self._previous_sigterm = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
         self.worker_pids: set[int] = set()   # controller: workers seen running trials
         self.started: set[str] = set()       # controller under xdist: trials a worker began
         self.suite: Suite | None = None
         self.run_id = ""
         self.started_at = datetime.now(timezone.utc)
         self.host_info: dict[str, str] | None = None
+        self.isolation: IsolationRecord | None = None
         self.records: dict[str, TrialRecord] = {}
         self.expected: list[str] = []          # eval node ids in collection order (controller, serial)
         self.run_errors: list[Diagnostic] = []
@@ -120,6 +127,7 @@ class EvalSession:
             shared = self.config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
             self.run_id = shared["runId"]
             self.host_info = shared["host"]
+            self.isolation = IsolationRecord.model_validate(shared["isolation"]) if shared["isolation"] else None
         else:
             self.run_id = new_run_id(self.started_at)
         self.suite = discover(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
@@ -141,6 +149,8 @@ class EvalSession:
                                         "this is a bug in pytest-atlante; please report it with the run's output")]
             if problems:
                 self._fail_validation(problems)
+            if not run_error and info is not None:
+                run_error = self._decide_isolation()
             if run_error:
                 self.run_errors.extend(run_error)
                 try:
@@ -158,9 +168,24 @@ class EvalSession:
             # No paths on the command line: the configured suites are the run.
             self.config.args = sorted({str(e.file) for e in self.suite.scenarios})
 
+    def _decide_isolation(self) -> list[Diagnostic]:
+        """Probe bubblewrap once for the run (controller); warn, or refuse to start, as configured."""
+        from .engine import prepare_isolation
+
+        assert self.suite is not None and self.suite.eval is not None
+        setting = self.options.isolation or self.suite.eval.isolation
+        self.isolation, problem = prepare_isolation(setting)
+        warning = warning_text(self.isolation)
+        if warning is not None:
+            self.config.get_terminal_writer().line(warning, yellow=True)
+        return [problem] if problem is not None else []
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[WORKERINPUT_KEY] = {"runId": self.run_id, "host": self.host_info}
+        node.workerinput[WORKERINPUT_KEY] = {
+            "runId": self.run_id, "host": self.host_info,
+            "isolation": self.isolation.model_dump() if self.isolation is not None else None,
+        }
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -205,7 +230,8 @@ class EvalSession:
 
         assert self.suite is not None and self.host_info is not None
         if self._engine is None:
-            self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=self.options.scripted, keep=self.options.keep)
+            self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=self.options.scripted, keep=self.options.keep,
+                                  isolation=self.isolation, report_dir=self.out_dir)
         entry = item.stash[ENTRY_KEY]
         trial = item.stash[TRIAL_KEY]
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -306,12 +332,14 @@ class EvalSession:
         exit_status, path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None,
+            default_out=self.options.out is None, isolation=self.isolation, keep=self.options.keep,
         )
         self.report_path = path
         return exit_status
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self._engine is not None:
+            self._engine.close()
         if self.is_worker or self.validation_failed or self.suite is None or not self.host_info:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -338,8 +366,20 @@ class EvalSession:
         terminalreporter.section("atlante eval")
         for line in summary_lines(self.report_path) if self.report_path else []:
             terminalreporter.write_line(line)
+        warning = warning_text(self.isolation) if self.isolation is not None else None
+        if warning is not None:
+            terminalreporter.write_line(warning, yellow=True)
         for problem in self.run_errors:
             terminalreporter.write_line(problem.render(), red=True)
+
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # An in-process run (pytester) must not leave its handler in the calling process.
+        signal.signal(signal.SIGTERM, self._previous_sigterm)
+
+
+def _terminate_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 RECORD_KEY = pytest.StashKey[TrialRecord]()
@@ -364,7 +404,7 @@ def interrupted_record(node_id: str) -> TrialRecord:
     """The record of a trial that was running when the run was interrupted, from its node id."""
     name, _, rest = node_id.rsplit("::", 1)[-1].partition("[trial-")
     return TrialRecord(scenario=name, trial=int(rest.rstrip("]") or 0), nodeId=node_id, verdict="infra-error",
-                       interrupted=True, error="interrupted (Ctrl-C) while the trial ran")
+                       interrupted=True, error=INTERRUPTED_ERROR)
 
 
 def failure_text(record: TrialRecord) -> str:
