@@ -198,7 +198,8 @@ class Engine:
         session = run(argv, cwd=sb.root, env=host_env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                       interrupt_signal=self.host.interrupt_signal,
                       wrap=confinement.wrapper(host_env) if confinement else None)
-        outcome = self.host.finalize(self.info, monitor, env=host_env, cwd=sb.root)
+        outcome = self.host.finalize(self.info, monitor, env=host_env, cwd=sb.root,
+                                     wrap=confinement.wrapper(host_env) if confinement else None)
         verdicts: list[Verdict] = []
         error: str | None = None
         if session.start_error:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 
@@ -119,8 +119,17 @@ class Host(Protocol):
     def new_monitor(self) -> StreamMonitor: ...
 
     def finalize(
-        self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path
-    ) -> SessionOutcome: ...
+        self,
+        info: HostInfo,
+        monitor: StreamMonitor,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        wrap: Callable[[list[str]], list[str]] | None = None,
+    ) -> SessionOutcome:
+        """The session's outcome; any command it runs goes through ``wrap`` (namespace isolation),
+        because it runs the host again in the sandbox the agent could write (plugins, config)."""
+        ...
 
 
 # --------------------------------------------------------------------------- version probe
