@@ -11,6 +11,9 @@ trial's ``durationMs`` from report.json (engine time of one trial); ratio = name
   * real host: the pinned Claude Code CLI (``hosts-npm/``, ``scripts/setup``) against the scripted
     model, one turn: the cost against a real trial.  Skipped with a note when the CLI is missing.
 
+  * start alone: ``/bin/true`` run directly and through the same bubblewrap arguments a trial
+    gets (``Confinement``), 50 times each: the fixed cost of one wrapped command.
+
 Nothing is asserted: speed is measured, never gated.
 
     python benchmarks/isolation_overhead.py [--trials 10] [--real-trials 3] [--repeats 2] [--no-real]
@@ -52,6 +55,32 @@ def measure(project: Path, bin_dir: Path | None, out: Path, repeats: int, what: 
     return durations
 
 
+def start_cost(tmp: Path, count: int = 50) -> tuple[float, float]:
+    """Median ms of ``/bin/true`` run directly and inside a trial's bubblewrap sandbox."""
+    import os
+    import subprocess
+    import time
+
+    from pytest_atlante.isolation import Confinement, hidden_roots
+
+    trial = tmp / "atlante-eval-start" / "t-1"
+    for name in ("sandbox", "home"):
+        (trial / name).mkdir(parents=True)
+    confinement = Confinement(writable=(trial / "sandbox", trial / "home"),
+                              hidden=hidden_roots(user_home=Path.home(), project_root=tmp, report_dir=None),
+                              trial_dir=trial, cwd=trial / "sandbox")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(trial / "home")}
+    medians = []
+    for argv in (["/bin/true"], confinement.arguments(["/bin/true"], env)):
+        times = []
+        for _ in range(count):
+            started = time.perf_counter()
+            subprocess.run(argv, env=env, check=True)
+            times.append((time.perf_counter() - started) * 1000)
+        medians.append(statistics.median(times))
+    return medians[0], medians[1]
+
+
 def row(label: str, durations: dict[str, list[float]]) -> str:
     off, ns = durations["off"], durations["namespace"]
     ratio = statistics.fmean(ns) / statistics.fmean(off)
@@ -71,6 +100,8 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="atlante-bench-isolation-") as raw:
         tmp = Path(raw)
+        plain_ms, wrapped_ms = start_cost(tmp)
+        print(f"one command: /bin/true {plain_ms:.1f} ms, inside bubblewrap {wrapped_ms:.1f} ms (medians of 50)")
         bin_dir = tmp / "bin"
         install_quick_claude(bin_dir)
         for files in (10, 1_000):
