@@ -109,9 +109,9 @@ def decide(setting: IsolationSetting, reason_unavailable: str | None) -> tuple[I
     )
 
 
-def warning_text(record: IsolationRecord) -> str | None:
-    """The terminal warning for a run without OS-level isolation, if one is due."""
-    if record.mode == "namespace" or record.reason is None or record.reason.startswith("isolation is off"):
+def warning_text(setting: IsolationSetting, record: IsolationRecord) -> str | None:
+    """The terminal warning for an ``auto`` run that fell back to tool-level containment."""
+    if setting != "auto" or record.mode == "namespace":
         return None
     return (f"atlante: WARNING: trials run without OS-level isolation ({record.reason}); "
             "only the tool-level policy contains the agent")

@@ -78,6 +78,7 @@ class EvalSession:
         self.started_at = datetime.now(timezone.utc)
         self.host_info: dict[str, str] | None = None
         self.isolation: IsolationRecord | None = None
+        self.isolation_warning: str | None = None  # controller: said at the start and in the summary
         self.records: dict[str, TrialRecord] = {}
         self.expected: list[str] = []          # eval node ids in collection order (controller, serial)
         self.run_errors: list[Diagnostic] = []
@@ -175,9 +176,9 @@ class EvalSession:
         assert self.suite is not None and self.suite.eval is not None
         setting = self.options.isolation or self.suite.eval.isolation
         self.isolation, problem = prepare_isolation(setting)
-        warning = warning_text(self.isolation)
-        if warning is not None:
-            self.config.get_terminal_writer().line(warning, yellow=True)
+        self.isolation_warning = warning_text(setting, self.isolation)
+        if self.isolation_warning is not None:
+            self.config.get_terminal_writer().line(self.isolation_warning, yellow=True)
         return [problem] if problem is not None else []
 
     @pytest.hookimpl(optionalhook=True)
@@ -366,9 +367,8 @@ class EvalSession:
         terminalreporter.section("atlante eval")
         for line in summary_lines(self.report_path) if self.report_path else []:
             terminalreporter.write_line(line)
-        warning = warning_text(self.isolation) if self.isolation is not None else None
-        if warning is not None:
-            terminalreporter.write_line(warning, yellow=True)
+        if self.isolation_warning is not None:
+            terminalreporter.write_line(self.isolation_warning, yellow=True)
         for problem in self.run_errors:
             terminalreporter.write_line(problem.render(), red=True)
 

@@ -29,9 +29,9 @@ def test_decide_follows_the_setting_and_the_probe() -> None:
 
 
 def test_only_an_unintended_fallback_warns() -> None:
-    assert warning_text(decide("auto", None)[0]) is None
-    assert warning_text(decide("off", None)[0]) is None
-    warning = warning_text(decide("auto", "bubblewrap (bwrap) is not installed")[0])
+    assert warning_text("auto", decide("auto", None)[0]) is None
+    assert warning_text("off", decide("off", None)[0]) is None
+    warning = warning_text("auto", decide("auto", "bubblewrap (bwrap) is not installed")[0])
     assert warning is not None and "WARNING" in warning and "not installed" in warning
 
 
