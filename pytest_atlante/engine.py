@@ -276,9 +276,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.
-    if keep:
-        rundirs.mark_kept(run_id)
-    sandboxes.remove_run_dir(run_id)
+    rundirs.finish(run_id, keep=keep)
     return status, path
 
 

@@ -7,7 +7,9 @@ directory for as long as it lives (``claim``); the kernel drops the lock when th
 however it dies.  At the start of each run the controller removes every run directory of this user
 that nobody holds (``remove_dead``) — other runs on the same machine are live and hold theirs.
 
-Two details keep a live run safe:
+Three details keep a live run safe:
+- only directories carrying ``CLAIMED_MARKER`` are considered: a run of an older pytest-atlante
+  (which takes no lock) may be using the others right now;
 - a run directory younger than ``_YOUNG_S`` is never removed: between its ``mkdir`` and its first
   lock there is a moment when nobody holds it yet;
 - a run finished with ``--atlante-keep`` leaves ``KEPT_MARKER`` in its directory: the user asked
@@ -25,11 +27,12 @@ import time
 from pathlib import Path
 
 from .report import SANDBOX_DIR_PREFIX
-from .sandbox import remove_tree, run_dir
+from .sandbox import remove_run_dir, remove_tree, run_dir
 
-__all__ = ["KEPT_MARKER", "RunClaim", "claim", "mark_kept", "remove_dead"]
+__all__ = ["CLAIMED_MARKER", "KEPT_MARKER", "RunClaim", "claim", "finish", "remove_dead"]
 
 KEPT_MARKER = "KEPT"
+CLAIMED_MARKER = ".claimed"
 _YOUNG_S = 60.0
 
 
@@ -51,14 +54,22 @@ def claim(run_id: str) -> RunClaim:
     path.mkdir(mode=0o700, exist_ok=True)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
     fcntl.flock(fd, fcntl.LOCK_SH)
+    (path / CLAIMED_MARKER).touch()  # after the lock: a marked directory is always held while live
     return RunClaim(fd)
 
 
-def mark_kept(run_id: str) -> None:
-    """Protect a finished run's kept sandboxes from ``remove_dead``."""
+def finish(run_id: str, *, keep: bool) -> None:
+    """At the end of a run (controller, after every trial): remove the run directory if no trial
+    left anything in it; with ``keep`` protect what was kept from ``remove_dead``."""
     path = run_dir(run_id)
-    if path.is_dir():
+    if not path.is_dir():
+        return
+    if keep:
         (path / KEPT_MARKER).touch()
+        return
+    if [entry.name for entry in path.iterdir()] == [CLAIMED_MARKER]:
+        (path / CLAIMED_MARKER).unlink()
+    remove_run_dir(run_id)  # only if empty
 
 
 def remove_dead(parent: Path | None = None) -> list[Path]:
@@ -85,6 +96,8 @@ def _is_dead(path: Path) -> bool:
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
         return False
     if time.time() - info.st_mtime < _YOUNG_S or (path / KEPT_MARKER).exists():
+        return False
+    if not (path / CLAIMED_MARKER).exists():
         return False
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
