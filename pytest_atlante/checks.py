@@ -27,7 +27,7 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .fsutil import UnreadableFile, read_capped
@@ -52,17 +52,26 @@ CONTAINS_READ_LIMIT = 32 * 1024 * 1024
 _SHOWN_PATTERN = 80
 
 
+Wrap = Callable[[list[str]], list[str]]
+
+
 def run_checks(
-    checks: Sequence[Check], *, sandbox: Sandbox, diff: Diff, env: Mapping[str, str]
+    checks: Sequence[Check],
+    *,
+    sandbox: Sandbox,
+    diff: Diff,
+    env: Mapping[str, str],
+    wrap: Wrap | None = None,
 ) -> list[CheckResult]:
-    return [_run_one(index, check, sandbox, diff, env) for index, check in enumerate(checks)]
+    """Run every check; command checks go through ``wrap`` (namespace isolation) when given."""
+    return [_run_one(index, check, sandbox, diff, env, wrap) for index, check in enumerate(checks)]
 
 
 def _run_one(
-    index: int, check: Check, sb: Sandbox, diff: Diff, env: Mapping[str, str]
+    index: int, check: Check, sb: Sandbox, diff: Diff, env: Mapping[str, str], wrap: Wrap | None
 ) -> CheckResult:
     if isinstance(check, CommandCheck):
-        return _command(index, check, sb, env)
+        return _command(index, check, sb, env, wrap)
     if isinstance(check, FileExistsCheck):
         return _presence(index, check.type, check.path, sb, want=True)
     if isinstance(check, FileAbsentCheck):
@@ -74,9 +83,11 @@ def _run_one(
     return _allowlist(index, check, diff)
 
 
-def _command(index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str]) -> CheckResult:
+def _command(
+    index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str], wrap: Wrap | None
+) -> CheckResult:
     shown = f"command `{_shorten(shlex.join(check.run), 120)}`"
-    result = run(check.run, cwd=sb.root, env=env, timeout_s=check.timeoutMs / 1000)
+    result = run(check.run, cwd=sb.root, env=env, timeout_s=check.timeoutMs / 1000, wrap=wrap)
     combined = result.stdout
     if combined and result.stderr and not combined.endswith("\n"):
         combined += "\n"

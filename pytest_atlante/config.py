@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from .diagnostics import Diagnostic, json_path
+from .isolation import IsolationSetting
 from .documents import LoadedDocument, load_document, validate_model
 from .hosts.registry import HostName, min_config_version
 from .models import StrictModel
@@ -38,6 +39,9 @@ class EvalSection(StrictModel):
     include: list[Annotated[str, Field(min_length=1)]] | None = None
     model: Annotated[str, Field(min_length=1)] | None = None
     budget: Budget = Budget()
+    # OS-level isolation of host sessions and command checks (``isolation`` module); the
+    # --atlante-isolation option wins.
+    isolation: IsolationSetting = "auto"
 
     @model_validator(mode="after")
     def _scenarios_or_include(self) -> "EvalSection":

@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import sandbox as sandboxes
+from . import isolation as isolations
+from . import rundirs
 from .build import verify
 from .diagnostics import Diagnostic, DiagnosticError
 from .discovery import Suite, discover
@@ -29,7 +30,7 @@ from .report import BudgetRecord, EvalReport, HostIdentity, build_report, ensure
 from .statrecords import RateInterval
 from .trial import TrialKey
 
-__all__ = ["finish_report", "prepare_run", "requested_scenarios", "summary_lines", "validate"]
+__all__ = ["finish_report", "prepare_isolation", "prepare_run", "requested_scenarios", "summary_lines", "validate"]
 
 
 def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
@@ -71,11 +72,19 @@ def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list
     return [], [], info
 
 
+def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
+    """The run's isolation (bubblewrap probed once, on the controller), and trial directories of
+    dead runs removed: both happen once per run, before any trial."""
+    rundirs.remove_dead()
+    return isolations.decide(setting, isolations.probe() if setting != "off" else None)
+
+
 def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
                   records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
                   out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
                   other_failures: bool = False, digests: Mapping[str, tuple[str, str | None]] | None = None,
-                  gate: Gate | None = None) -> tuple[EvalReport, Path]:
+                  gate: Gate | None = None, isolation: isolations.IsolationRecord | None = None,
+                  keep: bool = False) -> tuple[EvalReport, Path]:
     """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
 
     ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
@@ -109,6 +118,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
         scenarios=requested_scenarios(suite, list(expected.values()), finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        isolation=isolation,
         digests=digests,
     )
     if gate is not None:
@@ -117,7 +127,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.
-    sandboxes.remove_run_dir(run_id)
+    rundirs.finish(run_id, keep=keep)
     return report, path
 
 

@@ -33,6 +33,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="project root holding atlante.jsonc (default: the directory pytest was started in)")
     group.addoption("--atlante-host", choices=list(HOST_NAMES), default=None,
                     help="run the suite under this host instead of eval.host (compare hosts without editing the config)")
+    group.addoption("--atlante-isolation", choices=["auto", "namespace", "off"], default=None,
+                    help="OS-level isolation of host sessions and command checks (bubblewrap): auto "
+                         "(where it works, else a warning), namespace (required), off; wins over "
+                         "eval.isolation")
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")

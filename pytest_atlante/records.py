@@ -28,6 +28,10 @@ OUTPUT_TAIL_CHARS = 2_000
 CHANGED_PATHS_CAP = 1_000
 
 
+# The error of a trial that was running when the run was stopped (Ctrl-C, SIGTERM).
+INTERRUPTED_ERROR = "interrupted (Ctrl-C or SIGTERM) while the trial ran"
+
+
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -28,6 +28,7 @@ from . import __version__, evalstats
 from .digests import fingerprint
 from .fsutil import atomic_write_bytes, atomic_write_text, read_capped
 from .hosts.registry import HostName
+from .isolation import IsolationRecord
 from .records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
 from .statrecords import Comparison, PassAtK, RateInterval, SuiteStats
 
@@ -124,6 +125,9 @@ class EvalReport(Record):
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
+    # How trials were contained beyond the tool-level policy; None in reports that predate it and
+    # in runs that stopped before the probe.
+    isolation: IsolationRecord | None = None
     suite: SuiteStats | None = None
     comparison: Comparison | None = None   # the --atlante-baseline gate's result
 
@@ -361,6 +365,7 @@ def build_report(
     exit_status: int,
     errors: Sequence[dict[str, JsonValue]],
     digests: Mapping[str, tuple[str, str | None]] | None = None,
+    isolation: IsolationRecord | None = None,
 ) -> EvalReport:
     """Aggregate trial records into the report.
 
@@ -420,6 +425,7 @@ def build_report(
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
         suite=suite_statistics(records),
+        isolation=isolation,
     )
 
 

@@ -40,8 +40,9 @@ from .fsutil import atomic_write_text
 from .gate import Gate, load_gate
 from .hosts.base import HostInfo
 from .hosts.registry import HostName
+from .isolation import IsolationRecord, IsolationSetting, warning_text
 from .items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_name
-from .records import TrialRecord
+from .records import INTERRUPTED_ERROR, TrialRecord
 from .report import EvalReport, ensure_gitignore, new_run_id
 from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 from .trial import Progress, TrialInterrupted, TrialKey, TrialRunner
@@ -64,6 +65,7 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    isolation: IsolationSetting | None
     baseline: Path | None = None
     fail_on_regression: bool = False
 
@@ -78,6 +80,7 @@ class Options:
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
                    bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   config.getoption("atlante_isolation"),
                    Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
 
 
@@ -99,9 +102,20 @@ class _TrialRole:
         self.suite: Suite | None = None
         self.run_id = ""
         self.host_info: HostInfo | None = None
+        self.isolation: IsolationRecord | None = None
         self._runner: TrialRunner | None = None
         self.by_file: dict[Path, list[ScenarioEntry]] = {}
         self.collectable: frozenset[Path] | None = None  # set when atlante chose pytest's arguments
+        self._previous_sigterm: Any = None
+        self._sigterm_handled = False
+
+    def _handle_sigterm(self) -> None:
+        """CI cancellation sends SIGTERM: handled like Ctrl-C (exit 3, the report written, running
+        trials marked interrupted) in every role, instead of dying with the hosts still running.
+        Only the main thread may install a handler (a worker on a socket gateway may not run there)."""
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+            self._sigterm_handled = True
 
     # -- set-up ---------------------------------------------------------------------------------
     def _ready(self, suite: Suite) -> None:
@@ -156,8 +170,12 @@ class _TrialRole:
         if self._runner is None:
             assert self.suite is not None and self.host_info is not None
             self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
-                                       keep=self.options.keep)
+                                       keep=self.options.keep, isolation=self.isolation, report_dir=self._report_dir())
         return self._runner
+
+    def _report_dir(self) -> Path | None:
+        """Where the report goes, hidden from trials; a worker does not know the default location."""
+        return self.options.out
 
     def _progress(self) -> Progress:
         return lambda phase: None
@@ -210,6 +228,20 @@ class _TrialRole:
             report.atlante_record = record.model_dump_json()  # type: ignore[attr-defined]
             del item.stash[RECORD_KEY]
 
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self._runner is not None:
+            self._runner.close()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # An in-process run (pytester) must not leave its handler in the calling process.
+        if self._sigterm_handled:
+            # None: the previous handler was not installed from Python; the default is the best guess.
+            signal.signal(signal.SIGTERM, self._previous_sigterm if self._previous_sigterm is not None else signal.SIG_DFL)
+
+
+def _terminate_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
 
 class Worker(_TrialRole):
     """An xdist worker: the controller already validated the suite and probed the host."""
@@ -218,6 +250,8 @@ class Worker(_TrialRole):
         super().__init__(config, options)
         self.run_id = shared["runId"]
         self.host_info = HostInfo(**shared["host"]) if shared["host"] else None
+        isolation = shared.get("isolation")
+        self.isolation = IsolationRecord.model_validate(isolation) if isolation else None
         self._shared_suite: Suite = pickle.loads(base64.b64decode(shared["suite"]))
         if threading.current_thread() is threading.main_thread():
             # execnet starts xdist workers with SIGINT ignored, so Ctrl-C would leave a trial's host
@@ -228,6 +262,7 @@ class Worker(_TrialRole):
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._handle_sigterm()
         self._ready(self._shared_suite)
 
     def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
@@ -252,8 +287,12 @@ class Controller(_TrialRole):
         self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.report: EvalReport | None = None
         self.report_path: Path | None = None
+        self.isolation_warning: str | None = None  # said at the start and in the summary
         self.digests: dict[str, tuple[str, str | None]] | None = None   # per scenario, after validation
         self.gate: Gate | None = None
+
+    def _report_dir(self) -> Path | None:
+        return self.out_dir
 
     @property
     def out_dir(self) -> Path:
@@ -266,6 +305,7 @@ class Controller(_TrialRole):
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from .evalrun import prepare_run, validate
 
+        self._handle_sigterm()
         suite, problems = validate(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
                                    host_override=self.options.host)
         self.suite = suite
@@ -290,10 +330,24 @@ class Controller(_TrialRole):
         if suite.eval is not None:
             # Fixtures and the build are verified now: fingerprint what every trial will copy.
             self.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
+        if not run_error:
+            run_error = self._decide_isolation()
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
         self._ready(suite)
+
+    def _decide_isolation(self) -> list[Diagnostic]:
+        """Probe bubblewrap once for the run; warn, or refuse to start, as configured."""
+        from .evalrun import prepare_isolation
+
+        assert self.suite is not None and self.suite.eval is not None
+        setting = self.options.isolation or self.suite.eval.isolation
+        self.isolation, problem = prepare_isolation(setting)
+        self.isolation_warning = warning_text(setting, self.isolation)
+        if self.isolation_warning is not None:
+            self.config.get_terminal_writer().line(self.isolation_warning, yellow=True)
+        return [problem] if problem is not None else []
 
     def _fail_validation(self, problems: list[Diagnostic]) -> None:
         self.validation_failed = True
@@ -331,6 +385,7 @@ class Controller(_TrialRole):
         node.workerinput[WORKERINPUT_KEY] = {
             "runId": self.run_id,
             "host": asdict(self.host_info) if self.host_info else None,
+            "isolation": self.isolation.model_dump() if self.isolation is not None else None,
             "suite": base64.b64encode(pickle.dumps(self.suite)).decode("ascii"),
         }
 
@@ -486,12 +541,13 @@ class Controller(_TrialRole):
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
             default_out=self.options.out is None, other_failures=other_failures, digests=self.digests,
-            gate=self.gate,
+            gate=self.gate, isolation=self.isolation, keep=self.options.keep,
         )
         return self.report.exitStatus
 
     @pytest.hookimpl(tryfirst=True)  # before other plugins read session.exitstatus
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        super().pytest_sessionfinish(session, exitstatus)
         if self.validation_failed or self.suite is None or self.host_info is None:
             return
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and self.user_interrupt
@@ -520,6 +576,8 @@ class Controller(_TrialRole):
                 terminalreporter.write_line(line)
         for problem in self.run_errors:
             terminalreporter.write_line(problem.render(), red=True)
+        if self.isolation_warning is not None:
+            terminalreporter.write_line(self.isolation_warning, yellow=True)
 
 
 def internal_error(exc: Exception) -> Diagnostic:
@@ -566,7 +624,7 @@ def is_user_interrupt(exc: BaseException) -> bool:
 def interrupted_record(node_id: str, key: TrialKey) -> TrialRecord:
     """The record of a trial that was running when the run was interrupted."""
     return TrialRecord(scenario=key.scenario, trial=key.trial, nodeId=node_id, verdict="infra-error",
-                       interrupted=True, error="interrupted (Ctrl-C) while the trial ran")
+                       interrupted=True, error=INTERRUPTED_ERROR)
 
 
 # What one failed trial prints in the terminal: a readable head, never an agent-sized dump.

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 import json
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import UnreadableFile, read_capped
@@ -131,8 +131,17 @@ class Host(Protocol):
     def new_monitor(self) -> StreamMonitor: ...
 
     def finalize(
-        self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path
-    ) -> SessionOutcome: ...
+        self,
+        info: HostInfo,
+        monitor: StreamMonitor,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        wrap: Callable[[list[str]], list[str]] | None = None,
+    ) -> SessionOutcome:
+        """The session's outcome; any command it runs goes through ``wrap`` (namespace isolation),
+        because it runs the host again in the sandbox the agent could write (plugins, config)."""
+        ...
 
 
 # --------------------------------------------------------------------------- version probe

@@ -15,7 +15,7 @@ import json
 import os
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import UnreadableFile, read_capped
@@ -251,7 +251,8 @@ class ClaudeCodeHost:
     def new_monitor(self) -> StreamMonitor:
         return ClaudeStreamMonitor()
 
-    def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path) -> SessionOutcome:
+    def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path,
+                 wrap: Callable[[list[str]], list[str]] | None = None) -> SessionOutcome:
         """Everything Claude Code reports is in its stream."""
         return monitor.outcome()
 
