@@ -28,6 +28,7 @@ from .process import allowlisted_environment, run
 from .records import TrialRecord, Verdict, cap_diff, strongest, tail
 from .report import BudgetRecord, HostIdentity, build_report, ensure_gitignore, new_run_id, scrub_paths, write_report
 from .scenario import SETUP_TIMEOUT_MS
+from .transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
 
 __all__ = ["Engine", "finish_report", "new_run_id", "prepare_run", "summary_lines"]
 
@@ -76,7 +77,8 @@ class TrialInterrupted(KeyboardInterrupt):
 class Engine:
     """Runs trials for one process; built lazily on the first trial a process runs."""
 
-    def __init__(self, suite: Suite, run_id: str, host_info: Mapping[str, str], *, scripted: bool, keep: bool) -> None:
+    def __init__(self, suite: Suite, run_id: str, host_info: Mapping[str, str], *, scripted: bool, keep: bool,
+                 out_dir: Path | None = None) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.eval = suite.eval
@@ -87,6 +89,7 @@ class Engine:
         self.scripted = scripted
         self.keep = keep
         self.overlay = tree_dir(suite.project_root, self.eval.host)
+        self.out_dir = out_dir  # where this worker writes each trial's transcript (beside the report)
 
     def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
         base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
@@ -162,9 +165,11 @@ class Engine:
         progress("host session")
         monitor = self.host.new_monitor()
         gate = TokenGate(budget.maxTokens)
+        capture = StreamCapture(Redactor(secret_values(parent_env), [str(sb.root), str(sb.trial_dir), str(sb.home)]))
 
         def on_line(line: str) -> bool:
             monitor.feed(line)
+            capture.add(line)
             return gate.observe(monitor.cumulative_tokens)
 
         allowlisted = allowlisted_environment(parent_env, home=sb.home)
@@ -194,6 +199,8 @@ class Engine:
             detail = outcome.error_message or tail(session.stderr, 500).strip() or "no error text"
             error = f"host session failed (exit {session.returncode}): {detail}"
 
+        files = self._write_transcript(capture, base, budget, session.timed_out, session.aborted, error)
+
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
         checks_env = allowlisted_environment(parent_env, home=sb.home)
@@ -215,7 +222,26 @@ class Engine:
             "modelIdentity": outcome.model_identity,
             "budgetUnmonitored": outcome.budget_unmonitored,
             "error": error,
+            **files,
         })
+
+    def _write_transcript(self, capture: StreamCapture, base: TrialRecord, budget: TrialBudget,
+                          timed_out: bool, aborted: bool, error: str | None) -> dict[str, object]:
+        """Write the trial's transcript and raw stream; the record fields that point at them."""
+        if self.out_dir is None:
+            return {}
+        abort = None
+        if timed_out:
+            abort = {"reason": "timeout", "message": error}
+        elif aborted:
+            abort = {"reason": "budget", "message": error}
+        events = build_transcript(capture, host=self.info.name, dialect=self.info.dialect, scenario=base.scenario,
+                                  trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+        try:
+            transcript, stream = write_trial_files(self.out_dir, capture, events, base.scenario, base.trial)
+        except OSError:  # a full disk loses the transcript, not the trial's verdict
+            return {}
+        return {"transcript": transcript, "hostStream": stream, "transcriptTruncated": capture.truncated}
 
 
 def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Mapping[str, str] | None,

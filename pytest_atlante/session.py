@@ -205,7 +205,8 @@ class EvalSession:
 
         assert self.suite is not None and self.host_info is not None
         if self._engine is None:
-            self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=self.options.scripted, keep=self.options.keep)
+            self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=self.options.scripted, keep=self.options.keep,
+                                  out_dir=self.out_dir)
         entry = item.stash[ENTRY_KEY]
         trial = item.stash[TRIAL_KEY]
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
