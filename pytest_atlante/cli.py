@@ -1,4 +1,4 @@
-"""The ``atlante`` command: build, eval, benchmark and pack subcommands.
+"""The ``atlante`` command: build, eval, view, benchmark and pack subcommands.
 
 Each subcommand is a thin adapter: parse arguments, call one function of a plain module, turn a
 ``DiagnosticError`` into readable stderr lines and an exit status.  No traceback reaches the user
@@ -61,6 +61,12 @@ def _pack_report(args: argparse.Namespace) -> int:
     return cmd_pack_report(Path(args.path))
 
 
+def _view(args: argparse.Namespace) -> int:
+    from .view import latest_run, view_command
+
+    return view_command(Path(args.report) if args.report else latest_run(Path.cwd()), _opt_path(args.out))
+
+
 def _opt_path(value: str | None) -> Path | None:
     return Path(value) if value is not None else None
 
@@ -93,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
     ev.set_defaults(func=_eval)
+
+    view = sub.add_parser("view", help="write one self-contained HTML page for an eval report")
+    view.add_argument("report", nargs="?", metavar="REPORT_OR_RUN_DIR",
+                      help="report.json or its run directory (default: the newest run under ./.atlante/eval/)")
+    view.add_argument("-o", "--out", metavar="FILE", help="where to write the page (default: report.html beside the report)")
+    view.set_defaults(func=_view)
 
     bench = sub.add_parser("benchmark", help="Atlas evaluation: validate, plan, summarize, score")
     bsub = bench.add_subparsers(dest="bench_command", required=True, metavar="ACTION")

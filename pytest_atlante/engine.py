@@ -293,7 +293,7 @@ def requested_scenarios(suite: Suite, expected: list[str], finished: list[TrialR
     return [(e.scenario.name, e.display, e.source, requested[e.scenario.name]) for e in suite.scenarios if e.scenario.name in requested]
 
 
-def summary_lines(report_path: Path) -> list[str]:
+def summary_lines(report_path: Path, html_path: Path | None = None) -> list[str]:
     from .report import EvalReport
 
     report = EvalReport.model_validate_json(report_path.read_text(encoding="utf-8"))
@@ -306,4 +306,6 @@ def summary_lines(report_path: Path) -> list[str]:
     counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
     lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
     lines.append(f"report: {report_path}")
+    if html_path is not None:
+        lines.append(f"html: {html_path}")  # last, so a terminal can open it with one click
     return lines

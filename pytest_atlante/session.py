@@ -42,6 +42,7 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    html: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -52,7 +53,8 @@ class Options:
         out = config.getoption("atlante_out")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
-                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"))
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   bool(config.getoption("atlante_html")))
 
 
 class EvalSession:
@@ -76,6 +78,7 @@ class EvalSession:
         self.run_errors: list[Diagnostic] = []
         self.validation_failed = False
         self.report_path: Path | None = None
+        self.html_path: Path | None = None
         self._engine: Any = None
 
     # -- set-up ---------------------------------------------------------------------------------
@@ -310,6 +313,10 @@ class EvalSession:
             default_out=self.options.out is None,
         )
         self.report_path = path
+        if self.options.html:
+            from .view import write_view
+
+            self.html_path = write_view(path)
         return exit_status
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -337,7 +344,7 @@ class EvalSession:
         from .engine import summary_lines
 
         terminalreporter.section("atlante eval")
-        for line in summary_lines(self.report_path) if self.report_path else []:
+        for line in summary_lines(self.report_path, self.html_path) if self.report_path else []:
             terminalreporter.write_line(line)
         for problem in self.run_errors:
             terminalreporter.write_line(problem.render(), red=True)

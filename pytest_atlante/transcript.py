@@ -70,10 +70,14 @@ class Redactor:
         forms = {form for s in secrets for form in (s, json.dumps(s)[1:-1]) if form}
         self._secrets = sorted(forms, key=len, reverse=True)
         self._roots = list(roots)
+        # Claude Code names its per-project store after the cwd with every "/" made "-" (FACTS §4).
+        self._mangled = sorted({r.rstrip("/").replace("/", "-") for r in roots if r.strip("/")}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
+        for mangled in self._mangled:
+            text = text.replace(mangled, "<sandbox>")
         text = _SECRET_SHAPES.sub(REDACTED, text)
         return redact_sandbox_paths(scrub_paths(text, self._roots))
 
