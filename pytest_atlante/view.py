@@ -174,12 +174,16 @@ def _header(report: J) -> str:
             + (f"<h2>Run errors</h2><ul>{errors}</ul>" if errors else "") + "</header>")
 
 
-_COLUMNS = [("Scenario", "text"), ("Pass rate", "number"), ("pass@k / pass^k", "number"), ("Trials", "number"),
-            ("Tokens", "number"), ("Cost $", "number"), ("Mean s", "number"), ("p95 s", "number")]
+# (heading, sort kind, hidden on narrow screens: the scenario name and pass rate must stay readable)
+_COLUMNS = [("Scenario", "text", False), ("Pass rate", "number", False), ("pass@k / pass^k", "number", True),
+            ("Trials", "number", True), ("Tokens", "number", True), ("Cost $", "number", False), ("Mean s", "number", True),
+            ("p95 s", "number", False)]
+_NARROW = [' class="hide-narrow"' if narrow else "" for _, _, narrow in _COLUMNS]
 
 
 def _scenario_table(report: J) -> str:
-    head = "".join(f'<th scope="col" data-sort="{kind}"><button type="button">{esc(name)}</button></th>' for name, kind in _COLUMNS)
+    head = "".join(f'<th scope="col" data-sort="{kind}"{cls}><button type="button">{esc(name)}</button></th>'
+                   for (name, kind, _), cls in zip(_COLUMNS, _NARROW))
     rows = []
     for index, s in enumerate(report.get("scenarios") or []):
         totals = s.get("totals") or {}
@@ -193,11 +197,11 @@ def _scenario_table(report: J) -> str:
             "<tr>"
             f'<th scope="row" data-v="{esc(s.get("name"))}"><a href="#s{index}">{esc(s.get("name"))}</a>{flag}</th>'
             f'<td data-v="{_num(s.get("passRate"))}">{_pct(s.get("passRate"))}{_bar(s)}</td>'
-            f'<td data-v="{pak_value}">{pak_text}</td>'
-            f'<td data-v="{len(trials)}" title="{esc(count_text)}">{len(trials)}/{esc(s.get("expectedTrials"))}</td>'
-            f'<td data-v="{_num(totals.get("tokens"))}">{esc(totals.get("tokens"))}</td>'
+            f'<td{_NARROW[2]} data-v="{pak_value}">{pak_text}</td>'
+            f'<td{_NARROW[3]} data-v="{len(trials)}" title="{esc(count_text)}">{len(trials)}/{esc(s.get("expectedTrials"))}</td>'
+            f'<td{_NARROW[4]} data-v="{_num(totals.get("tokens"))}">{esc(totals.get("tokens"))}</td>'
             f'<td data-v="{_num(cost)}">{f"{cost:.4f}" if isinstance(cost, (int, float)) else "–"}</td>'
-            f'<td data-v="{_num(s.get("meanDurationMs"))}">{_seconds(s.get("meanDurationMs"))}</td>'
+            f'<td{_NARROW[6]} data-v="{_num(s.get("meanDurationMs"))}">{_seconds(s.get("meanDurationMs"))}</td>'
             f'<td data-v="{_num(s.get("p95DurationMs"))}">{_seconds(s.get("p95DurationMs"))}</td>'
             "</tr>"
         )

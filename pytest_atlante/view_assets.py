@@ -17,13 +17,13 @@ body{margin:0;background:var(--bg);line-height:1.45}
 main{max-width:1200px;margin:0 auto;padding:1rem}
 h1{font-size:1.5rem;margin:.5rem 0}h2{font-size:1.25rem;margin:1.5rem 0 .5rem;border-bottom:1px solid var(--line)}
 h3{font-size:1.1rem;margin:1.25rem 0 .25rem;overflow-wrap:anywhere}h4{font-size:1rem;margin:.75rem 0 .25rem}
-dl.meta{display:grid;grid-template-columns:repeat(auto-fit,minmax(14rem,1fr));gap:.25rem 1rem;margin:0}
+dl.meta{display:grid;grid-template-columns:repeat(auto-fit,minmax(17rem,1fr));gap:.25rem 1rem;margin:0}
 dl.meta div{display:flex;gap:.5rem}dl.meta dt{color:var(--muted)}dl.meta dd{margin:0;overflow-wrap:anywhere}
 .table-wrap{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 caption{text-align:left;color:var(--muted);padding:.25rem 0}
 th,td{border-bottom:1px solid var(--line);padding:.35rem .5rem;text-align:right;vertical-align:top}
-th:first-child,td:first-child{text-align:left;overflow-wrap:anywhere}
+tr>:first-child{text-align:left;overflow-wrap:break-word;min-width:8rem}
 th button{font:inherit;font-weight:600;background:none;border:0;padding:0;cursor:pointer;color:inherit}
 th[aria-sort=ascending] button::after{content:" \\25B2"}th[aria-sort=descending] button::after{content:" \\25BC"}
 .bar{position:relative;display:inline-block;width:6rem;height:.6rem;background:var(--soft);border:1px solid var(--line);
