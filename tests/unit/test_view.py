@@ -1,0 +1,82 @@
+"""``atlante view`` without a browser: where the page goes, bad input, escaping, optional fields."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_atlante.cli import main
+from pytest_atlante.view import HTML_FILE, load_report, render
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from view_helpers import synthetic_report  # noqa: E402
+
+
+def test_view_writes_beside_the_report_and_prints_the_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    synthetic_report(tmp_path, scenarios=2, trials=2, transcript_turns=2)
+    assert main(["view", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"html: {tmp_path / HTML_FILE}\n"
+    page = (tmp_path / HTML_FILE).read_text()
+    assert page.startswith("<!DOCTYPE html>") and "http://" not in page and "https://" not in page  # nothing to fetch
+    assert page.count('class="timeline"') == 4
+    other = tmp_path / "elsewhere" / "page.html"
+    assert main(["view", str(tmp_path / "report.json"), "-o", str(other)]) == 0 and other.is_file()
+
+
+def test_view_without_an_argument_takes_the_newest_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    runs = tmp_path / ".atlante" / "eval"
+    synthetic_report(runs / "20261201T010000Z-aaaaaa", scenarios=1, trials=1)
+    synthetic_report(runs / "20261201T020000Z-bbbbbb", scenarios=1, trials=1)
+    monkeypatch.chdir(tmp_path)
+    assert main(["view"]) == 0
+    assert "20261201T020000Z-bbbbbb" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("content", "code"), [(None, "view-report-missing"), ("{}", "view-report-invalid"),
+                                               ("not json", "view-report-invalid")])
+def test_bad_input_is_a_diagnostic_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   content: str | None, code: str) -> None:
+    if content is not None:
+        (tmp_path / "report.json").write_text(content)
+    assert main(["view", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert code in err and "Traceback" not in err
+
+
+def test_a_transcript_path_outside_the_report_dir_is_not_read(tmp_path: Path) -> None:
+    path = synthetic_report(tmp_path / "run", scenarios=1, trials=1)
+    (tmp_path / "secret.jsonl").write_text(json.dumps({"type": "text", "text": "SECRET-OUTSIDE"}) + "\n")
+    report = json.loads(path.read_text())
+    report["scenarios"][0]["trials"][0]["transcript"] = "../secret.jsonl"
+    path.write_text(json.dumps(report))
+    page = render(load_report(path), path.parent)
+    assert "SECRET-OUTSIDE" not in page and "outside the report" in page
+
+
+def test_interval_pass_at_k_isolation_and_comparison_render_when_present(tmp_path: Path) -> None:
+    path = synthetic_report(tmp_path, scenarios=1, trials=3)
+    report = load_report(path)
+    plain = render(report, tmp_path)
+    assert 'class="iv"' not in plain and "Comparison" not in plain  # an older report shows less, without errors
+    report["isolation"] = {"mode": "namespace", "reason": None}
+    report["comparison"] = {"baseline": "<base>", "regressed": ["scenario-000"]}
+    report["scenarios"][0].update(passInterval={"low": 0.2, "high": 0.9, "method": "wilson", "confidence": 0.95},
+                                  passAtK=[{"k": 1, "passAtK": 0.67, "passHatK": 0.67}, {"k": 3, "passAtK": 0.96, "passHatK": 0.3}],
+                                  unreliable=True)
+    page = render(report, tmp_path)
+    assert 'style="left:20.0%;width:70.0%"' in page and "95% interval 20% to 90%" in page
+    assert "@3 96% / ^30%" in page and "unreliable" in page and "namespace" in page
+    assert "&lt;base&gt;" in page and "<base>" not in page
+
+
+def test_every_report_string_is_escaped(tmp_path: Path) -> None:
+    hostile = '"><script>alert(1)</script>'
+    path = synthetic_report(tmp_path, scenarios=1, trials=1, names=[hostile], diff=hostile, message=hostile)
+    page = render(load_report(path), tmp_path)
+    assert page.count("<script>") == 1  # the page's own
+    assert not re.search(r'id="[^"]*[<>]', page)  # ids come from indices, never from report text
