@@ -4,6 +4,7 @@ One run per host with three scenarios: a script of several tool steps (whose tra
 the script's actions in order, host-neutrally, with usage that adds up to the trial's), a session
 aborted by ``maxTokens`` and one stopped by its timeout.  A credential-named variable of the run's
 environment is written into a file and echoed by the "model": its value must not reach either file.
+The run uses two xdist workers: each writes the transcripts of the trials it ran.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def test_transcripts_replay_the_script_and_record_aborts(
     out = pytester.path / "out"
     result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
                                            "--atlante-out", str(out), "--rootdir", str(project.root),
-                                           "-p", "no:cacheprovider", timeout=600)
+                                           "-p", "no:cacheprovider", "-n", "2", timeout=600)
     text = result.stdout.str()
     report = EvalReport.model_validate_json((out / "report.json").read_text())
     trials = {t.scenario: t for s in report.scenarios for t in s.trials}
