@@ -21,13 +21,14 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .fsutil import atomic_write_bytes
 from .hosts.streams import SYNTHETIC_MODEL, claude_model_usage, claude_usage, opencode_usage, sum_usage
 from .records import Usage
-from .report import redact_sandbox_paths, scrub_paths
+from .report import iso_utc, redact_sandbox_paths, scrub_paths
 
 TRANSCRIPT_SCHEMA = "atlante/transcript-v1"
 TRANSCRIPT_FILE = "transcript.jsonl"
@@ -89,6 +90,7 @@ class StreamCapture:
     redact: Redactor
     cap_bytes: int = STREAM_CAP_BYTES
     started: float = field(default_factory=time.monotonic)
+    started_at: str = field(default_factory=lambda: iso_utc(datetime.now(timezone.utc)))  # what ``t`` counts from
     head: list[tuple[int, str]] = field(default_factory=list)
     tail: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     kept_bytes: int = 0
@@ -291,7 +293,7 @@ def build_transcript(capture: StreamCapture, *, host: str, dialect: str, scenari
     if abort is not None:
         b.emit(lines[-1][0] if lines else 0, "abort", **abort)
     header = {"schema": TRANSCRIPT_SCHEMA, "type": "header", "host": host, "dialect": dialect, "scenario": scenario,
-              "trial": trial, "capBytes": capture.cap_bytes, "streamBytes": capture.total_bytes,
+              "trial": trial, "startedAt": capture.started_at, "capBytes": capture.cap_bytes, "streamBytes": capture.total_bytes,
               "truncated": capture.truncated, "events": len(b.events)}
     return [header, *b.events]
 

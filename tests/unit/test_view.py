@@ -80,3 +80,17 @@ def test_every_report_string_is_escaped(tmp_path: Path) -> None:
     page = render(load_report(path), tmp_path)
     assert page.count("<script>") == 1  # the page's own
     assert not re.search(r'id="[^"]*[<>]', page)  # ids come from indices, never from report text
+
+
+def test_the_budget_crossing_turn_and_the_abort_are_marked(tmp_path: Path) -> None:
+    path = synthetic_report(tmp_path, scenarios=1, trials=1, transcript_turns=2)
+    transcript = tmp_path / "trials" / "scenario-000" / "1" / "transcript.jsonl"
+    lines = transcript.read_text().splitlines()
+    crossing = json.loads(lines[5])
+    assert crossing["type"] == "usage" and crossing["turn"] == 2
+    lines[5] = json.dumps({**crossing, "budgetCrossed": True})
+    lines.append(json.dumps({"type": "abort", "turn": 2, "t": 900, "reason": "budget", "message": "exceeded maxTokens=150"}))
+    transcript.write_text("\n".join(lines) + "\n")
+    page = render(load_report(path), tmp_path)
+    assert page.count('class="usage crossed"') == 1 and "token budget crossed in this turn" in page
+    assert '<li class="abort">' in page and "exceeded maxTokens=150" in page
