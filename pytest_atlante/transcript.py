@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .fsutil import atomic_write_bytes
 from .hosts.streams import SYNTHETIC_MODEL, claude_model_usage, claude_usage, opencode_usage, sum_usage
+from .hosts.streams import _dict, _event as _json  # the monitors' junk-tolerant readers
 from .records import Usage
 from .report import iso_utc, redact_sandbox_paths, scrub_paths
 
@@ -140,18 +141,6 @@ class _Builder:
                   cumulativeTokens=self.cumulative, agent=agent, **extra)
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _json(line: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def neutral_input(value: object) -> dict[str, Any]:
     return {_ARGUMENTS.get(k, k): v for k, v in _dict(value).items()}
 
@@ -189,10 +178,7 @@ def _claude(lines: Iterable[tuple[int, str]], b: _Builder) -> None:
                 usage = message.get("usage")
                 if isinstance(usage, dict) and message.get("model") != SYNTHETIC_MODEL:
                     # message_start usage: input and cache exact, output_tokens only 1 (FACTS §3)
-                    b.usage(t, Usage(inputTokens=_int(usage.get("input_tokens")), outputTokens=_int(usage.get("output_tokens")),
-                                     cacheReadTokens=_int(usage.get("cache_read_input_tokens")),
-                                     cacheWriteTokens=_int(usage.get("cache_creation_input_tokens"))),
-                            None, exact=False, agent=agent)
+                    b.usage(t, claude_usage(usage), None, exact=False, agent=agent)
             for block in message.get("content") or []:
                 block = _dict(block)
                 if block.get("type") == "text" and block.get("text"):
@@ -231,10 +217,6 @@ def _claude_result(t: int, event: dict[str, Any], b: _Builder) -> None:
     b.emit(t, "result", usage=usage.model_dump() if usage else None,
            costUsd=cost if isinstance(cost, (int, float)) else None, turns=event.get("num_turns"),
            stopReason=event.get("terminal_reason") or event.get("stop_reason"), isError=event.get("is_error") is True)
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _opencode(lines: Iterable[tuple[int, str]], b: _Builder) -> None:
