@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any, Iterable
 
 from pydantic import ValidationError
@@ -74,13 +76,21 @@ def load_report(path: Path) -> J:
     return dumped
 
 
+def _inside(report_dir: Path, rel: object) -> Path | None:
+    """``rel`` resolved under the report's directory; None for anything that would leave it."""
+    if not isinstance(rel, str) or not rel:
+        return None
+    base = report_dir.resolve()
+    path = (base / rel).resolve()
+    return path if base in path.parents else None
+
+
 def _transcript_events(report_dir: Path, rel: object) -> tuple[list[J] | None, str | None]:
     """The trial's transcript events, or why there are none.  Paths stay inside the report's directory."""
     if not isinstance(rel, str) or not rel:
         return None, None
-    base = report_dir.resolve()
-    path = (base / rel).resolve()
-    if base not in path.parents:
+    path = _inside(report_dir, rel)
+    if path is None:
         return None, "the transcript path points outside the report's directory; not read"
     try:
         return read_transcript(path), None
@@ -283,7 +293,18 @@ def _event(event: J, ident: str) -> str:
     return f'<li>{stamp}{esc(kind)}</li>'
 
 
-def _transcript(report_dir: Path, trial: J, ident: str) -> str:
+def _links(report_dir: Path, page_dir: Path, trial: J) -> str:
+    """Links to the trial's files, relative to where the page is written (so ``-o`` keeps them working)."""
+    links = []
+    for key, label in (("transcript", "transcript.jsonl"), ("hostStream", "raw host stream")):
+        path = _inside(report_dir, trial.get(key))
+        if path is not None and path.is_file():
+            href = quote(os.path.relpath(path, page_dir.resolve()).replace(os.sep, "/"))
+            links.append(f'<a href="{esc(href)}">{esc(label)}</a>')
+    return f'<p class="note">Files: {" · ".join(links)}</p>' if links else ""
+
+
+def _transcript(report_dir: Path, page_dir: Path, trial: J, ident: str) -> str:
     events, problem = _transcript_events(report_dir, trial.get("transcript"))
     if events is None:
         return f'<p class="note">{esc(problem)}</p>' if problem else ""
@@ -294,10 +315,10 @@ def _transcript(report_dir: Path, trial: J, ident: str) -> str:
     header = events[0] if events and events[0].get("type") == "header" else {}
     cap = '<p class="note">The host stream passed the size cap; the transcript is incomplete.</p>' if header.get("truncated") else ""
     label = f"Transcript ({len(body)} events)"
-    return _toggle(ident, esc(label), f'{cap}<ol class="timeline">{items}</ol>{more}')
+    return _toggle(ident, esc(label), f'{cap}<ol class="timeline">{items}</ol>{more}{_links(report_dir, page_dir, trial)}')
 
 
-def _trials(report: J, report_dir: Path) -> str:
+def _trials(report: J, report_dir: Path, page_dir: Path) -> str:
     parts = ['<h2 id="trials">Trials</h2>']
     for si, s in enumerate(report.get("scenarios") or []):
         parts.append(f'<section aria-labelledby="s{si}"><h3 id="s{si}">{esc(s.get("name"))}</h3>'
@@ -312,7 +333,7 @@ def _trials(report: J, report_dir: Path) -> str:
             error = f'<p class="error">{esc(t.get("error"))}</p>' if t.get("error") else ""
             parts.append(f'<article class="trial" aria-labelledby="{ident}h"><h4 id="{ident}h">trial {esc(t.get("trial"))} '
                          f'{_chip(str(t.get("verdict")))} <span class="note">{facts}</span></h4>{error}{_checks(t)}'
-                         f'{_diff(t, ident + "d")}{_transcript(report_dir, t, ident + "x")}</article>')
+                         f'{_diff(t, ident + "d")}{_transcript(report_dir, page_dir, t, ident + "x")}</article>')
         parts.append("</section>")
     return "".join(parts)
 
@@ -326,14 +347,14 @@ def _comparison(comparison: object) -> str:
             f'<thead><tr><th scope="col">field</th><th scope="col" style="text-align:left">value</th></tr></thead><tbody>{rows}</tbody></table></div>')
 
 
-def render(report: J, report_dir: Path) -> str:
-    """The whole page, as one string."""
+def render(report: J, report_dir: Path, page_dir: Path | None = None) -> str:
+    """The whole page, as one string; ``page_dir`` is where it will be written (default: the report's)."""
     csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash()}; img-src data:"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>atlante eval {esc(report.get('runId'))}</title><style>{CSS}</style></head><body><main>"
-            f"{_header(report)}{_comparison(report.get('comparison'))}{_scenario_table(report)}{_trials(report, report_dir)}"
+            f"{_header(report)}{_comparison(report.get('comparison'))}{_scenario_table(report)}{_trials(report, report_dir, page_dir or report_dir)}"
             f"</main><script>{JS}</script></body></html>\n")
 
 
@@ -341,7 +362,7 @@ def write_view(report_path: Path, out: Path | None = None) -> Path:
     """Render ``report_path`` to ``out`` (default: ``report.html`` beside the report); returns the path."""
     report = load_report(report_path)
     target = out if out is not None else report_path.parent / HTML_FILE
-    atomic_write_bytes(target, render(report, report_path.parent).encode("utf-8"))
+    atomic_write_bytes(target, render(report, report_path.parent, target.parent).encode("utf-8"))
     return target
 
 

@@ -23,8 +23,10 @@ def test_view_writes_beside_the_report_and_prints_the_path(tmp_path: Path, capsy
     page = (tmp_path / HTML_FILE).read_text()
     assert page.startswith("<!DOCTYPE html>") and "http://" not in page and "https://" not in page  # nothing to fetch
     assert page.count('class="timeline"') == 4
+    assert 'href="trials/scenario-000/1/transcript.jsonl"' in page
     other = tmp_path / "elsewhere" / "page.html"
     assert main(["view", str(tmp_path / "report.json"), "-o", str(other)]) == 0 and other.is_file()
+    assert 'href="../trials/scenario-000/1/transcript.jsonl"' in other.read_text()  # links still reach the files
 
 
 def test_view_without_an_argument_takes_the_newest_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
