@@ -260,7 +260,11 @@ def _event(event: J, ident: str) -> str:
         return f'<li class="text{sub}">{stamp}<strong>assistant</strong> {body}</li>'
     if kind == "tool_call":
         args = json.dumps(event.get("input"), indent=1, ensure_ascii=False)[:FIELD_SHOWN_CHARS]
-        title = f"{esc(event.get('tool'))} ({esc(event.get('hostTool'))})"
+        raw = event.get("input")
+        inputs: J = raw if isinstance(raw, dict) else {}
+        gist = next((str(inputs[k]) for k in ("path", "command", "pattern", "name", "description") if inputs.get(k)), "")
+        gist = gist.splitlines()[0][:80] if gist else ""  # the call at a glance: which file, which command
+        title = f"{esc(event.get('tool'))} {esc(gist)}" if gist else esc(event.get("tool"))
         return f'<li class="call{sub}">{stamp}' + _toggle(ident, f"tool call: {title}", f"<pre>{esc(args)}</pre>") + "</li>"
     if kind == "tool_result":
         size = f"{esc(event.get('chars'))} chars" + (", truncated" if event.get("truncated") else "")
