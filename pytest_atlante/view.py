@@ -177,8 +177,11 @@ def _header(report: J) -> str:
         ("complete", "yes" if report.get("complete") else ("no (interrupted)" if report.get("interrupted") else "no")),
     ]
     suite = report.get("suite")
-    if isinstance(suite, dict):
-        items += [(f"suite {k}", json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in suite.items()]
+    if isinstance(suite, dict) and suite.get("meanPassRate") is not None:
+        interval = suite.get("passInterval") if isinstance(suite.get("passInterval"), dict) else {}
+        spread = f", interval {_pct(interval.get('low'))} to {_pct(interval.get('high'))}" if interval else ""
+        items.append(("suite", f"mean pass rate {_pct(suite.get('meanPassRate'))}{spread} over "
+                               f"{suite.get('scenarios')} scenarios, {suite.get('trials')} trials"))
     errors = "".join(f"<li class=\"error\">{esc(e.get('code'))}: {esc(e.get('message'))}</li>" for e in report.get("errors") or [])
     return (f"<header><h1>atlante eval report</h1>{_meta(items)}"
             + (f"<h2>Run errors</h2><ul>{errors}</ul>" if errors else "") + "</header>")
@@ -342,13 +345,49 @@ def _trials(report: J, report_dir: Path, page_dir: Path) -> str:
     return "".join(parts)
 
 
+def _sides(side: object) -> str:
+    side = side if isinstance(side, dict) else {}
+    return f"{esc(side.get('passed'))}/{esc(side.get('trials'))}"
+
+
 def _comparison(comparison: object) -> str:
+    """``atlante compare``'s result (a report's ``comparison``, or ``--compare``): base and new side by side."""
     if not isinstance(comparison, dict):
         return ""
-    rows = "".join(f'<tr><th scope="row">{esc(k)}</th><td style="text-align:left"><pre>{esc(json.dumps(v, indent=1) if isinstance(v, (dict, list)) else v)}</pre></td></tr>'
-                   for k, v in comparison.items())
-    return (f'<h2 id="comparison">Comparison</h2><div class="table-wrap"><table><caption>Baseline comparison</caption>'
-            f'<thead><tr><th scope="col">field</th><th scope="col" style="text-align:left">value</th></tr></thead><tbody>{rows}</tbody></table></div>')
+    counts = ", ".join(f"{n} {esc(label)}" for label, n in (comparison.get("counts") or {}).items() if n)
+    head = (f'<p>Baseline run <strong>{esc(comparison.get("baseRunId"))}</strong> against this run '
+            f'<strong>{esc(comparison.get("newRunId"))}</strong>{": " + counts if counts else ""}.</p>')
+    changed = "".join(f"<li>{esc(c.get('component'))}: {esc(c.get('base'))} → {esc(c.get('new'))}</li>"
+                      for c in comparison.get("changed") or [] if isinstance(c, dict))
+    notes = "".join(f"<li>{esc(n)}</li>" for n in [*(comparison.get("notes") or []),
+                                                  *(f"only in the baseline: {n}" for n in comparison.get("onlyInBase") or []),
+                                                  *(f"only in this run: {n}" for n in comparison.get("onlyInNew") or [])])
+    rows = []
+    for r in comparison.get("scenarios") or []:
+        if not isinstance(r, dict):
+            continue
+        label = str(r.get("label"))
+        chip = {"regressed": "fail", "improved": "pass"}.get(label, "")
+        interval = r.get("interval") if isinstance(r.get("interval"), dict) else {}
+        diff = r.get("difference")
+        diff_text = "–" if not isinstance(diff, (int, float)) else f"{diff * 100:+.0f} pts"
+        if interval:
+            diff_text += f" ({_pct(interval.get('low'))} to {_pct(interval.get('high'))})"
+        p_holm = r.get("pValueHolm")
+        needed = r.get("trialsNeeded") or (f"> {r['trialsNeededExceeds']}" if r.get("trialsNeededExceeds") else "")
+        extra = "; ".join(str(x) for x in [*(r.get("changed") or []), *(r.get("notes") or [])])
+        rows.append(f'<tr><th scope="row">{esc(r.get("name"))}</th><td><span class="chip {chip}">{esc(label)}</span></td>'
+                    f'<td>{_sides(r.get("base"))}</td><td>{_sides(r.get("new"))}</td><td>{esc(diff_text)}</td>'
+                    f'<td>{f"{p_holm:.3f}" if isinstance(p_holm, (int, float)) else "–"}</td><td>{esc(needed)}</td>'
+                    f'<td style="text-align:left">{esc(extra)}</td></tr>')
+    table = ('<div class="table-wrap"><table><caption>Per scenario: passed/trials in the baseline and in this run, the '
+             'difference in pass rate with its interval, and the Holm-adjusted p-value</caption><thead><tr>'
+             + "".join(f'<th scope="col">{h}</th>' for h in ("Scenario", "Label", "Baseline", "This run", "Difference",
+                                                            "p (Holm)", "Trials needed", "Notes"))
+             + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>") if rows else ""
+    return (f'<h2 id="comparison">Comparison with the baseline</h2>{head}'
+            + (f"<p>Changed between the runs:</p><ul>{changed}</ul>" if changed else "")
+            + (f"<ul>{notes}</ul>" if notes else "") + table)
 
 
 def render(report: J, report_dir: Path, page_dir: Path | None = None) -> str:

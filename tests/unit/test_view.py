@@ -66,7 +66,15 @@ def test_interval_pass_at_k_isolation_and_comparison_render_when_present(tmp_pat
     plain = render(report, tmp_path)
     assert 'class="iv"' not in plain and "Comparison" not in plain  # an older report shows less, without errors
     report["isolation"] = {"mode": "namespace", "reason": None}
-    report["comparison"] = {"baseline": "<base>", "regressed": ["scenario-000"]}
+    report["suite"] = {"scenarios": 1, "trials": 3, "meanPassRate": 0.67,
+                       "passInterval": {"low": 0.1, "high": 0.95, "method": "cluster-robust", "confidence": 0.95}}
+    report["comparison"] = {
+        "baseRunId": "<base>", "newRunId": "20261201T030000Z-abcdef", "counts": {"regressed": 1, "unchanged": 0},
+        "changed": [{"component": "harness", "base": "aaa", "new": "bbb"}], "onlyInBase": ["gone"], "onlyInNew": [],
+        "scenarios": [{"name": "scenario-000", "label": "regressed", "base": {"passed": 10, "trials": 10},
+                       "new": {"passed": 2, "trials": 10}, "difference": -0.8,
+                       "interval": {"low": -0.95, "high": -0.45}, "pValueHolm": 0.0007, "notes": []}],
+    }
     report["scenarios"][0].update(passInterval={"low": 0.2, "high": 0.9, "method": "wilson", "confidence": 0.95},
                                   passAtK=[{"k": 1, "passAtK": 0.67, "passHatK": 0.67}, {"k": 3, "passAtK": 0.96, "passHatK": 0.3}],
                                   unreliable=True)
@@ -74,6 +82,9 @@ def test_interval_pass_at_k_isolation_and_comparison_render_when_present(tmp_pat
     assert 'style="left:20.0%;width:70.0%"' in page and "95% interval 20% to 90%" in page
     assert "@3 96% / ^30%" in page and "unreliable" in page and "namespace" in page
     assert "&lt;base&gt;" in page and "<base>" not in page
+    assert "mean pass rate 67%, interval 10% to 95% over 1 scenarios, 3 trials" in page
+    assert "10/10" in page and "2/10" in page and "-80 pts" in page and "0.001" in page and "only in the baseline: gone" in page
+    assert "harness: aaa → bbb" in page and 'class="chip fail">regressed' in page
 
 
 def test_every_report_string_is_escaped(tmp_path: Path) -> None:
