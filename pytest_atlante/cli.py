@@ -1,4 +1,4 @@
-"""The ``atlante`` command: build, eval, view, benchmark and pack subcommands.
+"""The ``atlante`` command: build, eval, compare, view, benchmark and pack subcommands.
 
 Each subcommand is a thin adapter: parse arguments, call one function of a plain module, turn a
 ``DiagnosticError`` into readable stderr lines and an exit status.  No traceback reaches the user
@@ -62,10 +62,18 @@ def _pack_report(args: argparse.Namespace) -> int:
     return cmd_pack_report(Path(args.path))
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import compare_command
+
+    return compare_command(Path(args.base), Path(args.new), as_json=args.json,
+                           allow_changed=args.allow_changed_scenarios)
+
+
 def _view(args: argparse.Namespace) -> int:
     from .view import latest_run, view_command
 
-    return view_command(Path(args.report) if args.report else latest_run(Path.cwd()), _opt_path(args.out))
+    return view_command(Path(args.report) if args.report else latest_run(Path.cwd()), _opt_path(args.out),
+                        _opt_path(args.compare))
 
 
 def _opt_path(value: str | None) -> Path | None:
@@ -104,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     view = sub.add_parser("view", help="write one self-contained HTML page for an eval report")
     view.add_argument("report", nargs="?", metavar="REPORT_OR_RUN_DIR",
                       help="report.json or its run directory (default: the newest run under ./.atlante/eval/)")
+    view.add_argument("--compare", metavar="OTHER", help="a baseline report.json (or its run directory): show `atlante compare "
+                                                        "OTHER REPORT` side by side in the page")
     view.add_argument("-o", "--out", metavar="FILE", help="where to write the page (default: report.html beside the report)")
     view.set_defaults(func=_view)
 
@@ -125,6 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--results", required=True)
     score.add_argument("--out", help="atomically write the receipt here instead of stdout")
     score.set_defaults(func=_bench_score)
+
+    compare = sub.add_parser(
+        "compare",
+        help="compare two eval reports scenario by scenario (exit 0 no regression, 1 regressed, 2 invalid or incomparable)",
+    )
+    compare.add_argument("base", metavar="BASE.json", help="the baseline run's report.json")
+    compare.add_argument("new", metavar="NEW.json", help="the new run's report.json")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of a table")
+    compare.add_argument("--allow-changed-scenarios", action="store_true",
+                         help="compare scenarios whose definition (scenarioDigest) differs instead of refusing them")
+    compare.set_defaults(func=_compare)
 
     pack = sub.add_parser("pack", help="resource-pack tools")
     psub = pack.add_subparsers(dest="pack_command", required=True, metavar="ACTION")

@@ -401,15 +401,29 @@ def render(report: J, report_dir: Path, page_dir: Path | None = None) -> str:
             f"</main><script>{JS}</script></body></html>\n")
 
 
-def write_view(report_path: Path, out: Path | None = None) -> Path:
-    """Render ``report_path`` to ``out`` (default: ``report.html`` beside the report); returns the path."""
+def compared(baseline: Path, report_path: Path) -> J:
+    """``atlante compare BASELINE REPORT``'s result, as the page renders it."""
+    from .compare import compare_reports, load_report as load_for_compare
+
+    comparison = compare_reports(load_for_compare(report_path_for(baseline)), load_for_compare(report_path))
+    dumped: J = comparison.model_dump(mode="json")
+    return dumped
+
+
+def write_view(report_path: Path, out: Path | None = None, baseline: Path | None = None) -> Path:
+    """Render ``report_path`` to ``out`` (default: ``report.html`` beside the report); returns the path.
+
+    With ``baseline``, the page shows the comparison against it (instead of any the report carries).
+    """
     report = load_report(report_path)
+    if baseline is not None:
+        report["comparison"] = compared(baseline, report_path)
     target = out if out is not None else report_path.parent / HTML_FILE
     atomic_write_bytes(target, render(report, report_path.parent, target.parent).encode("utf-8"))
     return target
 
 
-def view_command(target: Path, out: Path | None) -> int:
-    path = write_view(report_path_for(target), out)
+def view_command(target: Path, out: Path | None, baseline: Path | None = None) -> int:
+    path = write_view(report_path_for(target), out, baseline)
     print(f"html: {path}")
     return 0

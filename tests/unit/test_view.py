@@ -63,6 +63,9 @@ def test_a_transcript_path_outside_the_report_dir_is_not_read(tmp_path: Path) ->
 def test_interval_pass_at_k_isolation_and_comparison_render_when_present(tmp_path: Path) -> None:
     path = synthetic_report(tmp_path, scenarios=1, trials=3)
     report = load_report(path)
+    for scenario in report["scenarios"]:  # as a report written before the statistics existed
+        scenario.pop("passInterval", None), scenario.pop("passAtK", None)
+    report.pop("suite", None)
     plain = render(report, tmp_path)
     assert 'class="iv"' not in plain and "Comparison" not in plain  # an older report shows less, without errors
     report["isolation"] = {"mode": "namespace", "reason": None}
@@ -107,3 +110,13 @@ def test_the_budget_crossing_turn_and_the_abort_are_marked(tmp_path: Path) -> No
     page = render(load_report(path), tmp_path)
     assert page.count('class="usage crossed"') == 1 and "token budget crossed in this turn" in page
     assert '<li class="abort">' in page and "exceeded maxTokens=150" in page
+
+
+def test_compare_shows_atlante_compare_against_the_baseline_side_by_side(tmp_path: Path) -> None:
+    base = synthetic_report(tmp_path / "base", scenarios=2, trials=3)
+    new = synthetic_report(tmp_path / "new", scenarios=2, trials=3)
+    assert main(["view", str(new.parent), "--compare", str(base.parent)]) == 0
+    page = (new.parent / HTML_FILE).read_text()
+    assert "Comparison with the baseline" in page and "Baseline run <strong>20261201T030000Z-abcdef" in page
+    assert page.count("<td>2/3</td>") + page.count("<td>1/3</td>") + page.count("<td>3/3</td>") == 4  # base and new per scenario
+    assert main(["view", str(new.parent), "--compare", str(tmp_path / "missing")]) == 2
