@@ -203,7 +203,10 @@ def merge_reports(inputs: Sequence[tuple[str, EvalReport]]) -> EvalReport:
         run_id=first.runGroup or "", started_at=min(_moment(r.startedAt) for _, r in reports),
         finished_at=max(_moment(r.finishedAt) for _, r in reports), host=first.host, model=first.model,
         scripted=first.scripted, budget=first.budget, scenarios=scenarios, trials=trials,
-        complete=all(r.complete for _, r in reports), interrupted=interrupted, exit_status=status, errors=errors, digests=digests,
+        complete=all(r.complete for _, r in reports), interrupted=interrupted, exit_status=status, errors=errors,
+        digests=digests,
+        # Isolation is stated only when every shard ran its trials the same way.
+        isolation=first.isolation if len({str(r.isolation) for _, r in reports}) == 1 else None,
         suite_digest=first.suiteDigest, run_group=first.runGroup,
         shards=[MergedShard(index=r.shard.index, count=r.shard.count, runId=r.runId, exitStatus=r.exitStatus,
                             complete=r.complete) for _, r in reports if r.shard is not None],

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from . import rundirs
 from . import sandbox as sandboxes
 from .budget import TokenGate, TrialBudget
 from .build import tree_dir
@@ -25,10 +26,12 @@ from .checks import run_checks
 from .discovery import ScenarioEntry, Suite
 from .hosts import host_for
 from .hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from .isolation import Confinement, IsolationRecord, hidden_roots
 from .process import RunResult, allowlisted_environment, run
-from .records import CheckResult, TrialRecord, Verdict, cap_diff, strongest, tail
+from .records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
 from .report import scrub_paths
 from .scenario import SETUP_TIMEOUT_MS
+from .transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
 
 __all__ = ["Facts", "Progress", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
 
@@ -109,6 +112,7 @@ class HostSession:
     outcome: SessionOutcome
     gate: TokenGate
     env: dict[str, str]
+    capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
 
 
 def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path) -> sandboxes.Sandbox:
@@ -134,28 +138,44 @@ def baseline(entry: ScenarioEntry, sb: sandboxes.Sandbox) -> None:
     sandboxes.snapshot(sb, [c.path for c in entry.scenario.checks if c.type == "file-unchanged"])
 
 
+def confinement(sb: sandboxes.Sandbox, isolation: IsolationRecord | None, hidden: tuple[Path, ...]) -> Confinement | None:
+    """The command-wrapping step: namespace isolation's mounts for this trial (``isolation``), used by
+    the host session and the checks alike; None without namespace isolation."""
+    if isolation is None or isolation.mode != "namespace":
+        return None
+    return Confinement(writable=(sb.root, sb.home, host_tmp(sb)), hidden=hidden, trial_dir=sb.trial_dir, cwd=sb.root)
+
+
+def host_tmp(sb: sandboxes.Sandbox) -> Path:
+    """The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
+    go inside the trial directory, so they are removed with it instead of piling up in /tmp."""
+    path = sb.trial_dir / "tmp"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
 def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes.Sandbox, budget: TrialBudget,
-                 parent_env: dict[str, str], endpoint: ScriptedEndpoint | None, model: str | None) -> HostSession:
+                 parent_env: dict[str, str], endpoint: ScriptedEndpoint | None, model: str | None,
+                 confined: Confinement | None) -> HostSession:
     """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate."""
     monitor = host.new_monitor()
     gate = TokenGate(budget.maxTokens)
+    capture = StreamCapture(Redactor(secret_values(parent_env), [str(sb.root), str(sb.trial_dir), str(sb.home)]))
 
     def on_line(line: str) -> bool:
         monitor.feed(line)
+        capture.add(line)
         return gate.observe(monitor.cumulative_tokens)
 
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
     env = host.environment(info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
-    # The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
-    # go inside the trial directory, so they are removed with it instead of piling up in /tmp.
-    host_tmp = sb.trial_dir / "tmp"
-    host_tmp.mkdir(mode=0o700, exist_ok=True)
-    env["TMPDIR"] = str(host_tmp)
+    env["TMPDIR"] = str(host_tmp(sb))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    wrap = confined.wrapper(env) if confined else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
-                  interrupt_signal=host.interrupt_signal)
-    outcome = host.finalize(info, monitor, env=env, cwd=sb.root)
-    return HostSession(process, outcome, gate, env)
+                  interrupt_signal=host.interrupt_signal, wrap=wrap)
+    outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
+    return HostSession(process, outcome, gate, env, capture)
 
 
 def session_error(session: HostSession, budget: TrialBudget) -> str | None:
@@ -173,9 +193,32 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
     return None
 
 
-def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str]) -> list[CheckResult]:
+def transcript(out_dir: Path | None, info: HostInfo, base: TrialRecord, session: HostSession,
+               budget: TrialBudget) -> dict[str, object]:
+    """Write the trial's transcript and raw stream beside the report; the record fields naming them."""
+    if out_dir is None:
+        return {}
+    process = session.process
+    abort = None
+    if process.timed_out:
+        abort = {"reason": "timeout", "message": session_error(session, budget)}
+    elif process.aborted:
+        abort = {"reason": "budget", "message": session_error(session, budget)}
+    events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
+                              trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+    try:
+        rel_transcript, rel_stream = write_trial_files(out_dir, session.capture, events, base.scenario, base.trial)
+    except OSError:  # a full disk loses the transcript, not the trial's verdict
+        return {}
+    return {"transcript": rel_transcript, "hostStream": rel_stream, "transcriptTruncated": session.capture.truncated}
+
+
+def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str],
+           confined: Confinement | None) -> list[CheckResult]:
     """Every check, even after one fails; checks get the allowlist without credentials."""
-    return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=allowlisted_environment(parent_env, home=sb.home))
+    env = allowlisted_environment(parent_env, home=sb.home)
+    return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=env,
+                      wrap=confined.wrapper(env) if confined else None)
 
 
 def session_facts(session: HostSession, results: list[CheckResult]) -> Facts:
@@ -188,6 +231,7 @@ def session_facts(session: HostSession, results: list[CheckResult]) -> Facts:
 def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: sandboxes.Diff,
            results: list[CheckResult]) -> TrialRecord:
     diff_text, truncated = cap_diff(diff.text)
+    changed_paths, changed_total = cap_paths(diff.changed_paths)
     outcome = session.outcome
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results)),
@@ -195,7 +239,8 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "checks": results,
         "diff": diff_text,
         "diffTruncated": truncated,
-        "changedPaths": diff.changed_paths,
+        "changedPaths": changed_paths,
+        "changedPathsTotal": changed_total,
         "usage": outcome.usage,
         "costUsd": outcome.cost_usd,
         "modelIdentity": outcome.model_identity,
@@ -222,7 +267,9 @@ def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox) -> TrialRecord:
 class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
-    def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool) -> None:
+    def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
+                 isolation: IsolationRecord | None = None, report_dir: Path | None = None,
+                 out_dir: Path | None = None) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.model = suite.eval.model
@@ -232,6 +279,15 @@ class TrialRunner:
         self.scripted = scripted
         self.keep = keep
         self.overlay = tree_dir(suite.project_root, suite.eval.host)
+        self.isolation = isolation
+        self.hidden = hidden_roots(user_home=Path.home(), project_root=suite.project_root, report_dir=report_dir)
+        # Held for this process's life: a later run removes the run directory only once no process
+        # of this run is alive (rundirs).
+        self.claim = rundirs.claim(run_id)
+        self.out_dir = out_dir  # where this process writes each trial's transcript (beside the report)
+
+    def close(self) -> None:
+        self.claim.release()
 
     def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
         base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
@@ -242,7 +298,7 @@ class TrialRunner:
             rec = self._allocated(entry, trial, base, budget, progress)
         except KeyboardInterrupt as exc:
             rec = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
-                                          "error": "interrupted (Ctrl-C) while the trial ran",
+                                          "error": INTERRUPTED_ERROR,
                                           "durationMs": int((time.monotonic() - started) * 1000)})
             raise TrialInterrupted(rec) from exc
         return rec.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
@@ -279,10 +335,12 @@ class TrialRunner:
             setup(entry, sb, parent_env)
         baseline(entry, sb)
         progress("host session")
-        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model)
+        confined = confinement(sb, self.isolation, self.hidden)
+        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined)
+        files = transcript(self.out_dir, self.info, base, session, budget)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        return record(base, session, budget, diff, checks(entry, sb, diff, parent_env))
+        return record(base, session, budget, diff, checks(entry, sb, diff, parent_env, confined)).model_copy(update=files)
 
 
 @contextmanager
