@@ -17,6 +17,7 @@ duplicated or a trial appears twice.
 from __future__ import annotations
 
 import heapq
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -110,7 +111,18 @@ def _check_shards(reports: Sequence[tuple[str, EvalReport]]) -> None:
         raise MergeError(EXIT_RUN_ERROR, problems)
 
 
-def _trials(reports: Sequence[tuple[str, EvalReport]]) -> list[TrialRecord]:
+def _relocated(trial: TrialRecord, report_dir: Path, out_dir: Path | None) -> TrialRecord:
+    """Transcript paths are relative to the report's directory: make them relative to the merged one's."""
+    if out_dir is None or (trial.transcript is None and trial.hostStream is None):
+        return trial
+
+    def move(rel: str | None) -> str | None:
+        return None if rel is None else Path(os.path.relpath(report_dir / rel, out_dir)).as_posix()
+
+    return trial.model_copy(update={"transcript": move(trial.transcript), "hostStream": move(trial.hostStream)})
+
+
+def _trials(reports: Sequence[tuple[str, EvalReport]], out_dir: Path | None) -> list[TrialRecord]:
     owner: dict[tuple[str, int], str] = {}
     trials: list[TrialRecord] = []
     problems: list[Diagnostic] = []
@@ -125,7 +137,7 @@ def _trials(reports: Sequence[tuple[str, EvalReport]]) -> list[TrialRecord]:
                                                "and the same earlier reports (or none) in .atlante/eval/"))
                 else:
                     owner[key] = path
-                    trials.append(trial)
+                    trials.append(_relocated(trial, Path(path).parent, out_dir))
     if problems:
         raise MergeError(EXIT_RUN_ERROR, problems)
     return trials
@@ -182,8 +194,12 @@ def _moment(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def merge_reports(inputs: Sequence[tuple[str, EvalReport]]) -> EvalReport:
-    """One report from the shard reports of one run (raises :class:`MergeError`)."""
+def merge_reports(inputs: Sequence[tuple[str, EvalReport]], out_dir: Path | None = None) -> EvalReport:
+    """One report from the shard reports of one run (raises :class:`MergeError`).
+
+    With ``out_dir`` (where the merged report goes) each trial's transcript paths are rewritten to
+    stay valid from there; the shards' transcript files are not copied.
+    """
     if not inputs:
         raise MergeError(EXIT_VALIDATION, [Diagnostic("", "", "eval-merge-no-input", "no shard report given",
                                                       "atlante report merge SHARD_REPORT... -o report.json")])
@@ -192,7 +208,7 @@ def merge_reports(inputs: Sequence[tuple[str, EvalReport]]) -> EvalReport:
         raise MergeError(EXIT_VALIDATION, mixed)
     reports = sorted(inputs, key=lambda pair: (pair[1].shard.index if pair[1].shard else 0, pair[0]))
     _check_shards(reports)
-    trials = _trials(reports)
+    trials = _trials(reports, out_dir)
     first = reports[0][1]
     errors = [error for _, report in reports for error in report.errors]
     interrupted = any(r.interrupted for _, r in reports)
@@ -216,7 +232,7 @@ def merge_reports(inputs: Sequence[tuple[str, EvalReport]]) -> EvalReport:
 def cmd_merge(paths: Sequence[Path], out: Path) -> int:
     """The CLI: merge, write ``out`` atomically, print one summary line, exit with the run's status."""
     try:
-        report = merge_reports(load_shard_reports(paths))
+        report = merge_reports(load_shard_reports(paths), out.resolve().parent)
     except MergeError as exc:
         for problem in sorted(set(exc.diagnostics)):
             print(problem.render(), file=sys.stderr)

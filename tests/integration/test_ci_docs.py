@@ -70,7 +70,7 @@ def test_github_actions_workflow(checkout: tuple[Project, dict[str, str]], tmp_p
     run = steps["shard"]["run"]
     assert f"--atlante-shard ${{{{ matrix.shard }}}}/{len(shards)}" in run and " -n 2 " in run
     upload = next(s for s in jobs["eval"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
-    assert upload["if"] == "always()" and upload["with"]["path"] == "shard-reports/${{ matrix.shard }}/report.json"
+    assert upload["if"] == "always()" and upload["with"]["path"] == "shard-reports/${{ matrix.shard }}/"
     assert "--atlante-out shard-reports/${{ matrix.shard }}" in run
     merge_job = jobs["merge"]
     assert merge_job["needs"] == "eval" and merge_job["if"] == "always()"
@@ -84,8 +84,7 @@ def test_github_actions_workflow(checkout: tuple[Project, dict[str, str]], tmp_p
     workspace = tmp_path / "merge-job"
     for k in shards:  # download-artifact: one directory per artifact, named after it
         target = workspace / download["with"]["path"] / upload["with"]["name"].replace("${{ matrix.shard }}", str(k))
-        target.mkdir(parents=True)
-        shutil.copy(project.root / f"shard-reports/{k}/report.json", target / "report.json")
+        shutil.copytree(project.root / f"shard-reports/{k}", target)  # the directory's contents, as uploaded
     [merged] = run_side_by_side([(merge_run, workspace, github)])
     check_merged(workspace, merged, len(shards))
 

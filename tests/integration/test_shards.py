@@ -116,6 +116,9 @@ def test_four_shards_merge_to_the_unsharded_run(sharded_project: Project, tmp_pa
     assert merged.verdicts == unsharded.verdicts and merged.exitStatus == unsharded.exitStatus == 1
     assert merged.complete and [m.index for m in merged.shards or []] == [1, 2, 3, 4]
     assert merged.shard is None and merged.runGroup == shards[0].runGroup
+    # Transcript paths are rewritten relative to the merged report and still lead to the files.
+    transcripts = [t.transcript for s in merged.scenarios for t in s.trials if t.transcript]
+    assert transcripts and all((merged_path.parent / p).is_file() for p in transcripts)
     # Statistics are recomputed over all trials, by the same code: identical to the unsharded run's.
     assert merged.suite == unsharded.suite and merged.suite is not None and merged.suite.trials == 4
     assert [(s.passInterval, s.passAtK, s.verdictCounts, s.scenarioDigest, s.harnessDigest) for s in merged.scenarios] == \

@@ -93,5 +93,8 @@ def test_the_controller_forwards_ctrl_c_only_to_workers_on_its_own_machine(pytes
         controller.pytest_runtest_logreport(report)
     killed: list[int] = []
     monkeypatch.setattr("os.kill", lambda pid, sig: killed.append(pid))
-    controller.pytest_keyboard_interrupt()
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        controller.pytest_keyboard_interrupt(pytest.ExceptionInfo.from_current())
     assert killed == [1111]
