@@ -88,13 +88,16 @@ class Engine:
         self.keep = keep
         self.overlay = tree_dir(suite.project_root, self.eval.host)
 
-    def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
+    def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress,
+            *, host_session: bool = True) -> TrialRecord:
+        """One trial; ``host_session=False`` is the self-test's no-op trial: the same sandbox,
+        host configuration, setup and checks, with no host session (zero tokens)."""
         base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
         if not budget.allocated:
             return base
         started = time.monotonic()
         try:
-            record = self._run_allocated(entry, trial, base, budget, progress)
+            record = self._run_allocated(entry, trial, base, budget, progress, host_session)
         except KeyboardInterrupt as exc:
             record = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
                                              "error": "interrupted (Ctrl-C) while the trial ran",
@@ -102,7 +105,8 @@ class Engine:
             raise TrialInterrupted(record) from exc
         return record.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
 
-    def _run_allocated(self, entry: ScenarioEntry, trial: int, base: TrialRecord, budget: TrialBudget, progress: Progress) -> TrialRecord:
+    def _run_allocated(self, entry: ScenarioEntry, trial: int, base: TrialRecord, budget: TrialBudget, progress: Progress,
+                       host_session: bool) -> TrialRecord:
         scenario = entry.scenario
         progress("sandbox")
         try:
@@ -112,7 +116,7 @@ class Engine:
         roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
         server = None
         try:
-            if self.scripted:
+            if self.scripted and host_session:
                 from .scripted import ScriptedModelServer, claude_env, load_script, opencode_provider_config
 
                 assert entry.script is not None
@@ -123,7 +127,7 @@ class Engine:
             else:
                 endpoint = None
             try:
-                record = self._in_sandbox(entry, sb, base, budget, progress, endpoint)
+                record = self._in_sandbox(entry, sb, base, budget, progress, endpoint, host_session)
             except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
                 record = base.model_copy(update={"verdict": "infra-error", "error": f"{type(exc).__name__}: {exc}"})
             if server is not None:
@@ -142,7 +146,7 @@ class Engine:
                 sandboxes.remove(sb)
 
     def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
-                    progress: Progress, endpoint: ScriptedEndpoint | None) -> TrialRecord:
+                    progress: Progress, endpoint: ScriptedEndpoint | None, host_session: bool) -> TrialRecord:
         scenario = entry.scenario
         parent_env = dict(os.environ)
         self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
@@ -158,6 +162,8 @@ class Engine:
                                                "error": f"setup {' '.join(scenario.task.setup)} failed: {why}\n{output}".rstrip()})
         unchanged = [c.path for c in scenario.checks if c.type == "file-unchanged"]
         sandboxes.snapshot(sb, unchanged)
+        if not host_session:
+            return self._checked(entry, sb, base, parent_env, progress, [], {})
 
         progress("host session")
         monitor = self.host.new_monitor()
@@ -194,10 +200,22 @@ class Engine:
             detail = outcome.error_message or tail(session.stderr, 500).strip() or "no error text"
             error = f"host session failed (exit {session.returncode}): {detail}"
 
+        return self._checked(entry, sb, base, parent_env, progress, verdicts, {
+            "hostDurationMs": int(session.duration_s * 1000),
+            "usage": outcome.usage,
+            "costUsd": outcome.cost_usd,
+            "modelIdentity": outcome.model_identity,
+            "budgetUnmonitored": outcome.budget_unmonitored,
+            "error": error,
+        })
+
+    def _checked(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, parent_env: dict[str, str],
+                 progress: Progress, verdicts: list[Verdict], session_fields: dict[str, object]) -> TrialRecord:
+        """Diff and checks, the last step of every trial (with or without a host session)."""
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
         checks_env = allowlisted_environment(parent_env, home=sb.home)
-        checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env)
+        checks = run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=checks_env)
         if any(c.error for c in checks):
             verdicts.append("infra-error")
         elif any(not c.passed for c in checks):
@@ -205,16 +223,11 @@ class Engine:
         diff_text, truncated = cap_diff(diff.text)
         return base.model_copy(update={
             "verdict": strongest(verdicts),
-            "hostDurationMs": int(session.duration_s * 1000),
             "checks": checks,
             "diff": diff_text,
             "diffTruncated": truncated,
             "changedPaths": diff.changed_paths,
-            "usage": outcome.usage,
-            "costUsd": outcome.cost_usd,
-            "modelIdentity": outcome.model_identity,
-            "budgetUnmonitored": outcome.budget_unmonitored,
-            "error": error,
+            **session_fields,
         })
 
 

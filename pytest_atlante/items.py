@@ -35,7 +35,8 @@ def _trial(request: pytest.FixtureRequest, atlante_budget: Any) -> None:
 class TrialItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, int, str]:
         entry = self.stash[ENTRY_KEY]
-        return entry.file, entry.line - 1, f"{entry.scenario.name} trial {self.stash[TRIAL_KEY]}"
+        trial = self.stash[TRIAL_KEY]
+        return entry.file, entry.line - 1, f"{entry.scenario.name} " + (f"trial {trial}" if trial else "self-test")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, TrialFailed):
@@ -47,10 +48,10 @@ class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[TrialItem]:
         session: EvalSession = self.config.stash[SESSION_KEY]
         for entry in session.entries_for(self.path):
-            for trial in range(1, session.trials_per_scenario + 1):
+            for name, trial in session.item_keys(entry):
                 # No ``originalname``: pytest >= 9.2 builds a Function's node id from it (plus a
                 # callspec we do not have), which would drop the "[trial-N]" part.
-                item = TrialItem.from_parent(self, name=f"{entry.scenario.name}[trial-{trial}]", callobj=_trial)
+                item = TrialItem.from_parent(self, name=name, callobj=_trial)
                 item.stash[ENTRY_KEY] = entry
                 item.stash[TRIAL_KEY] = trial
                 item.add_marker(pytest.mark.atlante)

@@ -34,6 +34,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")
+    group.addoption("--atlante-selftest", action="store_true", default=False,
+                    help="zero-token self-test of every scenario: a no-op trial must fail the checks, the "
+                         "scripted reference trial must pass them; writes selftest.json (exit 0 when all are sound)")
+    group.addoption("--atlante-forecast", action="store_true", default=False,
+                    help="dry run: forecast sessions, tokens, cost and wall time from earlier reports in "
+                         ".atlante/eval/, print a table and exit 0 (no host session)")
+    group.addoption("--atlante-max-cost", metavar="USD", type=_usd, default=None,
+                    help="refuse to start when the forecast p95 cost exceeds USD (exit 2); once the recorded "
+                         "spend reaches USD, the remaining trials are skipped-budget")
+
+
+def _usd(value: str) -> float:
+    import argparse
+    import math
+
+    try:
+        amount = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an amount in USD") from None
+    if not math.isfinite(amount) or amount < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: the cap must be a finite amount >= 0")
+    return amount
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,7 +66,13 @@ def pytest_configure(config: pytest.Config) -> None:
     options = Options.from_config(config)
     if config.getoption("atlante_eval"):
         # An eval run is the eval suite: its items, report and exit status are the trials'.
-        session = EvalSession(config, options)
+        session: EvalSession
+        if options.selftest:
+            from .selftest_session import SelftestSession
+
+            session = SelftestSession(config, options)
+        else:
+            session = EvalSession(config, options)
         config.stash[SESSION_KEY] = session
         config.pluginmanager.register(session, "atlante-eval")
     else:

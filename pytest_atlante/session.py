@@ -42,6 +42,9 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    selftest: bool = False
+    forecast: bool = False
+    max_cost: float | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -52,7 +55,9 @@ class Options:
         out = config.getoption("atlante_out")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
-                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"))
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   bool(config.getoption("atlante_selftest")), bool(config.getoption("atlante_forecast")),
+                   config.getoption("atlante_max_cost"))
 
 
 class EvalSession:
@@ -88,6 +93,14 @@ class EvalSession:
         assert self.suite is not None
         return [e for e in self.suite.scenarios if e.file == path]
 
+    def item_keys(self, entry: ScenarioEntry) -> list[tuple[str, int]]:
+        """(item name, trial number) of the items one scenario contributes."""
+        return [(f"{entry.scenario.name}[trial-{trial}]", trial) for trial in range(1, self.trials_per_scenario + 1)]
+
+    def _discover(self) -> Suite:
+        return discover(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
+                        host_override=self.options.host)
+
     @property
     def out_dir(self) -> Path:
         if self.options.out is not None:
@@ -122,8 +135,7 @@ class EvalSession:
             self.host_info = shared["host"]
         else:
             self.run_id = new_run_id(self.started_at)
-        self.suite = discover(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
-                              host_override=self.options.host)
+        self.suite = self._discover()
         if self.is_worker:
             if self.suite.diagnostics:
                 raise pytest.UsageError("atlante: the suite changed on disk while the run started")
