@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping
 
+from . import costcap
 from . import sandbox as sandboxes
 from .budget import TokenGate, TrialBudget
 from .build import tree_dir, verify
@@ -233,7 +234,8 @@ class Engine:
 
 def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Mapping[str, str] | None,
                   records: Mapping[str, TrialRecord], expected: list[str], run_errors: list[Diagnostic],
-                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool) -> tuple[int, Path]:
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
+                  max_cost: float | None = None) -> tuple[int, Path]:
     """Aggregate, decide the exit status, write ``report.json`` atomically."""
     assert suite.eval is not None
     finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
@@ -250,6 +252,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
         scenarios=requested_scenarios(suite, expected, finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        cost_cap=None if max_cost is None else costcap.summary(max_cost, finished),
     )
     path = write_report(report, out_dir)
     if default_out:
@@ -292,5 +295,10 @@ def summary_lines(report_path: Path) -> list[str]:
                      f"{scenario.p95DurationMs / 1000:>8.1f} {tokens:>9} {cost:>9.4f}")
     counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
     lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
+    if report.costCap is not None:
+        cap = report.costCap
+        lines.append(f"cost cap: ${cap.spentUsd:.4f} recorded of ${cap.capUsd:g}"
+                     + (f"; {cap.skippedTrials} trial(s) skipped-budget" if cap.skippedTrials else "")
+                     + (f"; {cap.unpricedTrials} trial(s) reported no cost" if cap.unpricedTrials else ""))
     lines.append(f"report: {report_path}")
     return lines

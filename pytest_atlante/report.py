@@ -65,6 +65,16 @@ class BudgetRecord(Record):
     maxTokens: NonNegativeInt
 
 
+class CostCapRecord(Record):
+    """``--atlante-max-cost``: the cap, the spend the run recorded, and what the cap skipped."""
+
+    capUsd: NonNegativeFloat
+    spentUsd: NonNegativeFloat
+    reached: bool
+    skippedTrials: NonNegativeInt = 0     # trials recorded skipped-budget because of the cap
+    unpricedTrials: NonNegativeInt = 0    # trials that ran but whose host reported no cost
+
+
 class ScenarioTotals(Record):
     tokens: NonNegativeInt
     # ``None`` when no trial of the scenario reported a cost (the host emitted none), which is
@@ -105,6 +115,7 @@ class EvalReport(Record):
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
+    costCap: CostCapRecord | None = None
 
     @field_validator("verdicts")
     @classmethod
@@ -302,6 +313,7 @@ def build_report(
     interrupted: bool,
     exit_status: int,
     errors: Sequence[dict[str, JsonValue]],
+    cost_cap: CostCapRecord | None = None,
 ) -> EvalReport:
     """Aggregate trial records into the report.
 
@@ -352,6 +364,7 @@ def build_report(
         verdicts=verdict_counts(ordered),
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
+        costCap=cost_cap,
     )
 
 

@@ -33,7 +33,8 @@ REFERENCE_TRIAL = 2
 class SelftestSession(EvalSession):
     def __init__(self, config: pytest.Config, options: Options) -> None:
         # The reference trial is the scripted trial: scripted mode, whatever the command line said.
-        super().__init__(config, dataclasses.replace(options, scripted=True))
+        # It spends no money, so the cost forecast and cap do not apply.
+        super().__init__(config, dataclasses.replace(options, scripted=True, forecast=False, max_cost=None))
         self.results: dict[str, selftest.SelftestScenario] = {}
         self.selftest_path: Any = None
         self.selftest_report: selftest.SelftestReport | None = None

@@ -144,6 +144,8 @@ class EvalSession:
                 # The build check needs no machine state: report its problems in the same run.
                 build_problems = verify(self.suite.project_root, self.suite.eval.host) if self.suite.eval else []
                 self._fail_validation(self.suite.diagnostics + build_problems)
+            if self.options.forecast:
+                self._forecast_only()
             try:
                 problems, run_error, info = prepare_run(self.suite, scripted=self.options.scripted,
                                                         probe=not self.config.option.collectonly)
@@ -166,9 +168,58 @@ class EvalSession:
                     writer.line(problem.render(), red=True)
                 pytest.exit("atlante: the run cannot start; no trial was run", returncode=EXIT_RUN_ERROR)
             self.host_info = info
+            if self.options.max_cost is not None and not self.config.option.collectonly:
+                self._refuse_over_cap(self.options.max_cost)
         if self.config.args_source != pytest.Config.ArgsSource.ARGS:
             # No paths on the command line: the configured suites are the run.
             self.config.args = sorted({str(e.file) for e in self.suite.scenarios})
+
+    def _forecast(self) -> Any:
+        from .forecast import RequestedScenario, forecast
+
+        assert self.suite is not None and self.suite.eval is not None
+        budget = self.suite.eval.budget
+        # Collection order without paths on the command line: the documents sorted by path, then
+        # each document's scenarios, then trials (the order maxSessions is allocated in).
+        entries = sorted(self.suite.scenarios, key=lambda e: str(e.file))
+        trials = [e.scenario.name for e in entries for _ in range(budget.trials)]
+        sessions: dict[str, int] = {}
+        for name, allocated in allocate(trials, budget.maxSessions):
+            sessions[name] = sessions.get(name, 0) + int(allocated)
+        numprocesses = getattr(self.config.option, "numprocesses", None)
+        workers = numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else 1
+        return forecast([RequestedScenario(e.scenario.name, budget.trials, sessions[e.scenario.name]) for e in entries],
+                        self.options.project_root / ".atlante" / "eval", host=self.suite.eval.host,
+                        model=self.suite.eval.model, scripted=self.options.scripted, workers=workers)
+
+    def _forecast_only(self) -> None:
+        from .forecast import table_lines
+
+        writer = self.config.get_terminal_writer()
+        writer.line("")
+        for line in table_lines(self._forecast()):
+            writer.line(line)
+        pytest.exit("atlante: forecast only (--atlante-forecast); no trial was run", returncode=0)
+
+    def _refuse_over_cap(self, cap: float) -> None:
+        from .forecast import table_lines
+
+        predicted = self._forecast()
+        p95 = predicted.total("cost_p95")
+        writer = self.config.get_terminal_writer()
+        if p95 > cap:
+            writer.line("")
+            for line in table_lines(predicted):
+                writer.line(line)
+            unknown = f" (plus {len(predicted.cost_unknown)} scenario(s) of unknown cost)" if predicted.cost_unknown else ""
+            self._fail_validation([Diagnostic("", "--atlante-max-cost", "eval-max-cost-exceeded",
+                                              f"the forecast p95 cost ${p95:.4f}{unknown} exceeds the cap ${cap:g} "
+                                              f"({predicted.sessions} session(s), history of {len(predicted.reports)} report(s))",
+                                              "raise --atlante-max-cost, lower budget.trials or maxSessions, or narrow the "
+                                              "run with --atlante-scenario; --atlante-forecast shows the whole forecast")])
+        if predicted.cost_unknown:
+            writer.line(f"atlante: --atlante-max-cost {cap:g}: no cost history for {', '.join(predicted.cost_unknown)}; "
+                        "the forecast cannot cover them, the cap still stops the run once its recorded spend reaches it")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -220,6 +271,15 @@ class EvalSession:
             self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=self.options.scripted, keep=self.options.keep)
         entry = item.stash[ENTRY_KEY]
         trial = item.stash[TRIAL_KEY]
+        if self.options.max_cost is not None and budget.allocated:
+            # See costcap.py for what this guarantees in serial and -n runs.
+            from . import costcap
+
+            spent = costcap.published(self.run_id) if self.is_worker else costcap.spent(self.records.values())[0]
+            if spent >= self.options.max_cost:
+                base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=item.nodeid, verdict="skipped-budget")
+                item.stash[RECORD_KEY] = costcap.skipped_record(base, self.options.max_cost, spent)
+                pytest.skip(item.stash[RECORD_KEY].error or "skipped-budget")
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         verbose = reporter is not None and self.config.get_verbosity() > 0 and not self.is_worker
 
@@ -271,6 +331,10 @@ class EvalSession:
             record = TrialRecord.model_validate_json(raw)
             self.records[report.nodeid] = record
             self._progress_line(record)
+            if self.options.max_cost is not None:
+                from . import costcap
+
+                costcap.publish(self.run_id, costcap.spent(self.records.values())[0])
         elif report.when in ("call", "???") and report.failed and report.nodeid in self.expected and report.nodeid not in self.records:
             # "???" is how xdist reports an item whose worker died under it.
             self.run_errors.append(Diagnostic("", report.nodeid, "eval-worker-crashed",
@@ -318,7 +382,7 @@ class EvalSession:
         exit_status, path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None,
+            default_out=self.options.out is None, max_cost=self.options.max_cost,
         )
         self.report_path = path
         return exit_status
