@@ -31,6 +31,12 @@ def _eval(args: argparse.Namespace) -> int:
     return eval_command(args.pytest_args)
 
 
+def _selftest(args: argparse.Namespace) -> int:
+    from .evalcmd import eval_command
+
+    return eval_command(args.pytest_args, selftest=True)
+
+
 def _bench_validate(args: argparse.Namespace) -> int:
     from .atlas.e0 import cmd_validate
 
@@ -94,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
     ev.set_defaults(func=_eval)
 
+    st = sub.add_parser(
+        "selftest",
+        help="zero-token self-test of every scenario (`pytest --atlante-eval --atlante-selftest`): "
+             "vacuous, unsolvable and erroring checks; exit 0 when all are sound",
+    )
+    st.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
+    st.set_defaults(func=_selftest)
+
     bench = sub.add_parser("benchmark", help="Atlas evaluation: validate, plan, summarize, score")
     bsub = bench.add_subparsers(dest="bench_command", required=True, metavar="ACTION")
     validate = bsub.add_parser("validate", help="validate an agent-spec/atlas-eval/corpus-v1 file")
@@ -125,11 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["eval"] and not {"-h", "--help"} & set(argv[1:2]):
+    if argv[:1] in (["eval"], ["selftest"]) and not {"-h", "--help"} & set(argv[1:2]):
         # Everything after `eval` belongs to pytest, options included; argparse would claim them.
         from .evalcmd import eval_command
 
-        return eval_command(argv[1:])
+        return eval_command(argv[1:], selftest=argv[0] == "selftest")
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func

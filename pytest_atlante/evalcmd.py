@@ -15,9 +15,10 @@ import pytest
 _MAPPED = {4: 2, 5: 2}
 
 
-def eval_command(pytest_args: Sequence[str]) -> int:
+def eval_command(pytest_args: Sequence[str], *, selftest: bool = False) -> int:
+    """``atlante eval`` (and ``atlante selftest``: the same with ``--atlante-selftest``)."""
     args = [a for a in pytest_args if a != "--"]
-    status = int(pytest.main(["--atlante-eval", *args]))
+    status = int(pytest.main(["--atlante-eval", *(["--atlante-selftest"] if selftest else []), *args]))
     if status == 5:
-        print("atlante eval: no trial was selected", file=sys.stderr)
+        print(f"atlante {'selftest: no scenario' if selftest else 'eval: no trial'} was selected", file=sys.stderr)
     return _MAPPED.get(status, status if 0 <= status <= 3 else 3)
