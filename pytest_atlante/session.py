@@ -275,7 +275,9 @@ class EvalSession:
             # See costcap.py for what this guarantees in serial and -n runs.
             from . import costcap
 
-            spent = costcap.published(self.run_id) if self.is_worker else costcap.spent(self.records.values())[0]
+            # A worker keeps its own records too: its last trial's report may not have reached the controller.
+            spent = (costcap.spend_before_trial(self.run_id, self.records.values()) if self.is_worker
+                     else costcap.spent(self.records.values())[0])
             if spent >= self.options.max_cost:
                 base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=item.nodeid, verdict="skipped-budget")
                 item.stash[RECORD_KEY] = costcap.skipped_record(base, self.options.max_cost, spent)
@@ -303,6 +305,8 @@ class EvalSession:
                 self.records[item.nodeid] = exc.record
             raise
         item.stash[RECORD_KEY] = record
+        if self.is_worker:
+            self.records[item.nodeid] = record   # this worker's own spend (see costcap.py)
         if record.verdict == "pass":
             return
         if record.verdict == "skipped-budget":
@@ -334,7 +338,7 @@ class EvalSession:
             if self.options.max_cost is not None:
                 from . import costcap
 
-                costcap.publish(self.run_id, costcap.spent(self.records.values())[0])
+                costcap.publish(self.run_id, costcap.costs(self.records.values()))
         elif report.when in ("call", "???") and report.failed and report.nodeid in self.expected and report.nodeid not in self.records:
             # "???" is how xdist reports an item whose worker died under it.
             self.run_errors.append(Diagnostic("", report.nodeid, "eval-worker-crashed",
