@@ -64,6 +64,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import EvalSession, Options
 
     options = Options.from_config(config)
+    if not config.getoption("atlante_eval") and (options.selftest or options.forecast or options.max_cost is not None):
+        raise pytest.UsageError("--atlante-selftest, --atlante-forecast and --atlante-max-cost need --atlante-eval "
+                                "(or use `atlante selftest` / `atlante eval`)")
     if config.getoption("atlante_eval"):
         # An eval run is the eval suite: its items, report and exit status are the trials'.
         session: EvalSession

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from typing import Any, Generator
 
 import pytest
@@ -36,7 +37,7 @@ class SelftestSession(EvalSession):
         # It spends no money, so the cost forecast and cap do not apply.
         super().__init__(config, dataclasses.replace(options, scripted=True, forecast=False, max_cost=None))
         self.results: dict[str, selftest.SelftestScenario] = {}
-        self.selftest_path: Any = None
+        self.selftest_path: Path | None = None
         self.selftest_report: selftest.SelftestReport | None = None
 
     def _discover(self) -> Suite:

@@ -15,7 +15,7 @@ import signal
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Generator
+from typing import TYPE_CHECKING, Any, Generator
 
 import pytest
 
@@ -30,6 +30,9 @@ from .items import ALLOCATED_KEY, ENTRY_KEY, TRIAL_KEY, ScenarioFile, TrialFaile
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from .records import TrialRecord
 from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
+
+if TYPE_CHECKING:
+    from .forecast import Forecast
 
 WORKERINPUT_KEY = "atlante"
 
@@ -174,7 +177,7 @@ class EvalSession:
             # No paths on the command line: the configured suites are the run.
             self.config.args = sorted({str(e.file) for e in self.suite.scenarios})
 
-    def _forecast(self) -> Any:
+    def _forecast(self) -> "Forecast":
         from .forecast import RequestedScenario, forecast
 
         assert self.suite is not None and self.suite.eval is not None

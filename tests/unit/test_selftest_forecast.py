@@ -175,3 +175,10 @@ def test_a_bad_cost_cap_is_a_usage_error(pytester: pytest.Pytester, value: str) 
     result = pytester.runpytest_inprocess("--atlante-eval", f"--atlante-max-cost={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--atlante-max-cost" in "\n".join(result.errlines)
+
+
+@pytest.mark.parametrize("option", ["--atlante-selftest", "--atlante-forecast", "--atlante-max-cost=1"])
+def test_the_new_options_need_an_eval_run(pytester: pytest.Pytester, option: str) -> None:
+    result = pytester.runpytest_inprocess(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "need --atlante-eval" in "\n".join(result.errlines)
