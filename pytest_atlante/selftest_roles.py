@@ -1,99 +1,102 @@
 """``--atlante-selftest`` as pytest sees it: one item per scenario instead of one per trial.
 
-Everything else is the eval run's (``EvalSession``): validation, the host probe on the controller,
-xdist transport of results on the ``TestReport``, the controller writing the one document.  The
-self-test runs the scripted reference through the real CLI, so it always runs in scripted mode and
-needs no credentials; a scenario without a script is reported ``no-reference`` instead of failing
-validation.  Self-test items never take a session from ``maxSessions``: they cost no tokens.
+Everything else is the eval run's roles (``roles.py``): validation, the host probe on the
+controller, the suite and probe result handed to xdist workers, results riding on the
+``TestReport``, the controller writing the one document.  The self-test runs the scripted reference
+through the real CLI, so it runs in scripted mode (``role_for`` sets it) and needs no credentials; a
+scenario without a script is reported ``no-reference`` instead of failing validation.  Self-test
+items never take a session from ``maxSessions``: they cost no tokens.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
 from pathlib import Path
-from typing import Any, Generator
+from typing import Any
 
 import pytest
 
 from . import selftest
-from .budget import TrialBudget
+from .budget import trial_budget
 from .diagnostics import Diagnostic
-from .discovery import ScenarioEntry, Suite, discover
+from .discovery import Suite, discover
 from .exitcodes import EXIT_RUN_ERROR
-from .items import ALLOCATED_KEY, ENTRY_KEY, TrialFailed, TrialItem
+from .items import SELFTEST_TRIAL, TrialFailed, TrialItem
 from .report import HostIdentity, ensure_gitignore
-from .session import EvalSession, Options, guard_seconds
+from .roles import Controller, Worker, _TrialRole, guard_seconds
+from .scenario import effective_timeout_ms
+from .trial import TrialKey
 
 RESULT_KEY = pytest.StashKey[selftest.SelftestScenario]()
-# The two trials of a self-test item share the sandbox naming of real trials: ``<scenario>-<n>``.
+# The two trials of a self-test item, named like real trials' sandboxes: ``<scenario>-<n>``.
 NOOP_TRIAL = 1
 REFERENCE_TRIAL = 2
 
 
-class SelftestSession(EvalSession):
-    def __init__(self, config: pytest.Config, options: Options) -> None:
-        # The reference trial is the scripted trial: scripted mode, whatever the command line said.
-        # It spends no money, so the cost forecast and cap do not apply.
-        super().__init__(config, dataclasses.replace(options, scripted=True, forecast=False, max_cost=None))
-        self.results: dict[str, selftest.SelftestScenario] = {}
-        self.selftest_path: Path | None = None
-        self.selftest_report: selftest.SelftestReport | None = None
+class _SelftestRole(_TrialRole):
+    """Collection and running of self-test items, the same in every process that runs them."""
 
-    def _discover(self) -> Suite:
-        return discover(self.options.project_root, scripted=True, optional_scripts=True, names=self.options.names,
-                        host_override=self.options.host)
-
-    def item_keys(self, entry: ScenarioEntry) -> list[tuple[str, int]]:
-        return [(f"{entry.scenario.name}[selftest]", 0)]
+    def trial_numbers(self) -> list[int]:
+        return [SELFTEST_TRIAL]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         assert self.suite is not None and self.suite.eval is not None
-        items_here = [i for i in items if isinstance(i, TrialItem)]
+        budget = self.suite.eval.budget
+        tests = [i for i in items if isinstance(i, TrialItem)]
         guard = self.config.pluginmanager.has_plugin("timeout")
-        for item in items_here:
-            item.stash[ALLOCATED_KEY] = True   # zero tokens: never counted against maxSessions
+        for item in tests:
+            # Zero tokens: never counted against maxSessions.
+            item.budget = trial_budget(budget, effective_timeout_ms(item.entry.scenario, budget.timeoutMs), True)
             if guard and item.get_closest_marker("timeout") is None:
-                # Two trials per item (the no-op one has no host session, but the same setup and checks).
-                seconds = 2 * guard_seconds(item.stash[ENTRY_KEY], self.suite.eval.budget.timeoutMs)
+                # Two trials per item (the no-op one without a host session, but with setup and checks).
+                seconds = 2 * guard_seconds(item.entry, budget.timeoutMs)
                 item.add_marker(pytest.mark.timeout(seconds, method="thread", func_only=True))
-        self.expected = [i.nodeid for i in items_here]
+        self._collected(tests)
 
-    def run_item(self, item: pytest.Item, budget: TrialBudget) -> None:
-        from .engine import Engine
-
-        assert self.suite is not None and self.host_info is not None
-        if self._engine is None:
-            self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=True, keep=self.options.keep)
-        entry: ScenarioEntry = item.stash[ENTRY_KEY]
-
-        def progress(phase: str) -> None:  # the item is short; phases are not shown
-            pass
-
-        noop = self._engine.run(entry, NOOP_TRIAL, item.nodeid, budget, progress, host_session=False)
-        reference = (self._engine.run(entry, REFERENCE_TRIAL, item.nodeid, budget, progress)
+    def run_item(self, item: TrialItem) -> None:
+        assert item.budget is not None
+        runner = self._trial_runner()
+        entry = item.entry
+        noop = runner.run(entry, NOOP_TRIAL, item.nodeid, item.budget, self._progress(), with_host=False)
+        reference = (runner.run(entry, REFERENCE_TRIAL, item.nodeid, item.budget, self._progress())
                      if entry.script is not None else None)
         result = selftest.classify(entry.scenario.name, entry.display, entry.source, item.nodeid, noop, reference)
         item.stash[RESULT_KEY] = result
         if result.status not in selftest.ACCEPTABLE:
             raise TrialFailed(selftest.failure_text(result))
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-        outcome = yield
-        report = outcome.get_result()
-        if call.when == "setup" and self.is_worker:
-            report.atlante_worker_pid = os.getpid()
-        if call.when == "call" and RESULT_KEY in item.stash:
-            report.atlante_selftest = item.stash[RESULT_KEY].model_dump_json()
+    def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
+        super()._annotate(report, item)
+        result = item.stash.get(RESULT_KEY, None)
+        if result is not None:
+            report.atlante_selftest = result.model_dump_json()  # type: ignore[attr-defined]
+            del item.stash[RESULT_KEY]
+
+
+class SelftestWorker(_SelftestRole, Worker):
+    """An xdist worker of a self-test run."""
+
+
+class SelftestController(_SelftestRole, Controller):
+    """The serial self-test, or xdist's controller of one: validation, probe, ``selftest.json``."""
+
+    def __init__(self, config: pytest.Config, options: Any) -> None:
+        super().__init__(config, options)
+        self.results: dict[str, selftest.SelftestScenario] = {}
+        self.selftest_report: selftest.SelftestReport | None = None
+        self.selftest_path: Path | None = None
+
+    def _discover(self) -> Suite:
+        return discover(self.options.project_root, scripted=True, optional_scripts=True, names=self.options.names,
+                        host_override=self.options.host)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.is_worker:
-            return
         worker_pid = getattr(report, "atlante_worker_pid", None)
         if isinstance(worker_pid, int):
             self.worker_pids.add(worker_pid)
+        key = getattr(report, "atlante_trial", None)
+        if isinstance(key, dict) and report.when == "setup":
+            self.started[report.nodeid] = TrialKey(key["scenario"], key["trial"])
         raw = getattr(report, "atlante_selftest", None)
         if raw is not None:
             self.results[report.nodeid] = selftest.SelftestScenario.model_validate_json(raw)
@@ -103,7 +106,7 @@ class SelftestSession(EvalSession):
                                               "error, or pytest-timeout's guard fired)", "see the failure above"))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.is_worker or self.validation_failed or self.suite is None or not self.host_info:
+        if self.validation_failed or self.suite is None or self.host_info is None:
             return
         from . import sandbox
 
@@ -111,9 +114,9 @@ class SelftestSession(EvalSession):
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             errors.append(Diagnostic("", "", "eval-interrupted", "the self-test was interrupted",
                                      "run it again; selftest.json holds the scenarios that finished"))
-        host = HostIdentity(name=self.host_info["name"], version=self.host_info["version"],  # type: ignore[arg-type]
-                            dialect=self.host_info["dialect"])  # type: ignore[arg-type]
-        report = selftest.build(self.run_id, self.started_at, host, list(self.results.values()), self.expected, errors)
+        info = self.host_info
+        host = HostIdentity(name=info.name, version=info.version, dialect=info.dialect)  # type: ignore[arg-type]
+        report = selftest.build(self.run_id, self.started_at, host, list(self.results.values()), list(self.expected), errors)
         self.selftest_report = report
         status = report.exitStatus
         try:
@@ -131,7 +134,7 @@ class SelftestSession(EvalSession):
             session.exitstatus = status
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or (self.selftest_report is None and not self.run_errors):
+        if self.selftest_report is None and not self.run_errors:
             return
         terminalreporter.section("atlante self-test")
         if self.selftest_report is not None:
