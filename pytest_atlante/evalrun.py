@@ -18,28 +18,40 @@ from . import costcap
 from . import sandbox as sandboxes
 from .build import verify
 from .diagnostics import Diagnostic, DiagnosticError
-from .discovery import Suite
+from .discovery import Suite, discover
 from .exitcodes import decide
 from .hosts import host_for
 from .hosts.base import HostInfo
+from .hosts.registry import HostName
 from .records import TrialRecord
 from .report import BudgetRecord, EvalReport, HostIdentity, build_report, ensure_gitignore, write_report
 from .trial import TrialKey
 
-__all__ = ["finish_report", "prepare_run", "requested_scenarios", "summary_lines"]
+__all__ = ["finish_report", "prepare_run", "requested_scenarios", "summary_lines", "validate"]
 
 
-def prepare_run(suite: Suite, *, scripted: bool, probe: bool = True) -> tuple[list[Diagnostic], list[Diagnostic], HostInfo | None]:
-    """Checks that need the machine: build manifest, host probe, git, configuration, credentials.
+def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
+             host_override: HostName | None = None, optional_scripts: bool = False) -> tuple[Suite, list[Diagnostic]]:
+    """Everything checked before any machine state is looked at: the documents and the build.
+
+    Returns the suite and every problem (sorted, without repeats); a run with problems exits 2
+    before any trial.  The build check needs no machine state, so it joins the same report.
+    """
+    suite = discover(project_root, scripted=scripted, names=names, host_override=host_override,
+                     optional_scripts=optional_scripts)
+    problems = list(suite.diagnostics)
+    if suite.eval is not None:
+        problems += verify(suite.project_root, suite.eval.host)
+    return suite, sorted(set(problems))
+
+
+def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list[Diagnostic], HostInfo | None]:
+    """Checks that need the machine, after :func:`validate`: git, host probe, configuration, credentials.
 
     Returns (validation problems → exit 2, run-level problems → exit 3, host info).  The probe runs
-    here, once, on the controller; workers receive its result.  ``probe=False`` (``--collect-only``,
-    e.g. an IDE test explorer) stops after the build check, so collecting never needs the CLI.
+    here, once, on the controller; workers receive its result.
     """
     assert suite.eval is not None
-    problems = verify(suite.project_root, suite.eval.host)
-    if problems or not probe:
-        return problems, [], None
     if shutil.which("git") is None:
         return [], [Diagnostic("", "", "eval-git-missing", "git is not on PATH; it records each trial's baseline",
                                "install git (e.g. apt-get install git)")], None
@@ -71,7 +83,8 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
     run_level = bool(run_errors) or interrupted
     status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
     budget = suite.eval.budget
-    host = HostIdentity(name=info.name, version=info.version, dialect=info.dialect) if info else None  # type: ignore[arg-type]
+    # Validated, not cast: the dialect is the adapter's string, the report admits known dialects only.
+    host = HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect}) if info else None
     report = build_report(
         run_id=run_id, started_at=started_at, finished_at=datetime.now(timezone.utc), host=host,
         model=suite.eval.model, scripted=scripted,

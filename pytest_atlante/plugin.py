@@ -108,8 +108,10 @@ def atlante_budget(request: pytest.FixtureRequest) -> Any:
     budget decided at collection, so overriding this fixture changes what a reader sees, never
     what is enforced or reported.
     """
-    budget = getattr(request.node, "budget", None)
-    if budget is None or "atlante-eval" not in {n for n, _ in request.config.pluginmanager.list_name_plugin()}:
+    from .items import TrialItem
+
+    budget = request.node.budget if isinstance(request.node, TrialItem) else None
+    if budget is None:
         pytest.skip("atlante_budget is only available in --atlante-eval runs")
     return budget
 
@@ -117,8 +119,8 @@ def atlante_budget(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture
 def _atlante_session_slot(request: pytest.FixtureRequest) -> None:
     """Skips, in fixture setup, a trial that ``maxSessions`` left without a host session."""
-    budget = getattr(request.node, "budget", None)
-    if budget is not None and not budget.allocated:
-        from .items import RUNNER_KEY
+    from .items import RUNNER_KEY, TrialItem
 
-        request.config.stash[RUNNER_KEY].skip_unallocated(request.node)
+    item = request.node
+    if isinstance(item, TrialItem) and item.budget is not None and not item.budget.allocated:
+        request.config.stash[RUNNER_KEY].skip_unallocated(item)

@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING, Any, Generator
 import pytest
 
 from .budget import allocate, trial_budget
-from .build import verify
 from .diagnostics import Diagnostic, envelope
-from .discovery import ScenarioEntry, Suite, discover
+from .discovery import ScenarioEntry, Suite
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from .fsutil import atomic_write_text
 from .hosts.base import HostInfo
@@ -285,17 +284,18 @@ class Controller(_TrialRole):
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from .evalrun import prepare_run
 
-        suite = self._discover()
+        suite, problems = self._validate()
         self.suite = suite
-        if suite.diagnostics:
-            # The build check needs no machine state: report its problems in the same run.
-            build_problems = verify(suite.project_root, suite.eval.host) if suite.eval else []
-            self._fail_validation(suite.diagnostics + build_problems)
+        if problems:
+            self._fail_validation(problems)
         if self.options.forecast:
             self._forecast_only()
+        if self.config.option.collectonly:
+            # --collect-only (e.g. an IDE's test explorer) never needs the CLI: no probe.
+            self._ready(suite)
+            return
         try:
-            problems, run_error, info = prepare_run(suite, scripted=self.options.scripted,
-                                                    probe=not self.config.option.collectonly)
+            problems, run_error, info = prepare_run(suite, scripted=self.options.scripted)
         except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
             problems, info = [], None
             run_error = [internal_error(exc)]
@@ -304,12 +304,14 @@ class Controller(_TrialRole):
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
-        if self.options.max_cost is not None and not self.config.option.collectonly:
+        if self.options.max_cost is not None:
             self._refuse_over_cap(self.options.max_cost)
         self._ready(suite)
 
-    def _discover(self) -> Suite:
-        return discover(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
+    def _validate(self) -> tuple[Suite, list[Diagnostic]]:
+        from .evalrun import validate
+
+        return validate(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
                         host_override=self.options.host)
 
     def _forecast(self) -> "Forecast":
@@ -361,7 +363,6 @@ class Controller(_TrialRole):
 
     def _fail_validation(self, problems: list[Diagnostic]) -> None:
         self.validation_failed = True
-        problems = sorted(set(problems))
         writer = self.config.get_terminal_writer()
         writer.line("")
         for problem in problems:

@@ -18,7 +18,7 @@ import pytest
 from . import selftest
 from .budget import trial_budget
 from .diagnostics import Diagnostic
-from .discovery import Suite, discover
+from .discovery import Suite
 from .exitcodes import EXIT_RUN_ERROR
 from .items import SELFTEST_TRIAL, TrialFailed, TrialItem
 from .report import HostIdentity, ensure_gitignore
@@ -86,8 +86,11 @@ class SelftestController(_SelftestRole, Controller):
         self.selftest_report: selftest.SelftestReport | None = None
         self.selftest_path: Path | None = None
 
-    def _discover(self) -> Suite:
-        return discover(self.options.project_root, scripted=True, optional_scripts=True, names=self.options.names,
+    def _validate(self) -> tuple[Suite, list[Diagnostic]]:
+        from .evalrun import validate
+
+        # Scripts are optional: a scenario without one is reported no-reference, not refused.
+        return validate(self.options.project_root, scripted=True, optional_scripts=True, names=self.options.names,
                         host_override=self.options.host)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

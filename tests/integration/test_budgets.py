@@ -145,14 +145,14 @@ def test_budget_fixture_reaches_a_user_conftest(pytester: pytest.Pytester, fake_
 def test_a_conftest_override_cannot_loosen_the_budget(pytester: pytest.Pytester, fake_project: Project, workers: int) -> None:
     fake_project.write("conftest.py", LOOSENING_CONFTEST)
     fake_project.config(config_doc(budget={"trials": 2, "maxTokens": 250, "maxSessions": 1}))
-    fake_project.scenario(fake_scenario("writes-hello", {"usage": [100, 100, 100, 100, 100, 100]}))
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [100, 100, 100, 100, 100, 100], "event_gap": 0.3}))
     fake_project.build()
     status, report, text = run(pytester, fake_project, "--rootdir", str(fake_project.root), "-rs",
                                *(["-n", str(workers)] if workers else []))
     assert report is not None, text
     first, second = report.scenarios[0].trials
     assert first.verdict == "budget-exceeded" and "exceeded maxTokens=250" in (first.error or ""), text
-    assert first.usage is not None and first.usage.total == 300
+    assert first.usage is not None and first.usage.total == 300  # aborted at the crossing, not at 10**9
     assert second.verdict == "skipped-budget"  # the override's allocated=True gave it no session
     assert "skipped-budget: maxSessions=1 exhausted before this trial" in text
     assert report.budget.maxTokens == 250 and report.budget.maxSessions == 1

@@ -36,3 +36,10 @@ def test_an_idle_plugin_imports_only_its_hooks(pytester: pytest.Pytester, config
     if config is not None:
         (pytester.path / "atlante.jsonc").write_text(config)
     assert loaded(pytester) == IDLE_MODULES
+
+
+def test_atlante_budget_outside_an_eval_run_skips_with_the_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_wants_a_budget(atlante_budget):\n    pass\n")
+    result = pytester.runpytest_inprocess("-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*atlante_budget is only available in --atlante-eval runs*"])
