@@ -145,7 +145,8 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
         assert isinstance(scenario, Scenario)
         suite.diagnostics.extend(rule_diagnostics(scenario, display))
         fixture = fixture_root / scenario.task.fixture
-        if unsafe_path_reason(scenario.task.fixture) is None:
+        safe = unsafe_path_reason(scenario.task.fixture) is None
+        if safe:
             suite.diagnostics.extend(_fixture_problems(fixture_root, fixture, scenario.task.fixture, host, display, root))
         script = _script_for(document, scenario.name) if scripted else None
         if scripted:
@@ -156,7 +157,8 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
             elif script is not None:
                 suite.diagnostics.extend(_script_diagnostics(script, root))
         suite.scenarios.append(ScenarioEntry(scenario, document, display, loaded.line_of_key("name", scenario.name),
-                                             source, fixture.resolve(), script))
+                                             # an unsafe path (a NUL) is already a diagnostic; never resolve it
+                                             source, fixture.resolve() if safe else fixture, script))
 
 
 def _script_diagnostics(script: Path, root: Path) -> list[Diagnostic]:

@@ -130,6 +130,7 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("path-fixture-traversal", task(fixture="eval/../../outside"), [], "eval-path-unsafe", S, "$.task.fixture"),
     ("path-check-git", checks({"type": "file-exists", "path": ".git/config"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
     ("path-check-nul", checks({"type": "file-unchanged", "path": "a\u0000b"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
+    ("fixture-nul", task(fixture="eval/fixtures\u0000/app"), [], "eval-path-unsafe", S, "$.task.fixture"),
     ("package-locator-nul", cfg_top(packages=["./pack\u0000"]), [], "eval-package-unresolved", M, "$.packages[0]"),
     ("package-locator-too-long", cfg_top(packages=["./" + "p" * 300]), [], "eval-package-unresolved", M, "$.packages[0]"),
     ("harness-source-not-utf8", lambda p: (p.root / "harness/helper.md").write_bytes(b"\xff\xfe bad"), [], "eval-harness-invalid", M, "$.harness.agents.helper.prompt"),
