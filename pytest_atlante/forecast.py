@@ -28,6 +28,9 @@ from typing import Sequence
 
 from pydantic import ValidationError
 
+from .budget import allocate
+from .diagnostics import Diagnostic
+from .discovery import Suite
 from .report import REPORT_FILE, EvalReport, ScenarioRecord
 
 # (scenarioDigest, harnessDigest) of a scenario as it is now; ``None`` where not computed.
@@ -97,6 +100,35 @@ class Forecast:
     def wall_s(self) -> float:
         durations = [s.duration_mean_s for s in self.scenarios for _ in range(s.sessions) if s.duration_mean_s is not None]
         return makespan(durations, self.workers)
+
+
+def requested(suite: Suite) -> list[RequestedScenario]:
+    """The trials a run of ``suite`` asks for, with the sessions ``maxSessions`` leaves them.
+
+    Collection order without paths on the command line: the documents sorted by path, then each
+    document's scenarios, then trials — the order ``maxSessions`` is allocated in.  ``-k``/``-m``
+    are not applied (the forecast runs before collection); ``--atlante-scenario`` already was.
+    """
+    assert suite.eval is not None
+    budget = suite.eval.budget
+    entries = sorted(suite.scenarios, key=lambda e: str(e.file))
+    sessions: dict[str, int] = {}
+    for name, allocated in allocate([e.scenario.name for e in entries for _ in range(budget.trials)], budget.maxSessions):
+        sessions[name] = sessions.get(name, 0) + int(allocated)
+    return [RequestedScenario(e.scenario.name, budget.trials, sessions[e.scenario.name]) for e in entries]
+
+
+def over_cap(predicted: Forecast, cap: float) -> Diagnostic | None:
+    """``eval-max-cost-exceeded`` when the forecast p95 cost (of the scenarios with history) exceeds ``cap``."""
+    p95 = predicted.total("cost_p95")
+    if p95 <= cap:
+        return None
+    unknown = f" (plus {len(predicted.cost_unknown)} scenario(s) of unknown cost)" if predicted.cost_unknown else ""
+    return Diagnostic("", "--atlante-max-cost", "eval-max-cost-exceeded",
+                      f"the forecast p95 cost ${p95:.4f}{unknown} exceeds the cap ${cap:g} "
+                      f"({predicted.sessions} session(s), history of {len(predicted.reports)} report(s))",
+                      "raise --atlante-max-cost, lower budget.trials or maxSessions, or narrow the run with "
+                      "--atlante-scenario; --atlante-forecast shows the whole forecast")
 
 
 def nearest_rank_p95(values: Sequence[float]) -> float:

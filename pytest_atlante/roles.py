@@ -315,22 +315,13 @@ class Controller(_TrialRole):
                         host_override=self.options.host)
 
     def _forecast(self) -> "Forecast":
-        from .forecast import RequestedScenario, forecast
+        from .forecast import forecast, requested
 
         assert self.suite is not None and self.suite.eval is not None
-        budget = self.suite.eval.budget
-        # Collection order without paths on the command line: the documents sorted by path, then
-        # each document's scenarios, then trials (the order maxSessions is allocated in).
-        entries = sorted(self.suite.scenarios, key=lambda e: str(e.file))
-        trials = [e.scenario.name for e in entries for _ in range(budget.trials)]
-        sessions: dict[str, int] = {}
-        for name, allocated in allocate(trials, budget.maxSessions):
-            sessions[name] = sessions.get(name, 0) + int(allocated)
         numprocesses = getattr(self.config.option, "numprocesses", None)
-        workers = numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else 1
-        return forecast([RequestedScenario(e.scenario.name, budget.trials, sessions[e.scenario.name]) for e in entries],
-                        self.options.project_root / ".atlante" / "eval", host=self.suite.eval.host,
-                        model=self.suite.eval.model, scripted=self.options.scripted, workers=workers)
+        return forecast(requested(self.suite), self.options.project_root / ".atlante" / "eval", host=self.suite.eval.host,
+                        model=self.suite.eval.model, scripted=self.options.scripted,
+                        workers=numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else 1)
 
     def _forecast_only(self) -> None:
         from .forecast import table_lines
@@ -342,21 +333,16 @@ class Controller(_TrialRole):
         pytest.exit("atlante: forecast only (--atlante-forecast); no trial was run", returncode=0)
 
     def _refuse_over_cap(self, cap: float) -> None:
-        from .forecast import table_lines
+        from .forecast import over_cap, table_lines
 
         predicted = self._forecast()
-        p95 = predicted.total("cost_p95")
+        problem = over_cap(predicted, cap)
         writer = self.config.get_terminal_writer()
-        if p95 > cap:
+        if problem is not None:
             writer.line("")
             for line in table_lines(predicted):
                 writer.line(line)
-            unknown = f" (plus {len(predicted.cost_unknown)} scenario(s) of unknown cost)" if predicted.cost_unknown else ""
-            self._fail_validation([Diagnostic("", "--atlante-max-cost", "eval-max-cost-exceeded",
-                                              f"the forecast p95 cost ${p95:.4f}{unknown} exceeds the cap ${cap:g} "
-                                              f"({predicted.sessions} session(s), history of {len(predicted.reports)} report(s))",
-                                              "raise --atlante-max-cost, lower budget.trials or maxSessions, or narrow the "
-                                              "run with --atlante-scenario; --atlante-forecast shows the whole forecast")])
+            self._fail_validation([problem])
         if predicted.cost_unknown:
             writer.line(f"atlante: --atlante-max-cost {cap:g}: no cost history for {', '.join(predicted.cost_unknown)}; "
                         "the forecast cannot cover them, the cap still stops the run once its recorded spend reaches it")

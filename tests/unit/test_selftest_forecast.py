@@ -182,3 +182,26 @@ def test_the_new_options_need_an_eval_run(pytester: pytest.Pytester, option: str
     result = pytester.runpytest_inprocess(option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "need --atlante-eval" in "\n".join(result.errlines)
+
+
+def test_the_forecast_allocates_sessions_in_collection_order_and_refuses_over_the_cap(atlante_project: Any,
+                                                                                    tmp_path: Path) -> None:
+    from conftest import config_doc, scenario_doc
+    from pytest_atlante.discovery import discover
+    from pytest_atlante.forecast import over_cap, requested
+
+    atlante_project.config(config_doc(budget={"trials": 2, "maxSessions": 3}))
+    atlante_project.scenario(scenario_doc("b-second"), "eval/scenarios/b.eval.json")
+    atlante_project.scenario(scenario_doc("a-first"), "eval/scenarios/a.eval.json")
+    atlante_project.scenario(scenario_doc("c-third"), "eval/scenarios/c.eval.json")
+    (atlante_project.root / "eval/scenarios/main.eval.json").unlink()
+    suite = discover(atlante_project.root)
+    assert [(r.name, r.trials, r.sessions) for r in requested(suite)] == [("a-first", 2, 2), ("b-second", 2, 1), ("c-third", 2, 0)]
+
+    eval_dir = tmp_path / "history"
+    write_history(eval_dir, "r1", [trial("pass", cost=0.5, tokens=10, name="a-first")])
+    predicted = forecast(requested(suite), eval_dir, host="claude-code", model=None, scripted=True, workers=1, now=NOW)
+    assert over_cap(predicted, 1.0) is None     # 2 sessions x $0.5; b-second's cost is unknown, not zero
+    problem = over_cap(predicted, 0.99)
+    assert problem is not None and problem.code == "eval-max-cost-exceeded"
+    assert "$1.0000 (plus 1 scenario(s) of unknown cost) exceeds the cap $0.99" in problem.message
