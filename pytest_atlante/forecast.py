@@ -2,8 +2,9 @@
 
 History is every ``report.json`` under ``<project>/.atlante/eval/*/`` whose host name, model and
 scripted flag match the run's; within such a report a scenario's trials count when its name
-matches and, where both sides carry them, its ``scenarioDigest`` and ``harnessDigest`` match too
-(a changed scenario or harness is not the same experiment).  A scenario without matching history
+matches and its ``scenarioDigest`` and ``harnessDigest`` (``digests.py``) match the run's too (a
+changed scenario, fixture, script or harness is not the same experiment); a report written before
+digests were recorded matches by name alone.  A scenario without matching history
 is ``unknown``: it is never guessed as zero, and totals that omit it say so.
 
 Per scenario, with ``n`` allocated trials and the history's per-trial samples:
@@ -24,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from pydantic import ValidationError
 
@@ -102,7 +103,7 @@ class Forecast:
         return makespan(durations, self.workers)
 
 
-def requested(suite: Suite) -> list[RequestedScenario]:
+def requested(suite: Suite, digests: Mapping[str, Digests] | None = None) -> list[RequestedScenario]:
     """The trials a run of ``suite`` asks for, with the sessions ``maxSessions`` leaves them.
 
     Collection order without paths on the command line: the documents sorted by path, then each
@@ -115,7 +116,8 @@ def requested(suite: Suite) -> list[RequestedScenario]:
     sessions: dict[str, int] = {}
     for name, allocated in allocate([e.scenario.name for e in entries for _ in range(budget.trials)], budget.maxSessions):
         sessions[name] = sessions.get(name, 0) + int(allocated)
-    return [RequestedScenario(e.scenario.name, budget.trials, sessions[e.scenario.name]) for e in entries]
+    return [RequestedScenario(e.scenario.name, budget.trials, sessions[e.scenario.name],
+                              (digests or {}).get(e.scenario.name, (None, None))) for e in entries]
 
 
 def over_cap(predicted: Forecast, cap: float) -> Diagnostic | None:

@@ -45,6 +45,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-max-cost", metavar="USD", type=_usd, default=None,
                     help="refuse to start when the forecast p95 cost exceeds USD (exit 2); once the recorded "
                          "spend reaches USD, the remaining trials are skipped-budget")
+    group.addoption("--atlante-baseline", metavar="REPORT", default=None,
+                    help="after the run, compare it with this earlier report.json (as `atlante compare` does) "
+                         "and record the comparison in the new report")
+    group.addoption("--atlante-fail-on-regression", action="store_true", default=False,
+                    help="with --atlante-baseline: a significantly regressed scenario fails the run (exit 1)")
 
 
 def _usd(value: str) -> float:

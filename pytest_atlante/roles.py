@@ -34,8 +34,10 @@ import pytest
 from .budget import allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
 from .discovery import ScenarioEntry, Suite
+from .digests import suite_digests
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from .fsutil import atomic_write_text
+from .gate import Gate, load_gate
 from .hosts.base import HostInfo
 from .hosts.registry import HostName
 from .items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_name
@@ -63,6 +65,8 @@ class Options:
     selftest: bool = False
     forecast: bool = False
     max_cost: float | None = None
+    baseline: Path | None = None
+    fail_on_regression: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -71,11 +75,13 @@ class Options:
         # which an enclosing repository's ini file can move upwards.
         root = Path(project).resolve() if project else config.invocation_params.dir
         out = config.getoption("atlante_out")
+        baseline = config.getoption("atlante_baseline")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
                    bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
                    bool(config.getoption("atlante_selftest")), bool(config.getoption("atlante_forecast")),
-                   config.getoption("atlante_max_cost"))
+                   config.getoption("atlante_max_cost"),
+                   Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
 
 
 def role_for(config: pytest.Config) -> "_TrialRole":
@@ -272,6 +278,8 @@ class Controller(_TrialRole):
         self.validation_failed = False
         self.report: EvalReport | None = None
         self.report_path: Path | None = None
+        self.digests: dict[str, tuple[str, str | None]] | None = None   # per scenario, after validation
+        self.gate: Gate | None = None
 
     @property
     def out_dir(self) -> Path:
@@ -286,8 +294,9 @@ class Controller(_TrialRole):
 
         suite, problems = self._validate()
         self.suite = suite
-        if problems:
-            self._fail_validation(problems)
+        self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression)
+        if problems or gate_problems:
+            self._fail_validation(sorted(set(problems + gate_problems)))
         if self.options.forecast:
             self._forecast_only()
         if self.config.option.collectonly:
@@ -301,6 +310,9 @@ class Controller(_TrialRole):
             run_error = [internal_error(exc)]
         if problems:
             self._fail_validation(problems)
+        if suite.eval is not None:
+            # Fixtures and the build are verified now: fingerprint what every trial will copy.
+            self.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
@@ -319,7 +331,9 @@ class Controller(_TrialRole):
 
         assert self.suite is not None and self.suite.eval is not None
         numprocesses = getattr(self.config.option, "numprocesses", None)
-        return forecast(requested(self.suite), self.options.project_root / ".atlante" / "eval", host=self.suite.eval.host,
+        # Validation verified fixtures and build: the digests say which history is the same experiment.
+        digests = self.digests or suite_digests(self.suite.scenarios, self.suite.project_root, self.suite.eval.host)
+        return forecast(requested(self.suite, digests), self.options.project_root / ".atlante" / "eval", host=self.suite.eval.host,
                         model=self.suite.eval.model, scripted=self.options.scripted,
                         workers=numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else 1)
 
@@ -487,7 +501,8 @@ class Controller(_TrialRole):
         self.report, self.report_path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None, max_cost=self.options.max_cost,
+            default_out=self.options.out is None, digests=self.digests, gate=self.gate,
+            max_cost=self.options.max_cost,
         )
         return self.report.exitStatus
 

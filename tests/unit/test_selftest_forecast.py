@@ -205,3 +205,21 @@ def test_the_forecast_allocates_sessions_in_collection_order_and_refuses_over_th
     problem = over_cap(predicted, 0.99)
     assert problem is not None and problem.code == "eval-max-cost-exceeded"
     assert "$1.0000 (plus 1 scenario(s) of unknown cost) exceeds the cap $0.99" in problem.message
+
+
+def test_history_of_a_changed_scenario_or_harness_is_not_used(tmp_path: Path) -> None:
+    eval_dir = tmp_path / ".atlante/eval"
+    report = build_report(
+        run_id="r1", started_at=NOW, finished_at=NOW, host=HostIdentity(name="claude-code", version="1.0.0", dialect="claude-code"),
+        model=None, scripted=True, budget=BudgetRecord(trials=1, timeoutMs=1, maxSessions=1, maxTokens=1),
+        scenarios=[("s", "f", "local", 1)], trials=[trial("pass", cost=0.5, tokens=10)], complete=True,
+        interrupted=False, exit_status=0, errors=[], digests={"s": ("sha256:a", "sha256:h")})
+    write_report(report, eval_dir / "r1")
+
+    def known(digests: tuple[str | None, str | None]) -> bool:
+        found = forecast([RequestedScenario("s", 1, 1, digests)], eval_dir, host="claude-code", model=None,
+                         scripted=True, workers=1, now=NOW)
+        return found.scenarios[0].known
+
+    assert known(("sha256:a", "sha256:h")) and known((None, None))
+    assert not known(("sha256:b", "sha256:h")) and not known(("sha256:a", "sha256:x"))
