@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from . import rundirs
 from . import sandbox as sandboxes
 from .budget import TokenGate, TrialBudget
 from .build import tree_dir
@@ -25,8 +26,9 @@ from .checks import run_checks
 from .discovery import ScenarioEntry, Suite
 from .hosts import host_for
 from .hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from .isolation import Confinement, IsolationRecord, hidden_roots
 from .process import RunResult, allowlisted_environment, run
-from .records import CheckResult, TrialRecord, Verdict, cap_diff, strongest, tail
+from .records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
 from .report import scrub_paths
 from .scenario import SETUP_TIMEOUT_MS
 
@@ -134,8 +136,25 @@ def baseline(entry: ScenarioEntry, sb: sandboxes.Sandbox) -> None:
     sandboxes.snapshot(sb, [c.path for c in entry.scenario.checks if c.type == "file-unchanged"])
 
 
+def confinement(sb: sandboxes.Sandbox, isolation: IsolationRecord | None, hidden: tuple[Path, ...]) -> Confinement | None:
+    """The command-wrapping step: namespace isolation's mounts for this trial (``isolation``), used by
+    the host session and the checks alike; None without namespace isolation."""
+    if isolation is None or isolation.mode != "namespace":
+        return None
+    return Confinement(writable=(sb.root, sb.home, host_tmp(sb)), hidden=hidden, trial_dir=sb.trial_dir, cwd=sb.root)
+
+
+def host_tmp(sb: sandboxes.Sandbox) -> Path:
+    """The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
+    go inside the trial directory, so they are removed with it instead of piling up in /tmp."""
+    path = sb.trial_dir / "tmp"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
 def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes.Sandbox, budget: TrialBudget,
-                 parent_env: dict[str, str], endpoint: ScriptedEndpoint | None, model: str | None) -> HostSession:
+                 parent_env: dict[str, str], endpoint: ScriptedEndpoint | None, model: str | None,
+                 confined: Confinement | None) -> HostSession:
     """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate."""
     monitor = host.new_monitor()
     gate = TokenGate(budget.maxTokens)
@@ -146,15 +165,12 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
 
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
     env = host.environment(info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
-    # The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
-    # go inside the trial directory, so they are removed with it instead of piling up in /tmp.
-    host_tmp = sb.trial_dir / "tmp"
-    host_tmp.mkdir(mode=0o700, exist_ok=True)
-    env["TMPDIR"] = str(host_tmp)
+    env["TMPDIR"] = str(host_tmp(sb))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    wrap = confined.wrapper(env) if confined else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
-                  interrupt_signal=host.interrupt_signal)
-    outcome = host.finalize(info, monitor, env=env, cwd=sb.root)
+                  interrupt_signal=host.interrupt_signal, wrap=wrap)
+    outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
     return HostSession(process, outcome, gate, env)
 
 
@@ -173,9 +189,12 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
     return None
 
 
-def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str]) -> list[CheckResult]:
+def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str],
+           confined: Confinement | None) -> list[CheckResult]:
     """Every check, even after one fails; checks get the allowlist without credentials."""
-    return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=allowlisted_environment(parent_env, home=sb.home))
+    env = allowlisted_environment(parent_env, home=sb.home)
+    return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=env,
+                      wrap=confined.wrapper(env) if confined else None)
 
 
 def session_facts(session: HostSession, results: list[CheckResult]) -> Facts:
@@ -188,6 +207,7 @@ def session_facts(session: HostSession, results: list[CheckResult]) -> Facts:
 def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: sandboxes.Diff,
            results: list[CheckResult]) -> TrialRecord:
     diff_text, truncated = cap_diff(diff.text)
+    changed_paths, changed_total = cap_paths(diff.changed_paths)
     outcome = session.outcome
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results)),
@@ -195,7 +215,8 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "checks": results,
         "diff": diff_text,
         "diffTruncated": truncated,
-        "changedPaths": diff.changed_paths,
+        "changedPaths": changed_paths,
+        "changedPathsTotal": changed_total,
         "usage": outcome.usage,
         "costUsd": outcome.cost_usd,
         "modelIdentity": outcome.model_identity,
@@ -234,7 +255,8 @@ def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox) -> TrialRecord:
 class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
-    def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool) -> None:
+    def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
+                 isolation: IsolationRecord | None = None, report_dir: Path | None = None) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.model = suite.eval.model
@@ -244,6 +266,14 @@ class TrialRunner:
         self.scripted = scripted
         self.keep = keep
         self.overlay = tree_dir(suite.project_root, suite.eval.host)
+        self.isolation = isolation
+        self.hidden = hidden_roots(user_home=Path.home(), project_root=suite.project_root, report_dir=report_dir)
+        # Held for this process's life: a later run removes the run directory only once no process
+        # of this run is alive (rundirs).
+        self.claim = rundirs.claim(run_id)
+
+    def close(self) -> None:
+        self.claim.release()
 
     def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress,
             *, with_host: bool = True) -> TrialRecord:
@@ -257,7 +287,7 @@ class TrialRunner:
             rec = self._allocated(entry, trial, base, budget, progress, with_host)
         except KeyboardInterrupt as exc:
             rec = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
-                                          "error": "interrupted (Ctrl-C) while the trial ran",
+                                          "error": INTERRUPTED_ERROR,
                                           "durationMs": int((time.monotonic() - started) * 1000)})
             raise TrialInterrupted(rec) from exc
         return rec.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
@@ -293,15 +323,17 @@ class TrialRunner:
             progress("setup")
             setup(entry, sb, parent_env)
         baseline(entry, sb)
+        # The checks run confined as in a real trial, with or without a host session before them.
+        confined = confinement(sb, self.isolation, self.hidden)
         if not with_host:
             progress("checks")
             diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-            return untouched_record(base, diff, checks(entry, sb, diff, parent_env))
+            return untouched_record(base, diff, checks(entry, sb, diff, parent_env, confined))
         progress("host session")
-        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model)
+        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        return record(base, session, budget, diff, checks(entry, sb, diff, parent_env))
+        return record(base, session, budget, diff, checks(entry, sb, diff, parent_env, confined))
 
 
 @contextmanager
