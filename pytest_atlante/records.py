@@ -81,6 +81,10 @@ class TrialRecord(Record):
     scriptedTurns: int | None = Field(default=None, description="turns the scripted model served (scripted runs)")
     error: str | None = None
     interrupted: bool = False
+    # Host-neutral transcript and raw host stream, relative to the report's directory (transcript.py)
+    transcript: str | None = None
+    hostStream: str | None = None
+    transcriptTruncated: bool = False
 
 
 def strongest(verdicts: list[Verdict]) -> Verdict:

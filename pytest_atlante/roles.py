@@ -75,6 +75,7 @@ class Options:
     max_cost: float | None = None
     baseline: Path | None = None
     fail_on_regression: bool = False
+    html: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -90,7 +91,8 @@ class Options:
                    config.getoption("atlante_isolation"),
                    bool(config.getoption("atlante_selftest")), bool(config.getoption("atlante_forecast")),
                    config.getoption("atlante_max_cost"),
-                   Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
+                   Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")),
+                   bool(config.getoption("atlante_html")))
 
 
 def role_for(config: pytest.Config) -> "_TrialRole":
@@ -135,6 +137,13 @@ class _TrialRole:
         if threading.current_thread() is threading.main_thread():
             self._previous_sigterm = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
             self._sigterm_handled = True
+
+    @property
+    def out_dir(self) -> Path:
+        """The report's directory; workers write their trials' transcripts there too."""
+        if self.options.out is not None:
+            return self.options.out
+        return self.options.project_root / ".atlante" / "eval" / self.run_id
 
     # -- set-up ---------------------------------------------------------------------------------
     def _ready(self, suite: Suite) -> None:
@@ -194,12 +203,9 @@ class _TrialRole:
         if self._runner is None:
             assert self.suite is not None and self.host_info is not None
             self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
-                                       keep=self.options.keep, isolation=self.isolation, report_dir=self._report_dir())
+                                       keep=self.options.keep, isolation=self.isolation, report_dir=self.out_dir,
+                                       out_dir=self.out_dir)
         return self._runner
-
-    def _report_dir(self) -> Path | None:
-        """Where the report goes, hidden from trials; a worker does not know the default location."""
-        return self.options.out
 
     def _progress(self) -> Progress:
         return lambda phase: None
@@ -341,18 +347,9 @@ class Controller(_TrialRole):
         self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.report: EvalReport | None = None
         self.report_path: Path | None = None
-        self.isolation_warning: str | None = None  # said at the start and in the summary
+        self.html_path: Path | None = None
         self.digests: dict[str, tuple[str, str | None]] | None = None   # per scenario, after validation
         self.gate: Gate | None = None
-
-    def _report_dir(self) -> Path | None:
-        return self.out_dir
-
-    @property
-    def out_dir(self) -> Path:
-        if self.options.out is not None:
-            return self.options.out
-        return self.options.project_root / ".atlante" / "eval" / self.run_id
 
     # -- set-up ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -649,6 +646,10 @@ class Controller(_TrialRole):
             default_out=self.options.out is None, other_failures=other_failures, digests=self.digests,
             gate=self.gate, isolation=self.isolation, keep=self.options.keep, max_cost=self.options.max_cost,
         )
+        if self.options.html:
+            from .view import write_view
+
+            self.html_path = write_view(self.report_path)
         return self.report.exitStatus
 
     @pytest.hookimpl(tryfirst=True)  # before other plugins read session.exitstatus
@@ -678,7 +679,7 @@ class Controller(_TrialRole):
 
         terminalreporter.section("atlante eval")
         if self.report is not None and self.report_path is not None:
-            for line in summary_lines(self.report, self.report_path):
+            for line in summary_lines(self.report, self.report_path, self.html_path):
                 terminalreporter.write_line(line)
         for problem in self.run_errors:
             terminalreporter.write_line(problem.render(), red=True)

@@ -31,6 +31,7 @@ from .process import RunResult, allowlisted_environment, run
 from .records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
 from .report import scrub_paths
 from .scenario import SETUP_TIMEOUT_MS
+from .transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
 
 __all__ = ["Facts", "Progress", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
 
@@ -111,6 +112,7 @@ class HostSession:
     outcome: SessionOutcome
     gate: TokenGate
     env: dict[str, str]
+    capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
 
 
 def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path) -> sandboxes.Sandbox:
@@ -158,9 +160,11 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
     """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate."""
     monitor = host.new_monitor()
     gate = TokenGate(budget.maxTokens)
+    capture = StreamCapture(Redactor(secret_values(parent_env), [str(sb.root), str(sb.trial_dir), str(sb.home)]))
 
     def on_line(line: str) -> bool:
         monitor.feed(line)
+        capture.add(line)
         return gate.observe(monitor.cumulative_tokens)
 
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
@@ -171,7 +175,7 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                   interrupt_signal=host.interrupt_signal, wrap=wrap)
     outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
-    return HostSession(process, outcome, gate, env)
+    return HostSession(process, outcome, gate, env, capture)
 
 
 def session_error(session: HostSession, budget: TrialBudget) -> str | None:
@@ -187,6 +191,26 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
         detail = session.outcome.error_message or tail(process.stderr, 500).strip() or "no error text"
         return f"host session failed (exit {process.returncode}): {detail}"
     return None
+
+
+def transcript(out_dir: Path | None, info: HostInfo, base: TrialRecord, session: HostSession,
+               budget: TrialBudget) -> dict[str, object]:
+    """Write the trial's transcript and raw stream beside the report; the record fields naming them."""
+    if out_dir is None:
+        return {}
+    process = session.process
+    abort = None
+    if process.timed_out:
+        abort = {"reason": "timeout", "message": session_error(session, budget)}
+    elif process.aborted:
+        abort = {"reason": "budget", "message": session_error(session, budget)}
+    events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
+                              trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+    try:
+        rel_transcript, rel_stream = write_trial_files(out_dir, session.capture, events, base.scenario, base.trial)
+    except OSError:  # a full disk loses the transcript, not the trial's verdict
+        return {}
+    return {"transcript": rel_transcript, "hostStream": rel_stream, "transcriptTruncated": session.capture.truncated}
 
 
 def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str],
@@ -256,7 +280,8 @@ class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
     def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
-                 isolation: IsolationRecord | None = None, report_dir: Path | None = None) -> None:
+                 isolation: IsolationRecord | None = None, report_dir: Path | None = None,
+                 out_dir: Path | None = None) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.model = suite.eval.model
@@ -271,6 +296,7 @@ class TrialRunner:
         # Held for this process's life: a later run removes the run directory only once no process
         # of this run is alive (rundirs).
         self.claim = rundirs.claim(run_id)
+        self.out_dir = out_dir  # where this process writes each trial's transcript (beside the report)
 
     def close(self) -> None:
         self.claim.release()
@@ -331,9 +357,10 @@ class TrialRunner:
             return untouched_record(base, diff, checks(entry, sb, diff, parent_env, confined))
         progress("host session")
         session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined)
+        files = transcript(self.out_dir, self.info, base, session, budget)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        return record(base, session, budget, diff, checks(entry, sb, diff, parent_env, confined))
+        return record(base, session, budget, diff, checks(entry, sb, diff, parent_env, confined)).model_copy(update=files)
 
 
 @contextmanager
