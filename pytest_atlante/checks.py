@@ -27,7 +27,7 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .process import run
@@ -50,16 +50,19 @@ _SHOWN_PATTERN = 80
 
 
 def run_checks(
-    checks: Sequence[Check], *, sandbox: Sandbox, diff: Diff, env: Mapping[str, str]
+    checks: Sequence[Check], *, sandbox: Sandbox, diff: Diff, env: Mapping[str, str],
+    redact: Callable[[str], str] = str,
 ) -> list[CheckResult]:
-    return [_run_one(index, check, sandbox, diff, env) for index, check in enumerate(checks)]
+    """``redact`` cleans a command's whole output before it is cut to its tail, so no credential
+    survives half-cut at the start of the kept text."""
+    return [_run_one(index, check, sandbox, diff, env, redact) for index, check in enumerate(checks)]
 
 
 def _run_one(
-    index: int, check: Check, sb: Sandbox, diff: Diff, env: Mapping[str, str]
+    index: int, check: Check, sb: Sandbox, diff: Diff, env: Mapping[str, str], redact: Callable[[str], str]
 ) -> CheckResult:
     if isinstance(check, CommandCheck):
-        return _command(index, check, sb, env)
+        return _command(index, check, sb, env, redact)
     if isinstance(check, FileExistsCheck):
         return _presence(index, check.type, check.path, sb, want=True)
     if isinstance(check, FileAbsentCheck):
@@ -71,13 +74,16 @@ def _run_one(
     return _allowlist(index, check, diff)
 
 
-def _command(index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str]) -> CheckResult:
+def _command(index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str],
+             redact: Callable[[str], str]) -> CheckResult:
     shown = f"command `{_shorten(shlex.join(check.run), 120)}`"
     result = run(check.run, cwd=sb.root, env=env, timeout_s=check.timeoutMs / 1000)
     combined = result.stdout
     if combined and result.stderr and not combined.endswith("\n"):
         combined += "\n"
     combined += result.stderr
+    matched_on = combined  # the pattern sees the real output; what is kept is redacted
+    combined = redact(combined)
     output = tail(combined)
 
     def outcome(passed: bool, message: str, *, error: bool = False, timedOut: bool = False) -> CheckResult:
@@ -102,7 +108,7 @@ def _command(index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str
         return outcome(False, f"{status} (expected {check.expectExit}){_last_line(combined)}")
     if check.outputMatches is not None:
         shown_pattern = _quote(check.outputMatches)
-        if re.search(check.outputMatches, combined) is None:
+        if re.search(check.outputMatches, matched_on) is None:
             why = f"output does not match {shown_pattern}{_last_line(combined)}"
             return outcome(False, f"exit {check.expectExit} as expected, but {why}")
         return outcome(True, f"exit {check.expectExit} and output matches {shown_pattern}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from . import sandbox as sandboxes
+from .audit import Audit, SourceRecord, changed_sources, record_sources
 from .budget import TokenGate, TrialBudget
 from .build import tree_dir, verify
 from .checks import run_checks
@@ -25,11 +26,12 @@ from .exitcodes import decide
 from .hosts import host_for
 from .hosts.base import HostInfo, ScriptedEndpoint
 from .process import allowlisted_environment, run
-from .records import TrialRecord, Verdict, cap_diff, strongest, tail
+from .records import CheckResult, TrialRecord, Verdict, cap_diff, strongest, tail
+from .redact import Secrets, secrets_in_env, secrets_in_file
 from .report import BudgetRecord, HostIdentity, build_report, ensure_gitignore, new_run_id, scrub_paths, write_report
 from .scenario import SETUP_TIMEOUT_MS
 
-__all__ = ["Engine", "finish_report", "new_run_id", "prepare_run", "summary_lines"]
+__all__ = ["Engine", "finish_report", "new_run_id", "prepare_run", "record_run_sources", "summary_lines"]
 
 Progress = Callable[[str], None]
 
@@ -65,6 +67,21 @@ def prepare_run(suite: Suite, *, scripted: bool, probe: bool = True) -> tuple[li
     return [], [], {"name": info.name, "version": info.version, "dialect": info.dialect, "executable": info.executable}
 
 
+def source_roots(suite: Suite) -> list[Path]:
+    """What every trial copies: the scenarios' fixtures and the verified build tree."""
+    assert suite.eval is not None
+    roots = {entry.fixture for entry in suite.scenarios}
+    tree = tree_dir(suite.project_root, suite.eval.host)
+    if tree.is_dir():
+        roots.add(tree)
+    return sorted(roots)
+
+
+def record_run_sources(suite: Suite) -> dict[str, SourceRecord]:
+    """The controller's record of the sources, taken before any trial runs."""
+    return record_sources(source_roots(suite))
+
+
 class TrialInterrupted(KeyboardInterrupt):
     """Ctrl-C during a trial: carries the trial's record (marked interrupted) so the report keeps it."""
 
@@ -76,7 +93,8 @@ class TrialInterrupted(KeyboardInterrupt):
 class Engine:
     """Runs trials for one process; built lazily on the first trial a process runs."""
 
-    def __init__(self, suite: Suite, run_id: str, host_info: Mapping[str, str], *, scripted: bool, keep: bool) -> None:
+    def __init__(self, suite: Suite, run_id: str, host_info: Mapping[str, str], *, scripted: bool, keep: bool,
+                 sources: Mapping[str, SourceRecord], report_dir: Path) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.eval = suite.eval
@@ -87,6 +105,10 @@ class Engine:
         self.scripted = scripted
         self.keep = keep
         self.overlay = tree_dir(suite.project_root, self.eval.host)
+        self.sources = sources
+        packs = [pack.root for pack in suite.packs]
+        self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
+                                   run_temp=sandboxes.run_dir(run_id), extra_roots=packs)
 
     def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
         base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
@@ -110,8 +132,17 @@ class Engine:
         except (sandboxes.OverlayCollision, sandboxes.SandboxError, OSError) as exc:
             return base.model_copy(update={"verdict": "infra-error", "error": str(exc)})
         roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
+        # Known credentials: the runner's own secret variables and the user's stored login,
+        # whatever this trial does with them (the agent can read both through absolute paths).
+        parent_env = dict(os.environ)
+        secrets = secrets_in_env(parent_env)
+        for path in self.host.credential_files(Path.home(), parent_env):
+            secrets += secrets_in_file(path)
         server = None
         try:
+            dirty = self._changed_sources(entry)
+            if dirty:
+                return base.model_copy(update={"verdict": "infra-error", "error": dirty})
             if self.scripted:
                 from .scripted import ScriptedModelServer, claude_env, load_script, opencode_provider_config
 
@@ -122,27 +153,36 @@ class Engine:
                                                                      claude_env(server), opencode_provider_config(server))
             else:
                 endpoint = None
+            known = [secrets]
             try:
-                record = self._in_sandbox(entry, sb, base, budget, progress, endpoint)
+                record = self._in_sandbox(entry, sb, base, budget, progress, endpoint, known)
             except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
                 record = base.model_copy(update={"verdict": "infra-error", "error": f"{type(exc).__name__}: {exc}"})
             if server is not None:
                 record = record.model_copy(update={"scriptedTurns": server.turns_served})
-            return record.model_copy(update={
-                "error": scrub_paths(record.error, roots) if record.error else None,
-                "diff": scrub_paths(record.diff, roots) if record.diff else record.diff,
-                "checks": [c.model_copy(update={"message": scrub_paths(c.message, roots),
-                                                "output": scrub_paths(c.output, roots) if c.output else c.output})
-                           for c in record.checks],
-            })
+            return _clean(record, roots, known[0])
         finally:
             if server is not None:
                 server.stop()
             if not self.keep:
                 sandboxes.remove(sb)
 
+    def _changed_sources(self, entry: ScenarioEntry) -> str | None:
+        """Why this trial must not run on what it copied (a source changed since the run began)."""
+        project = self.suite.project_root
+        problems = []
+        for what, root in (("fixture", entry.fixture), ("build tree", self.overlay)):
+            changed = changed_sources(root, self.sources)
+            if changed:
+                shown = root.relative_to(project).as_posix() if root.is_relative_to(project) else str(root)
+                listed = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+                problems.append(f"the {what} {shown} changed since the run started: {listed}")
+        if not problems:
+            return None
+        return "; ".join(problems) + " (a trial wrote to it through an absolute path? see the escapes of earlier trials)"
+
     def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
-                    progress: Progress, endpoint: ScriptedEndpoint | None) -> TrialRecord:
+                    progress: Progress, endpoint: ScriptedEndpoint | None, known: list[Secrets]) -> TrialRecord:
         scenario = entry.scenario
         parent_env = dict(os.environ)
         self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
@@ -159,6 +199,7 @@ class Engine:
         unchanged = [c.path for c in scenario.checks if c.type == "file-unchanged"]
         sandboxes.snapshot(sb, unchanged)
 
+        audit_start = self.audit.start()
         progress("host session")
         monitor = self.host.new_monitor()
         gate = TokenGate(budget.maxTokens)
@@ -174,10 +215,16 @@ class Engine:
         host_tmp = sb.trial_dir / "tmp"
         host_tmp.mkdir(mode=0o700, exist_ok=True)
         host_env["TMPDIR"] = str(host_tmp)
+        trial_logins = self.host.credential_files(sb.home, {})
+        known[0] += secrets_in_env(host_env)
+        for path in trial_logins:
+            known[0] += secrets_in_file(path)
         argv = self.host.command(self.info, prompt=scenario.task.prompt, agent=scenario.task.agent, model=self.eval.model)
         session = run(argv, cwd=sb.root, env=host_env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                       interrupt_signal=self.host.interrupt_signal)
         outcome = self.host.finalize(self.info, monitor, env=host_env, cwd=sb.root)
+        for path in trial_logins:  # the copied login has done its job; no check may read it
+            path.unlink(missing_ok=True)
         verdicts: list[Verdict] = []
         error: str | None = None
         if session.start_error:
@@ -196,13 +243,20 @@ class Engine:
 
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        checks_env = allowlisted_environment(parent_env, home=sb.home)
-        checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env)
+        # Checks get an empty HOME of their own: the trial HOME held the login and the host's state.
+        check_home = sb.trial_dir / "check-home"
+        check_home.mkdir(mode=0o700)
+        checks_env = allowlisted_environment(parent_env, home=check_home)
+        checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env, redact=known[0])
         if any(c.error for c in checks):
             verdicts.append("infra-error")
         elif any(not c.passed for c in checks):
             verdicts.append("fail")
-        diff_text, truncated = cap_diff(diff.text)
+        escapes = self.audit.escapes(audit_start)
+        if escapes:
+            verdicts.append("fail")
+            error = error or escape_message(escapes)
+        diff_text, truncated = cap_diff(known[0](diff.text))
         return base.model_copy(update={
             "verdict": strongest(verdicts),
             "hostDurationMs": int(session.duration_s * 1000),
@@ -215,7 +269,31 @@ class Engine:
             "modelIdentity": outcome.model_identity,
             "budgetUnmonitored": outcome.budget_unmonitored,
             "error": error,
+            "escapes": escapes,
         })
+
+
+def escape_message(escapes: list[str]) -> str:
+    listed = ", ".join(escapes[:10]) + (f" and {len(escapes) - 10} more" if len(escapes) > 10 else "")
+    return f"the trial changed {len(escapes)} path(s) outside its sandbox: {listed}"
+
+
+def _clean(record: TrialRecord, roots: list[str], secrets: Secrets) -> TrialRecord:
+    """The record as it may leave the trial: no sandbox path, no known credential value."""
+
+    def text(value: str) -> str:
+        return secrets(scrub_paths(value, roots))
+
+    def check(c: CheckResult) -> CheckResult:
+        return c.model_copy(update={"message": text(c.message), "output": text(c.output) if c.output else c.output})
+
+    return record.model_copy(update={
+        "error": text(record.error) if record.error else None,
+        "diff": text(record.diff) if record.diff else record.diff,
+        "checks": [check(c) for c in record.checks],
+        "changedPaths": [secrets(p) for p in record.changedPaths],
+        "escapes": [secrets(p) for p in record.escapes],
+    })
 
 
 def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Mapping[str, str] | None,

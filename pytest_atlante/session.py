@@ -71,6 +71,7 @@ class EvalSession:
         self.run_id = ""
         self.started_at = datetime.now(timezone.utc)
         self.host_info: dict[str, str] | None = None
+        self.sources: dict[str, Any] = {}     # the controller's record of fixtures and build tree
         self.records: dict[str, TrialRecord] = {}
         self.expected: list[str] = []          # eval node ids in collection order (controller, serial)
         self.run_errors: list[Diagnostic] = []
@@ -120,6 +121,7 @@ class EvalSession:
             shared = self.config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]
             self.run_id = shared["runId"]
             self.host_info = shared["host"]
+            self.sources = shared["sources"]
         else:
             self.run_id = new_run_id(self.started_at)
         self.suite = discover(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
@@ -154,13 +156,17 @@ class EvalSession:
                     writer.line(problem.render(), red=True)
                 pytest.exit("atlante: the run cannot start; no trial was run", returncode=EXIT_RUN_ERROR)
             self.host_info = info
+            if info is not None:
+                from .engine import record_run_sources
+
+                self.sources = record_run_sources(self.suite)
         if self.config.args_source != pytest.Config.ArgsSource.ARGS:
             # No paths on the command line: the configured suites are the run.
             self.config.args = sorted({str(e.file) for e in self.suite.scenarios})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[WORKERINPUT_KEY] = {"runId": self.run_id, "host": self.host_info}
+        node.workerinput[WORKERINPUT_KEY] = {"runId": self.run_id, "host": self.host_info, "sources": self.sources}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -205,7 +211,8 @@ class EvalSession:
 
         assert self.suite is not None and self.host_info is not None
         if self._engine is None:
-            self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=self.options.scripted, keep=self.options.keep)
+            self._engine = Engine(self.suite, self.run_id, self.host_info, scripted=self.options.scripted, keep=self.options.keep,
+                                  sources=self.sources, report_dir=self.out_dir)
         entry = item.stash[ENTRY_KEY]
         trial = item.stash[TRIAL_KEY]
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -391,5 +398,7 @@ def failure_text(record: TrialRecord) -> str:
         lines += ["", record.error]
     if record.changedPaths:
         lines += ["", "changed paths: " + ", ".join(record.changedPaths)]
+    if record.escapes:
+        lines += ["", "changed outside the sandbox (escapes): " + ", ".join(record.escapes)]
     return "\n".join(lines)
 

@@ -1,0 +1,184 @@
+"""What a trial must not change: the hermeticity audit and the clean-sources check.
+
+Both work on *fingerprints*: one ``lstat`` per entry, ``(kind, mode, size, mtime, ctime, inode)``.
+A write, a chmod, a rename or a hard link changes the ctime, which no unprivileged process can
+set back, so comparing fingerprints finds every change without reading file contents.
+
+**The audit** (always on) fingerprints, right before the host session starts and again after the
+checks ran:
+
+- the project tree, whole (fixtures, packs, the build tree, the user's sources and ``.git``),
+  except what legitimately changes while a run goes on: ``__pycache__``, ``.pytest_cache``,
+  ``.mypy_cache`` and ``.ruff_cache`` directories anywhere, ``.git/objects`` (content-addressed:
+  an added object changes nothing until a ref, which is watched, names it), the run's own temp
+  directory (when ``$TMPDIR`` is inside the project), and this run's report directory, which is
+  watched on its own;
+- pack directories outside the project, the same way;
+- the top of the invoking user's HOME: every entry directly in it, files by content fingerprint,
+  directories only by their existence (what tools keep inside ``~/.cache`` or ``~/.claude`` is not
+  watched), except the history and state files interactive tools rewrite all the time
+  (``.claude.json``, ``.bash_history``, ... :data:`HOME_VOLATILE`);
+- the report directory: every file in it except under ``trials/`` (per-trial artifacts the runner
+  itself writes for other trials); its creation is not a change.
+
+Every difference becomes an *escape*: a project-relative path, ``~/name`` for HOME, or the
+absolute path for anything else.  Under ``pytest -n`` several trials run at once and the audit
+cannot tell whose process wrote a file: a change is reported by every trial whose window saw it.
+Setup commands run outside their own trial's window; one that writes into a watched place (say a
+package manager creating ``~/.npm`` for the first time) while another trial runs shows up in that
+trial.  So does a user editing the project while an eval runs.
+
+**Clean sources**: the controller records the fixtures and the verified build tree (fingerprint and
+sha256 of every file) before any trial runs; each trial re-checks its fixture and the build tree
+after copying them.  An entry whose fingerprint moved is re-hashed (a ``touch`` is no change); a
+changed, added or removed file makes the trial ``infra-error`` naming it, so an earlier trial's
+write through an absolute path is never silently inherited.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .fsutil import sha256_file
+
+__all__ = ["HOME_VOLATILE", "Audit", "SourceRecord", "Watched", "changed_sources", "fingerprint", "record_sources"]
+
+# (kind, mode, size, mtime_ns, ctime_ns, inode); directories keep only kind, mode and inode.
+Stat = tuple[str, int, int, int, int, int]
+Fingerprint = dict[str, Stat]
+
+# Skipped by name at any depth of a watched tree: caches written by the test run itself.
+SKIPPED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+# Files at the top of HOME that interactive shells and CLIs rewrite on their own.
+HOME_VOLATILE = frozenset({
+    ".claude.json", ".bash_history", ".zsh_history", ".python_history", ".node_repl_history",
+    ".lesshst", ".viminfo", ".wget-hsts", ".sqlite_history", ".psql_history", ".Xauthority", ".ICEauthority",
+})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Watched:
+    """One watched place: its root, the prefix its paths are shown with, and what is skipped."""
+
+    root: Path
+    label: str  # "" (project-relative), "~/" (HOME) or an absolute path followed by "/"
+    top_only: bool = False  # HOME: the entries directly in it, directories by existence only
+    skip: frozenset[str] = frozenset()  # root-relative paths skipped with everything below them
+    skip_names: frozenset[str] = SKIPPED_NAMES
+
+
+def fingerprint(watched: Watched) -> Fingerprint:
+    """``{root-relative path: Stat}`` of everything watched under ``watched.root`` (empty if absent)."""
+    found: Fingerprint = {}
+    stack = [("", str(watched.root))]
+    while stack:
+        prefix, directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue  # absent or unreadable: nothing the agent could have written either
+        for entry in entries:
+            rel = prefix + entry.name
+            if rel in watched.skip or entry.name in watched.skip_names:
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                found[rel] = ("d", info.st_mode, 0, 0, 0, info.st_ino)
+                if not watched.top_only:
+                    stack.append((rel + "/", entry.path))
+            else:
+                kind = "l" if stat.S_ISLNK(info.st_mode) else "f"
+                found[rel] = (kind, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    return found
+
+
+def _changed(before: Fingerprint, after: Fingerprint) -> list[str]:
+    return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+
+
+class Audit:
+    """Fingerprints every watched place; ``escapes`` lists what changed since ``start``."""
+
+    def __init__(self, watched: Iterable[Watched]) -> None:
+        self.watched = list(watched)
+
+    @classmethod
+    def for_run(cls, project_root: Path, *, home: Path, report_dir: Path, run_temp: Path,
+                extra_roots: Iterable[Path] = ()) -> Audit:
+        project = Path(os.path.realpath(project_root))
+        report = Path(os.path.realpath(report_dir))
+        skip = {".git/objects"}
+        for inside in (report, Path(os.path.realpath(run_temp))):
+            if inside.is_relative_to(project) and inside != project:
+                skip.add(inside.relative_to(project).as_posix())
+        report_label = report.relative_to(project).as_posix() + "/" if report.is_relative_to(project) else f"{report}/"
+        watched = [Watched(project, "", skip=frozenset(skip)),
+                   Watched(report, report_label, skip=frozenset({"trials"}))]
+        for root in sorted({Path(os.path.realpath(r)) for r in extra_roots}):
+            if not root.is_relative_to(project):
+                watched.append(Watched(root, f"{root}/"))
+        home_real = Path(os.path.realpath(home))
+        if home_real != project:  # a project at $HOME is watched whole already
+            watched.append(Watched(home_real, "~/", top_only=True, skip=HOME_VOLATILE))
+        return cls(watched)
+
+    def start(self) -> list[Fingerprint]:
+        return [fingerprint(w) for w in self.watched]
+
+    def escapes(self, started: list[Fingerprint]) -> list[str]:
+        found: list[str] = []
+        for watched, before in zip(self.watched, started):
+            found += [watched.label + path for path in _changed(before, fingerprint(watched))]
+        return sorted(set(found))
+
+
+# --- clean sources ---------------------------------------------------------------------------
+
+# {root-relative path: [kind, mode, size, mtime_ns, ctime_ns, inode, sha256 or ""]}: JSON-able, so
+# the controller can hand it to xdist workers.
+SourceRecord = dict[str, list[int | str]]
+
+
+def record_sources(roots: Iterable[Path]) -> dict[str, SourceRecord]:
+    """Fingerprint and hash every file under each root (a fixture, the build tree)."""
+    recorded: dict[str, SourceRecord] = {}
+    for root in roots:
+        watched = Watched(root, "", skip_names=frozenset())
+        recorded[str(root)] = {rel: [*info, _hash(root, rel, info)] for rel, info in fingerprint(watched).items()}
+    return recorded
+
+
+def changed_sources(root: Path, recorded: Mapping[str, SourceRecord]) -> list[str] | None:
+    """Paths under ``root`` that differ from the run's record; ``None`` when ``root`` was not recorded."""
+    reference = recorded.get(str(root))
+    if reference is None:
+        return None
+    now = fingerprint(Watched(root, "", skip_names=frozenset()))
+    return sorted(_source_differences(root, reference, now))
+
+
+def _source_differences(root: Path, reference: SourceRecord, now: Fingerprint) -> Iterator[str]:
+    for rel in reference.keys() | now.keys():
+        before, after = reference.get(rel), now.get(rel)
+        if before is None or after is None:
+            yield rel
+        elif tuple(before[:6]) != after:
+            # The fingerprint moved (a touch, a rewrite with the same bytes): compare contents.
+            if before[0] != after[0] or before[1] != after[1] or before[6] != _hash(root, rel, after):
+                yield rel
+
+
+def _hash(root: Path, rel: str, info: Stat) -> str:
+    if info[0] != "f":
+        return os.readlink(root / rel) if info[0] == "l" else ""
+    try:
+        return sha256_file(root / rel)
+    except OSError:
+        return "<unreadable>"
