@@ -90,8 +90,11 @@ def fingerprint(watched: Watched) -> Fingerprint:
             except OSError:
                 continue
             if stat.S_ISDIR(info.st_mode):
-                found[rel] = ("d", info.st_mode, 0, 0, 0, info.st_ino)
-                if not watched.top_only:
+                # Directories count by their contents (an empty one is no change, as in git),
+                # except at the top of HOME, where only their existence is watched.
+                if watched.top_only:
+                    found[rel] = ("d", info.st_mode, 0, 0, 0, info.st_ino)
+                else:
                     stack.append((rel + "/", entry.path))
             else:
                 kind = "l" if stat.S_ISLNK(info.st_mode) else "f"
