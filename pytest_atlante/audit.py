@@ -28,24 +28,18 @@ Setup commands run outside their own trial's window; one that writes into a watc
 package manager creating ``~/.npm`` for the first time) while another trial runs shows up in that
 trial.  So does a user editing the project while an eval runs.
 
-**Clean sources**: the controller records the fixtures and the verified build tree (fingerprint and
-sha256 of every file) before any trial runs; each trial re-checks its fixture and the build tree
-after copying them.  An entry whose fingerprint moved is re-hashed (a ``touch`` is no change); a
-changed, added or removed file makes the trial ``infra-error`` naming it, so an earlier trial's
-write through an absolute path is never silently inherited.
+The sources every trial copies are kept clean by :mod:`pytest_atlante.sources`.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fsutil import sha256_file
-
-__all__ = ["HOME_VOLATILE", "Audit", "SourceRecord", "Watched", "changed_sources", "fingerprint", "record_sources"]
+__all__ = ["HOME_VOLATILE", "Audit", "Fingerprint", "Stat", "Watched", "fingerprint"]
 
 # (kind, mode, size, mtime_ns, ctime_ns, inode); directories keep only kind, mode and inode.
 Stat = tuple[str, int, int, int, int, int]
@@ -140,48 +134,3 @@ class Audit:
         for watched, before in zip(self.watched, started):
             found += [watched.label + path for path in _changed(before, fingerprint(watched))]
         return sorted(set(found))
-
-
-# --- clean sources ---------------------------------------------------------------------------
-
-# {root-relative path: [kind, mode, size, mtime_ns, ctime_ns, inode, sha256 or ""]}: JSON-able, so
-# the controller can hand it to xdist workers.
-SourceRecord = dict[str, list[int | str]]
-
-
-def record_sources(roots: Iterable[Path]) -> dict[str, SourceRecord]:
-    """Fingerprint and hash every file under each root (a fixture, the build tree)."""
-    recorded: dict[str, SourceRecord] = {}
-    for root in roots:
-        watched = Watched(root, "", skip_names=frozenset())
-        recorded[str(root)] = {rel: [*info, _hash(root, rel, info)] for rel, info in fingerprint(watched).items()}
-    return recorded
-
-
-def changed_sources(root: Path, recorded: Mapping[str, SourceRecord]) -> list[str] | None:
-    """Paths under ``root`` that differ from the run's record; ``None`` when ``root`` was not recorded."""
-    reference = recorded.get(str(root))
-    if reference is None:
-        return None
-    now = fingerprint(Watched(root, "", skip_names=frozenset()))
-    return sorted(_source_differences(root, reference, now))
-
-
-def _source_differences(root: Path, reference: SourceRecord, now: Fingerprint) -> Iterator[str]:
-    for rel in reference.keys() | now.keys():
-        before, after = reference.get(rel), now.get(rel)
-        if before is None or after is None:
-            yield rel
-        elif tuple(before[:6]) != after:
-            # The fingerprint moved (a touch, a rewrite with the same bytes): compare contents.
-            if before[0] != after[0] or before[1] != after[1] or before[6] != _hash(root, rel, after):
-                yield rel
-
-
-def _hash(root: Path, rel: str, info: Stat) -> str:
-    if info[0] != "f":
-        return os.readlink(root / rel) if info[0] == "l" else ""
-    try:
-        return sha256_file(root / rel)
-    except OSError:
-        return "<unreadable>"

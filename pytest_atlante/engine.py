@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from . import sandbox as sandboxes
-from .audit import Audit, SourceRecord, changed_sources, record_sources
+from .audit import Audit
+from .sources import RunSources, changed_in_copy, copy_of, prepare_sources, remove_sources
 from .budget import TokenGate, TrialBudget
 from .build import tree_dir, verify
 from .checks import run_checks
@@ -31,7 +32,7 @@ from .redact import Secrets, secrets_in_env, secrets_in_file
 from .report import BudgetRecord, HostIdentity, build_report, ensure_gitignore, new_run_id, scrub_paths, write_report
 from .scenario import SETUP_TIMEOUT_MS
 
-__all__ = ["Engine", "finish_report", "new_run_id", "prepare_run", "record_run_sources", "summary_lines"]
+__all__ = ["Engine", "finish_report", "new_run_id", "prepare_run", "prepare_run_sources", "summary_lines"]
 
 Progress = Callable[[str], None]
 
@@ -77,9 +78,9 @@ def source_roots(suite: Suite) -> list[Path]:
     return sorted(roots)
 
 
-def record_run_sources(suite: Suite) -> dict[str, SourceRecord]:
-    """The controller's record of the sources, taken before any trial runs."""
-    return record_sources(source_roots(suite))
+def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
+    """The controller's pristine copy of every source, made before any trial runs."""
+    return prepare_sources(source_roots(suite), run_id)
 
 
 class TrialInterrupted(KeyboardInterrupt):
@@ -94,7 +95,7 @@ class Engine:
     """Runs trials for one process; built lazily on the first trial a process runs."""
 
     def __init__(self, suite: Suite, run_id: str, host_info: Mapping[str, str], *, scripted: bool, keep: bool,
-                 sources: Mapping[str, SourceRecord], report_dir: Path) -> None:
+                 sources: RunSources, report_dir: Path) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.eval = suite.eval
@@ -128,7 +129,8 @@ class Engine:
         scenario = entry.scenario
         progress("sandbox")
         try:
-            sb = sandboxes.assemble(self.run_id, scenario.name, trial, entry.fixture, self.overlay)
+            sb = sandboxes.assemble(self.run_id, scenario.name, trial, copy_of(self.sources, entry.fixture),
+                                    copy_of(self.sources, self.overlay))
         except (sandboxes.OverlayCollision, sandboxes.SandboxError, OSError) as exc:
             return base.model_copy(update={"verdict": "infra-error", "error": str(exc)})
         roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
@@ -172,14 +174,14 @@ class Engine:
         project = self.suite.project_root
         problems = []
         for what, root in (("fixture", entry.fixture), ("build tree", self.overlay)):
-            changed = changed_sources(root, self.sources)
+            changed = changed_in_copy(self.sources, root)
             if changed:
                 shown = root.relative_to(project).as_posix() if root.is_relative_to(project) else str(root)
                 listed = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
-                problems.append(f"the {what} {shown} changed since the run started: {listed}")
+                problems.append(f"the run's copy of the {what} {shown} changed after the run made it: {listed}")
         if not problems:
             return None
-        return "; ".join(problems) + " (a trial wrote to it through an absolute path? see the escapes of earlier trials)"
+        return "; ".join(problems) + " (a trial wrote into the run's temp directory; see the escapes of earlier trials)"
 
     def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
                     progress: Progress, endpoint: ScriptedEndpoint | None, known: list[Secrets]) -> TrialRecord:
@@ -322,6 +324,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, host_info: Ma
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.
+    remove_sources(run_id)
     sandboxes.remove_run_dir(run_id)
     return status, path
 

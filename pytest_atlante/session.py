@@ -137,6 +137,15 @@ class EvalSession:
             try:
                 problems, run_error, info = prepare_run(self.suite, scripted=self.options.scripted,
                                                         probe=not self.config.option.collectonly)
+                if info is not None and not problems and not run_error:
+                    from .engine import prepare_run_sources
+
+                    self.sources = prepare_run_sources(self.suite, self.run_id)
+            except OSError as exc:
+                problems, info = [], None
+                run_error = [Diagnostic("", "", "eval-sources-copy-failed",
+                                        f"cannot copy the fixtures and the build tree for this run: {exc}",
+                                        "check the space and permissions of the temp directory ($TMPDIR)")]
             except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
                 problems, info = [], None
                 run_error = [Diagnostic("", "", "eval-internal-error", f"{type(exc).__name__}: {exc}",
@@ -156,10 +165,6 @@ class EvalSession:
                     writer.line(problem.render(), red=True)
                 pytest.exit("atlante: the run cannot start; no trial was run", returncode=EXIT_RUN_ERROR)
             self.host_info = info
-            if info is not None:
-                from .engine import record_run_sources
-
-                self.sources = record_run_sources(self.suite)
         if self.config.args_source != pytest.Config.ArgsSource.ARGS:
             # No paths on the command line: the configured suites are the run.
             self.config.args = sorted({str(e.file) for e in self.suite.scenarios})

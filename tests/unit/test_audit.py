@@ -6,7 +6,10 @@ import json
 import os
 from pathlib import Path
 
-from pytest_atlante.audit import Audit, changed_sources, record_sources
+import uuid
+
+from pytest_atlante.audit import Audit
+from pytest_atlante.sources import changed_in_copy, copy_of, prepare_sources, remove_sources
 
 
 def _layout(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
@@ -63,18 +66,27 @@ def test_legitimate_concurrent_activity_is_no_escape(tmp_path: Path) -> None:
     assert audit.escapes(started) == [], audit.escapes(started)
 
 
-def test_sources_record_survives_json_and_finds_changes_not_touches(tmp_path: Path) -> None:
+def test_the_runs_copy_of_a_source_is_checked_against_its_record(tmp_path: Path) -> None:
     fixture = tmp_path / "fixture"
     (fixture / "src").mkdir(parents=True)
     (fixture / "a.txt").write_text("a\n")
     (fixture / "src" / "b.py").write_text("b\n")
-    recorded = json.loads(json.dumps(record_sources([fixture])))  # as an xdist worker receives it
-    assert changed_sources(fixture, recorded) == []
-    os.utime(fixture / "a.txt")  # a touch: same bytes, new fingerprint
-    (fixture / "src" / "b.py").write_text("b\n")  # rewritten with the same bytes
-    assert changed_sources(fixture, recorded) == []
-    (fixture / "a.txt").write_text("A\n")
-    (fixture / "src" / "new.py").write_text("")
-    (fixture / "src" / "b.py").unlink()
-    assert changed_sources(fixture, recorded) == ["a.txt", "src/b.py", "src/new.py"]
-    assert changed_sources(tmp_path / "unrecorded", recorded) is None
+    run_id = "t" + uuid.uuid4().hex[:12]
+    try:
+        sources = json.loads(json.dumps(prepare_sources([fixture], run_id)))  # as an xdist worker receives it
+        copy = copy_of(sources, fixture)
+        assert copy != fixture and (copy / "src" / "b.py").read_text() == "b\n"
+        assert copy_of(sources, tmp_path / "other") == tmp_path / "other"
+        # The project's own fixture changing does not touch the copy trials use.
+        (fixture / "a.txt").write_text("contaminated\n")
+        assert changed_in_copy(sources, fixture) == []
+        os.utime(copy / "a.txt")  # a touch: same bytes, new fingerprint
+        (copy / "src" / "b.py").write_text("b\n")  # rewritten with the same bytes
+        assert changed_in_copy(sources, fixture) == []
+        (copy / "a.txt").write_text("A\n")
+        (copy / "src" / "new.py").write_text("")
+        (copy / "src" / "b.py").unlink()
+        assert changed_in_copy(sources, fixture) == ["a.txt", "src/b.py", "src/new.py"]
+    finally:
+        remove_sources(run_id)
+        os.rmdir(copy.parent.parent)
