@@ -226,6 +226,7 @@ class Engine:
                       interrupt_signal=self.host.interrupt_signal)
         outcome = self.host.finalize(self.info, monitor, env=host_env, cwd=sb.root)
         for path in trial_logins:  # the copied login has done its job; no check may read it
+            known[0] += secrets_in_file(path)  # the host may have refreshed a token in it
             path.unlink(missing_ok=True)
         verdicts: list[Verdict] = []
         error: str | None = None
