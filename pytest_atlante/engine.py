@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -247,8 +248,8 @@ class Engine:
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
         # Checks get an empty HOME of their own: the trial HOME held the login and the host's state.
-        check_home = sb.trial_dir / "check-home"
-        check_home.mkdir(mode=0o700)
+        # A random name: the agent cannot have prepared it (a planted .gitconfig, a symlink).
+        check_home = Path(tempfile.mkdtemp(prefix="check-home-", dir=sb.trial_dir))
         checks_env = allowlisted_environment(parent_env, home=check_home)
         checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env, redact=known[0])
         if any(c.error for c in checks):
