@@ -14,10 +14,11 @@ checks ran:
   directory (when ``$TMPDIR`` is inside the project), and this run's report directory, which is
   watched on its own;
 - pack directories outside the project, the same way;
-- the top of the invoking user's HOME: every entry directly in it, files by content fingerprint,
-  directories only by their existence (what tools keep inside ``~/.cache`` or ``~/.claude`` is not
-  watched), except the history and state files interactive tools rewrite all the time
-  (``.claude.json``, ``.bash_history``, ... :data:`HOME_VOLATILE`);
+- the top of the invoking user's HOME: every entry directly in it; dotfiles (``.bashrc``,
+  ``.gitconfig``, ``.npmrc`` ...) by content fingerprint, other files and directories only by their
+  existence (what tools keep inside ``~/.cache`` or ``~/.claude`` is not watched, nor a log file the
+  run's own output is redirected into), except the history and state files interactive tools
+  rewrite all the time (``.claude.json``, ``.bash_history``, ... :data:`HOME_VOLATILE`);
 - the report directory: every file in it except under ``trials/`` (per-trial artifacts the runner
   itself writes for other trials); its creation is not a change.
 
@@ -90,6 +91,10 @@ def fingerprint(watched: Watched) -> Fingerprint:
                     found[rel] = ("d", info.st_mode, 0, 0, 0, info.st_ino)
                 else:
                     stack.append((rel + "/", entry.path))
+            elif watched.top_only and not entry.name.startswith("."):
+                # A plain file at the top of HOME (a log the user's shell redirects pytest's output
+                # into, pytester's ``stdout``) grows while the run goes on: existence only.
+                found[rel] = ("f", info.st_mode, 0, 0, 0, info.st_ino)
             else:
                 kind = "l" if stat.S_ISLNK(info.st_mode) else "f"
                 found[rel] = (kind, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)

@@ -20,6 +20,7 @@ def _layout(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
     (project / ".git" / "config").write_text("[core]\n")
     home = tmp_path / "home"
     (home / ".cache").mkdir(parents=True)
+    (home / "eval.log").write_text("")
     (home / ".bashrc").write_text("# rc\n")
     report = project / ".atlante" / "eval" / "run-1"
     run_temp = tmp_path / "tmp" / "atlante-eval-run-1"
@@ -62,6 +63,7 @@ def test_legitimate_concurrent_activity_is_no_escape(tmp_path: Path) -> None:
     (report / "trials" / "other" / "1" / "transcript.jsonl").write_text("{}")
     (home / ".cache" / "pip").mkdir()
     (home / ".bash_history").write_text("ls\n")
+    (home / "eval.log").write_text("pytest output the user redirected here\n")
     (project / "eval" / "fixtures" / "app" / "README.md").read_text()
     assert audit.escapes(started) == [], audit.escapes(started)
 
