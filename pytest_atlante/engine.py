@@ -138,9 +138,9 @@ class Engine:
         # Known credentials: the runner's own secret variables and the user's stored login,
         # whatever this trial does with them (the agent can read both through absolute paths).
         parent_env = dict(os.environ)
-        secrets = secrets_in_env(parent_env)
+        secrets = Secrets(secrets_in_env(parent_env))
         for path in self.host.credential_files(Path.home(), parent_env):
-            secrets += secrets_in_file(path)
+            secrets.add(secrets_in_file(path))
         server = None
         try:
             dirty = self._changed_sources(entry)
@@ -156,14 +156,13 @@ class Engine:
                                                                      claude_env(server), opencode_provider_config(server))
             else:
                 endpoint = None
-            known = [secrets]
             try:
-                record = self._in_sandbox(entry, sb, base, budget, progress, endpoint, known)
+                record = self._in_sandbox(entry, sb, base, budget, progress, endpoint, secrets)
             except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
                 record = base.model_copy(update={"verdict": "infra-error", "error": f"{type(exc).__name__}: {exc}"})
             if server is not None:
                 record = record.model_copy(update={"scriptedTurns": server.turns_served})
-            return _clean(record, roots, known[0])
+            return _clean(record, roots, secrets)
         finally:
             if server is not None:
                 server.stop()
@@ -185,7 +184,7 @@ class Engine:
         return "; ".join(problems) + " (a trial wrote into the run's temp directory; see the escapes of earlier trials)"
 
     def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
-                    progress: Progress, endpoint: ScriptedEndpoint | None, known: list[Secrets]) -> TrialRecord:
+                    progress: Progress, endpoint: ScriptedEndpoint | None, secrets: Secrets) -> TrialRecord:
         scenario = entry.scenario
         parent_env = dict(os.environ)
         self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
@@ -219,15 +218,15 @@ class Engine:
         host_tmp.mkdir(mode=0o700, exist_ok=True)
         host_env["TMPDIR"] = str(host_tmp)
         trial_logins = self.host.credential_files(sb.home, {})
-        known[0] += secrets_in_env(host_env)
+        secrets.add(secrets_in_env(host_env))
         for path in trial_logins:
-            known[0] += secrets_in_file(path)
+            secrets.add(secrets_in_file(path))
         argv = self.host.command(self.info, prompt=scenario.task.prompt, agent=scenario.task.agent, model=self.eval.model)
         session = run(argv, cwd=sb.root, env=host_env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                       interrupt_signal=self.host.interrupt_signal)
         outcome = self.host.finalize(self.info, monitor, env=host_env, cwd=sb.root)
         for path in trial_logins:  # the copied login has done its job; no check may read it
-            known[0] += secrets_in_file(path)  # the host may have refreshed a token in it
+            secrets.add(secrets_in_file(path))  # the host may have refreshed a token in it
             path.unlink(missing_ok=True)
         verdicts: list[Verdict] = []
         error: str | None = None
@@ -251,7 +250,7 @@ class Engine:
         # A random name: the agent cannot have prepared it (a planted .gitconfig, a symlink).
         check_home = Path(tempfile.mkdtemp(prefix="check-home-", dir=sb.trial_dir))
         checks_env = allowlisted_environment(parent_env, home=check_home)
-        checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env, redact=known[0])
+        checks = run_checks(scenario.checks, sandbox=sb, diff=diff, env=checks_env, redact=secrets)
         if any(c.error for c in checks):
             verdicts.append("infra-error")
         elif any(not c.passed for c in checks):
@@ -260,7 +259,7 @@ class Engine:
         if escapes:
             verdicts.append("fail")
             error = error or escape_message(escapes)
-        diff_text, truncated = cap_diff(known[0](diff.text))
+        diff_text, truncated = cap_diff(secrets(diff.text))
         return base.model_copy(update={
             "verdict": strongest(verdicts),
             "hostDurationMs": int(session.duration_s * 1000),

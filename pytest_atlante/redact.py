@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["MIN_SECRET_CHARS", "REDACTED", "Secrets", "redact", "secrets_in_env", "secrets_in_file"]
@@ -34,19 +33,22 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COO
 _MAX_FILE_BYTES = 1 << 20
 
 
-@dataclass(frozen=True)
 class Secrets:
-    """The credential values one trial knows about, longest first (so no secret is half-replaced)."""
+    """The credential values one trial knows about; grows as the trial learns more (a copied login,
+    the session's environment, a token the host refreshed).  Calling it redacts a text."""
 
-    values: tuple[str, ...] = field(default=())
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._values: set[str] = set()
+        self.add(values)
 
-    @classmethod
-    def of(cls, values: Iterable[str]) -> Secrets:
-        kept = {v for v in values if len(v) >= MIN_SECRET_CHARS and v != REDACTED}
-        return cls(tuple(sorted(kept, key=lambda v: (-len(v), v))))
+    def add(self, values: Iterable[str]) -> Secrets:
+        self._values.update(v for v in values if len(v) >= MIN_SECRET_CHARS and v != REDACTED)
+        return self
 
-    def __add__(self, other: Secrets) -> Secrets:
-        return Secrets.of((*self.values, *other.values))
+    @property
+    def values(self) -> tuple[str, ...]:
+        """Longest first, so no secret is half-replaced by a shorter one inside it."""
+        return tuple(sorted(self._values, key=lambda v: (-len(v), v)))
 
     def __call__(self, text: str) -> str:
         return redact(text, self)
@@ -60,20 +62,20 @@ def redact(text: str, secrets: Secrets) -> str:
     return text
 
 
-def secrets_in_env(env: Mapping[str, str]) -> Secrets:
+def secrets_in_env(env: Mapping[str, str]) -> list[str]:
     """Values of the variables in ``env`` whose names say they hold a credential."""
-    return Secrets.of(value for name, value in env.items() if _SECRET_NAME.search(name))
+    return [value for name, value in env.items() if _SECRET_NAME.search(name)]
 
 
-def secrets_in_file(path: Path) -> Secrets:
+def secrets_in_file(path: Path) -> list[str]:
     """Secret-looking string values of a JSON credentials file (nothing when absent or not JSON)."""
     try:
         if not path.is_file() or path.stat().st_size > _MAX_FILE_BYTES:
-            return Secrets()
+            return []
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
-        return Secrets()
-    return Secrets.of(_secret_leaves(document, secret=False))
+        return []
+    return list(_secret_leaves(document, secret=False))
 
 
 def _secret_leaves(value: object, *, secret: bool) -> Iterable[str]:

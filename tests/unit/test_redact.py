@@ -9,17 +9,17 @@ from pytest_atlante.redact import REDACTED, Secrets, redact, secrets_in_env, sec
 
 
 def test_secret_variables_are_redacted_and_ordinary_ones_are_not() -> None:
-    secrets = secrets_in_env({
+    secrets = Secrets(secrets_in_env({
         "ANTHROPIC_API_KEY": "sk-ant-api03-abcdef", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG",
         "GITHUB_TOKEN": "ghp_0123456789", "CLAUDE_CODE_USE_BEDROCK": "1", "PATH": "/usr/local/bin:/usr/bin",
         "SHORT_TOKEN": "abc",
-    })
+    }))
     text = "key=sk-ant-api03-abcdef aws=wJalrXUtnFEMI/K7MDENG gh=ghp_0123456789 path=/usr/local/bin:/usr/bin mode=1 abc"
     assert redact(text, secrets) == f"key={REDACTED} aws={REDACTED} gh={REDACTED} path=/usr/local/bin:/usr/bin mode=1 abc"
 
 
 def test_longest_secret_wins_so_none_is_half_replaced() -> None:
-    secrets = Secrets.of(["token-1234", "token-1234-and-more"])
+    secrets = Secrets(["token-1234", "token-1234-and-more"])
     assert secrets("x token-1234-and-more y token-1234") == f"x {REDACTED} y {REDACTED}"
 
 
@@ -31,8 +31,8 @@ def test_credential_files_give_their_secret_values(tmp_path: Path) -> None:
     auth.write_text(json.dumps({"anthropic": {"type": "api", "key": "sk-ant-api03-CCCC"},
                                 "openai": {"type": "oauth", "access": "oa-access-DDDD", "refresh": "oa-refresh-EEEE"}}))
     found = secrets_in_file(claude) + secrets_in_file(auth)
-    assert set(found.values) == {"sk-ant-oat01-AAAA", "sk-ant-ort01-BBBB", "sk-ant-api03-CCCC",
+    assert set(Secrets(found).values) == {"sk-ant-oat01-AAAA", "sk-ant-ort01-BBBB", "sk-ant-api03-CCCC",
                                  "oa-access-DDDD", "oa-refresh-EEEE"}
-    assert secrets_in_file(tmp_path / "missing.json").values == ()
+    assert secrets_in_file(tmp_path / "missing.json") == []
     (tmp_path / "junk").write_text("not json")
-    assert secrets_in_file(tmp_path / "junk").values == ()
+    assert secrets_in_file(tmp_path / "junk") == []
