@@ -45,6 +45,19 @@ def config_doc(host: str = "claude-code", **eval_overrides: Any) -> dict[str, An
     }
 
 
+# A project conftest that tries to loosen the trial's budget: it reads the plugin's value (requesting
+# the fixture it overrides) and hands trials a copy with maxTokens=10**9 and a session for everyone.
+LOOSENING_CONFTEST = (
+    "import dataclasses, pytest\n"
+    "@pytest.fixture\n"
+    "def atlante_budget(atlante_budget):\n"
+    "    return dataclasses.replace(atlante_budget, maxTokens=10**9, allocated=True)\n"
+    "@pytest.fixture(autouse=True)\n"
+    "def _reads_the_budget(atlante_budget):\n"
+    "    assert atlante_budget.maxTokens == 10**9\n"
+)
+
+
 class Project:
     """A temp eval project; ``write`` and ``scenario`` edit it, ``build`` refreshes the native tree."""
 

@@ -112,7 +112,9 @@ def profile_one(files: int, tmp: Path, bin_dir: Path) -> None:
 
     from pytest_atlante.budget import TrialBudget
     from pytest_atlante.discovery import discover
-    from pytest_atlante.engine import Engine, new_run_id, prepare_run, prepare_run_sources
+    from pytest_atlante.evalrun import prepare_run, prepare_run_sources
+    from pytest_atlante.report import new_run_id
+    from pytest_atlante.trial import TrialRunner
 
     project = make_project(tmp / f"profile-{files}", files=files, trials=1)
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
@@ -122,7 +124,7 @@ def profile_one(files: int, tmp: Path, bin_dir: Path) -> None:
     from datetime import datetime, timezone
 
     run_id = new_run_id(datetime.now(timezone.utc))
-    engine = Engine(suite, run_id, info, scripted=True, keep=False,
+    engine = TrialRunner(suite, run_id, info, scripted=True, keep=False,
                     sources=prepare_run_sources(suite, run_id), report_dir=tmp / f"profile-{files}-out")
     budget = TrialBudget(timeoutMs=60_000, maxTokens=400_000, maxSessions=2, trials=2, allocated=True)
     entry = suite.scenarios[0]

@@ -18,19 +18,16 @@ from pathlib import Path
 from typing import Literal
 
 from . import __version__
-from .config import CONFIG_FILE, AgentSource, Harness, HostName, SkillSource, load_project_config
+from .config import CONFIG_FILE, Harness, SkillSource, load_project_config
 from .diagnostics import Diagnostic, DiagnosticError
+from .hosts.base import frontmatter
+from .hosts.registry import HOST_NAMES, HostName, host_for
 from .fsutil import atomic_write_text, sha256_file
 from .packs import harness_layers, resolve_packages
 from .scenario import unsafe_path_reason
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
-HOSTS: tuple[HostName, ...] = ("claude-code", "opencode")
-CLAUDE_TOOL_NAMES = {"read": "Read", "write": "Write", "edit": "Edit", "bash": "Bash", "glob": "Glob",
-                     "grep": "Grep", "skill": "Skill", "task": "Task"}
-# OpenCode agents restrict tools through permission keys; write and edit share the ``edit`` key.
-OPENCODE_PERMISSION_KEYS = {"read": "read", "write": "edit", "edit": "edit", "bash": "bash", "glob": "glob",
-                            "grep": "grep", "skill": "skill", "task": "task"}
+HOSTS: tuple[HostName, ...] = HOST_NAMES
 HARNESS_SOURCE = CONFIG_FILE + "#harness"
 
 
@@ -67,36 +64,8 @@ def gather(project_root: Path) -> tuple[list[HarnessInput], list[Diagnostic]]:
     return inputs, problems
 
 
-def _frontmatter(fields: list[tuple[str, str]]) -> str:
-    # JSON strings are valid YAML scalars, so descriptions with colons or quotes stay intact.
-    lines = ["---"] + [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields] + ["---", ""]
-    return "\n".join(lines)
-
-
-def _agent_file(host: HostName, name: str, agent: AgentSource, body: str) -> str:
-    if host == "claude-code":
-        fields = [("name", name), ("description", agent.description)]
-        if agent.tools is not None:
-            fields.append(("tools", ", ".join(CLAUDE_TOOL_NAMES[t] for t in agent.tools)))
-        if agent.model is not None and "/" not in agent.model:
-            fields.append(("model", agent.model))
-        return _frontmatter(fields) + body
-    fields = [("description", agent.description), ("mode", "all")]
-    if agent.model is not None and "/" in agent.model:
-        fields.append(("model", agent.model))
-    text = _frontmatter(fields)
-    if agent.tools is not None:
-        allowed = {OPENCODE_PERMISSION_KEYS[t] for t in agent.tools}
-        keys = sorted(set(OPENCODE_PERMISSION_KEYS.values()))
-        permission = "permission:\n" + "".join(
-            f"  {key}: {'allow' if key in allowed else 'deny'}\n" for key in keys
-        )
-        text = text[: -len("---\n")] + permission + "---\n"
-    return text + body
-
-
 def _skill_file(name: str, skill: SkillSource, body: str) -> str:
-    return _frontmatter([("name", name), ("description", skill.description)]) + body
+    return frontmatter([("name", name), ("description", skill.description)]) + body
 
 
 def _check_source(base: Path, value: str, file: str, location: str, kind: Literal["file", "dir"]) -> tuple[Path | None, list[Diagnostic]]:
@@ -139,16 +108,14 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
     sources: dict[str, str] = {}
     problems: list[Diagnostic] = []
     owners: dict[str, str] = {}
-    owned = ".claude" if host == "claude-code" else ".opencode"
+    adapter = host_for(host)
+    owned = adapter.owned_dir
     canonical = json.dumps([[i.origin, i.harness.model_dump(mode="json")] for i in inputs], sort_keys=True)
     sources[HARNESS_SOURCE] = hashlib.sha256(canonical.encode()).hexdigest()
     for item in inputs:
         file = CONFIG_FILE if item.origin == "local" else _rel(item.base / CONFIG_FILE, project_root)
         for name, agent in sorted(item.harness.agents.items()):
-            if not _claim(owners, problems, "agent", name, item.origin, file):
-                continue
-            path, found = _check_source(item.base, agent.prompt, file, f"$.harness.agents.{name}.prompt", "file")
-            problems.extend(found)
+            path = _claimed_source(owners, problems, item, file, ("agent", name), agent.prompt)
             if path is None:
                 continue
             try:
@@ -158,12 +125,9 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             except (OSError, UnicodeDecodeError) as exc:
                 problems.append(_unreadable(file, f"$.harness.agents.{name}.prompt", exc))
                 continue
-            outputs[f"{owned}/agents/{name}.md"] = _agent_file(host, name, agent, body).encode()
+            outputs[f"{owned}/agents/{name}.md"] = adapter.render_agent(name, agent, body).encode()
         for name, skill in sorted(item.harness.skills.items()):
-            if not _claim(owners, problems, "skill", name, item.origin, file):
-                continue
-            path, found = _check_source(item.base, skill.dir, file, f"$.harness.skills.{name}.dir", "dir")
-            problems.extend(found)
+            path = _claimed_source(owners, problems, item, file, ("skill", name), skill.dir)
             if path is None:
                 continue
             try:
@@ -177,6 +141,21 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             except (OSError, UnicodeDecodeError) as exc:
                 problems.append(_unreadable(file, f"$.harness.skills.{name}.dir", exc))
     return outputs, sources, problems
+
+
+def _claimed_source(owners: dict[str, str], problems: list[Diagnostic], item: HarnessInput, file: str,
+                    claim: tuple[str, str], value: str) -> Path | None:
+    """The source path of one agent or skill this input may claim, or None (problems recorded)."""
+    what, name = claim
+    if not _claim(owners, problems, what, name, item.origin, file):
+        return None
+    # An agent's source is its prompt file, a skill's its directory.
+    if what == "agent":
+        path, found = _check_source(item.base, value, file, f"$.harness.agents.{name}.prompt", "file")
+    else:
+        path, found = _check_source(item.base, value, file, f"$.harness.skills.{name}.dir", "dir")
+    problems.extend(found)
+    return path
 
 
 def _manifest(host: HostName, sources: dict[str, str], outputs: dict[str, bytes]) -> str:

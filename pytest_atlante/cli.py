@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .diagnostics import DiagnosticError, envelope
+from .hosts.registry import HOST_NAMES
 
 EXIT_VALIDATION = 2
 EXIT_INTERNAL = 3
@@ -81,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--project", default=".", help="project root holding atlante.jsonc")
     build.add_argument(
         "--host",
-        choices=["claude-code", "opencode", "all"],
+        choices=[*HOST_NAMES, "all"],
         default="all",
         help="which host's native tree to build (default: all)",
     )

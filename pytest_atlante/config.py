@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from .diagnostics import Diagnostic, json_path
 from .documents import LoadedDocument, load_document, validate_model
+from .hosts.registry import HostName, min_config_version
 from .models import StrictModel
 from .scenario import MAX_TIMEOUT_MS, SLUG_PATTERN
 
@@ -19,7 +20,6 @@ CONFIG_SCHEMA_URIS = {
 }
 MAX_TRIALS = 50
 
-HostName = Literal["opencode", "claude-code"]
 # Host-neutral tool names of harness agents; `atlante build` maps them to each host's vocabulary.
 NeutralTool = Literal["read", "write", "edit", "bash", "glob", "grep", "skill", "task"]
 
@@ -121,11 +121,12 @@ def version_diagnostics(doc: LoadedDocument, config: ProjectConfig | PackConfig)
     if isinstance(config, PackConfig) and config.eval is not None:
         hosts.append(("$.eval.host", config.eval.host))
     for location, host in hosts:
-        if config.version == "0.1" and host == "claude-code":
+        needed = min_config_version(host) if host else "0.1"
+        if config.version < needed:
             found.append(
                 Diagnostic(doc.display, location, "eval-config-invalid",
-                           "version 0.1 documents admit only host 'opencode'",
-                           "set \"version\": \"0.2\" to use host 'claude-code'")
+                           f"version {config.version} documents do not admit host {host!r}",
+                           f"set \"version\": \"{needed}\" to use host {host!r}")
             )
     return found
 

@@ -12,9 +12,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import EvalSection, HostName, ProjectConfig, load_project_config
+from .config import EvalSection, ProjectConfig, load_project_config
 from .diagnostics import Diagnostic
 from .documents import load_document, validate_model
+from .hosts.registry import HostName, host_for, min_config_version
 from .packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
 from .scenario import Scenario, rule_diagnostics, unsafe_path_reason
 
@@ -97,10 +98,7 @@ def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagno
                 problem(rel, f"fixtures cannot contain {name}", f"remove {name} from the fixture; setup can create it")
         dirnames[:] = sorted(d for d in dirnames if d not in (".git", "node_modules") and not (base / d).is_symlink())
     # The host adapters own the list of config files their CLI would merge beside the generated one.
-    from .hosts import claude_code, opencode
-
-    forbidden = claude_code.FORBIDDEN_FIXTURE_FILES if host == "claude-code" else opencode.FORBIDDEN_FIXTURE_FILES
-    for rel, reason in sorted(forbidden.items()):
+    for rel, reason in sorted(host_for(host).forbidden_fixture_files.items()):
         if (fixture / rel).exists():
             problem(rel, reason, "remove it from the fixture; every trial gets a fresh generated host configuration")
     return found
@@ -146,7 +144,8 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
         assert isinstance(scenario, Scenario)
         suite.diagnostics.extend(rule_diagnostics(scenario, display))
         fixture = fixture_root / scenario.task.fixture
-        if unsafe_path_reason(scenario.task.fixture) is None:
+        safe = unsafe_path_reason(scenario.task.fixture) is None
+        if safe:
             suite.diagnostics.extend(_fixture_problems(fixture_root, fixture, scenario.task.fixture, host, display, root))
         script = _script_for(document, scenario.name) if scripted else None
         if scripted:
@@ -157,7 +156,8 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
             else:
                 suite.diagnostics.extend(_script_diagnostics(script, root))
         suite.scenarios.append(ScenarioEntry(scenario, document, display, loaded.line_of_key("name", scenario.name),
-                                             source, fixture.resolve(), script))
+                                             # an unsafe path (a NUL) is already a diagnostic; never resolve it
+                                             source, fixture.resolve() if safe else fixture, script))
 
 
 def _script_diagnostics(script: Path, root: Path) -> list[Diagnostic]:
@@ -226,10 +226,11 @@ def discover(project_root: Path, *, scripted: bool = False, names: list[str] | N
                                                 "atlante.jsonc has no eval section", "add an eval section with host and scenarios"))
         return suite
     if host_override is not None and host_override != config.eval.host:
-        if config.version == "0.1" and host_override == "claude-code":
+        needed = min_config_version(host_override)
+        if config.version < needed:
             suite.diagnostics.append(Diagnostic(loaded.display, "$.version", "eval-config-invalid",
-                                                "--atlante-host claude-code needs a version 0.2 configuration",
-                                                "set \"version\": \"0.2\" in atlante.jsonc"))
+                                                f"--atlante-host {host_override} needs a version {needed} configuration",
+                                                f"set \"version\": \"{needed}\" in atlante.jsonc"))
         suite.eval = config.eval.model_copy(update={"host": host_override})
     host = suite.eval.host if suite.eval else config.eval.host
     if config.eval.scenarios is not None:

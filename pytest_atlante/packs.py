@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .config import CONFIG_FILE, Harness, HostName, PackConfig, PackSuite, version_diagnostics
+from .config import CONFIG_FILE, Harness, PackConfig, PackSuite, version_diagnostics
+from .hosts.registry import HostName
 from .diagnostics import Diagnostic
 from .documents import load_document, validate_model
 from .scenario import SLUG_PATTERN, unsafe_path_reason

@@ -1,9 +1,11 @@
 """pytest hooks for pytest-atlante.
 
-Thin by design (as in pytest-xdist and pytest-cov): options, and at configure time the per-role
-objects that carry the behaviour — ``EvalSession`` for ``--atlante-eval`` runs and the Atlas
-query-regression plugin when ``atlante.jsonc`` names a query corpus.  Without ``--atlante-eval`` and
-without an ``atlas`` section nothing is registered and pytest behaves exactly as before.
+Thin by design (as in pytest-xdist and pytest-cov): options, and at configure time the one role
+object that carries the behaviour — ``roles.Controller`` or ``roles.Worker`` for ``--atlante-eval``
+runs, the Atlas query-regression plugin when ``atlante.jsonc`` has an ``atlas`` section.  Without
+``--atlante-eval`` and without an ``atlas`` section nothing is registered and nothing beyond this
+module is imported, so an idle plugin costs a pytest run next to nothing
+(``benchmarks/plugin_import.py``).
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from .items import SESSION_KEY
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from .hosts.registry import HOST_NAMES
+
     group = parser.getgroup("atlante", "pytest-atlante: evaluate agent harnesses")
     group.addoption("--atlante-eval", action="store_true", default=False,
                     help="collect and run the eval scenarios configured in atlante.jsonc (one item per trial)")
@@ -29,7 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="keep trial sandboxes under $TMPDIR/atlante-eval-<run-id>/ for inspection")
     group.addoption("--atlante-project", metavar="DIR", default=None,
                     help="project root holding atlante.jsonc (default: the directory pytest was started in)")
-    group.addoption("--atlante-host", choices=["claude-code", "opencode"], default=None,
+    group.addoption("--atlante-host", choices=list(HOST_NAMES), default=None,
                     help="run the suite under this host instead of eval.host (compare hosts without editing the config)")
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
@@ -39,23 +41,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "atlante: an atlante eval trial (added automatically)")
     config.addinivalue_line("markers", "atlante_pack: an eval trial from an included pack suite")
-    from .session import EvalSession, Options
-
-    options = Options.from_config(config)
     if config.getoption("atlante_eval"):
         # An eval run is the eval suite: its items, report and exit status are the trials'.
-        session = EvalSession(config, options)
-        config.stash[SESSION_KEY] = session
-        config.pluginmanager.register(session, "atlante-eval")
+        from .roles import role_for
+
+        config.pluginmanager.register(role_for(config), "atlante-eval")
     else:
-        _register_atlas(config, options.project_root)
+        project = config.getoption("atlante_project")
+        _register_atlas(config, Path(project).resolve() if project else config.invocation_params.dir)
 
 
 def _register_atlas(config: pytest.Config, project_root: Path) -> None:
+    path = project_root / "atlante.jsonc"
+    try:
+        text = path.read_bytes()
+    except OSError:  # no configuration (the common case for a codebase that merely installed us)
+        return
+    if b'"atlas"' not in text and b"atlas:" not in text and b"'atlas'" not in text:
+        # Cheap pre-check: a document without the word cannot have an atlas section, so the
+        # configuration models (pydantic) are never imported for it.
+        return
     from .config import load_project_config
 
-    if not (project_root / "atlante.jsonc").is_file():
-        return
     project, _, problems = load_project_config(project_root)
     if project is None or project.atlas is None or problems:
         return
@@ -69,8 +76,25 @@ def _register_atlas(config: pytest.Config, project_root: Path) -> None:
 
 @pytest.fixture
 def atlante_budget(request: pytest.FixtureRequest) -> Any:
-    """The budget of the current eval trial (timeoutMs, maxTokens, maxSessions, trials, allocated)."""
-    session = request.config.stash.get(SESSION_KEY, None)
-    if session is None:
+    """The budget of the current eval trial (timeoutMs, maxTokens, maxSessions, trials, allocated).
+
+    A read-only view (a frozen dataclass) of what the trial is held to: the trial runs with the
+    budget decided at collection, so overriding this fixture changes what a reader sees, never
+    what is enforced or reported.
+    """
+    from .items import TrialItem
+
+    budget = request.node.budget if isinstance(request.node, TrialItem) else None
+    if budget is None:
         pytest.skip("atlante_budget is only available in --atlante-eval runs")
-    return session.budget_for(request.node)
+    return budget
+
+
+@pytest.fixture
+def _atlante_session_slot(request: pytest.FixtureRequest) -> None:
+    """Skips, in fixture setup, a trial that ``maxSessions`` left without a host session."""
+    from .items import RUNNER_KEY, TrialItem
+
+    item = request.node
+    if isinstance(item, TrialItem) and item.budget is not None and not item.budget.allocated:
+        request.config.stash[RUNNER_KEY].skip_unallocated(item)

@@ -25,6 +25,7 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from . import __version__
 from .fsutil import atomic_write_bytes, atomic_write_text
+from .hosts.registry import HostName
 from .records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
 
 ReportSchema = Literal["atlante/eval-report-v1"]
@@ -53,7 +54,7 @@ Version = Annotated[str, Field(pattern=VERSION_PATTERN, max_length=64)]
 
 
 class HostIdentity(Record):
-    name: Literal["claude-code", "opencode"]
+    name: HostName
     version: Version
     dialect: Literal["claude-code", "opencode-v1", "opencode-v2"]
 

@@ -1,20 +1,21 @@
 """Host adapters: everything host-specific about running one trial session through a real CLI.
 
-``host_for(name)`` returns the adapter the trial engine drives; see ``docs/hosts.md``.
+``host_for(name)`` returns the adapter the trial pipeline drives (``registry.py`` maps names to
+adapter modules); see ``docs/hosts.md``.  Importing this package imports only the registry (the
+plugin reads the host names on every pytest run); the shared types load on first use.
 """
 
 from __future__ import annotations
 
-from pytest_atlante.hosts.base import (
-    Host,
-    HostInfo,
-    HostName,
-    ScriptedEndpoint,
-    SessionOutcome,
-    StreamMonitor,
-)
+from typing import TYPE_CHECKING, Any
+
+from pytest_atlante.hosts.registry import HOST_NAMES, HostName, host_for
+
+if TYPE_CHECKING:
+    from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome, StreamMonitor
 
 __all__ = [
+    "HOST_NAMES",
     "Host",
     "HostInfo",
     "HostName",
@@ -25,29 +26,17 @@ __all__ = [
     "host_for",
 ]
 
+_FROM_BASE = {"Host", "HostInfo", "ScriptedEndpoint", "SessionOutcome", "StreamMonitor"}
 
-def host_for(name: HostName) -> Host:
-    """The adapter for ``name`` (adapters are stateless; a new one per call is fine)."""
-    if name == "claude-code":
-        from pytest_atlante.hosts.claude_code import ClaudeCodeHost
 
-        return ClaudeCodeHost()
-    if name == "opencode":
-        from pytest_atlante.hosts.opencode import OpenCodeHost
+def __getattr__(name: str) -> Any:
+    if name in _FROM_BASE:
+        from pytest_atlante.hosts import base
 
-        return OpenCodeHost()
-    raise ValueError(f"unknown host {name!r}")
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def credential_env_names(name: HostName) -> tuple[str, ...]:
-    """Variables that carry the host's credentials into the session (never into checks).
-
-    OpenCode has none: eval uses its stored authentication only (eval reference, "Requirements").
-    """
-    if name == "claude-code":
-        from pytest_atlante.hosts.claude_code import CREDENTIAL_ENV
-
-        return CREDENTIAL_ENV
-    if name == "opencode":
-        return ()
-    raise ValueError(f"unknown host {name!r}")
+    """Variables that carry the host's credentials into the session (never into checks)."""
+    return host_for(name).credential_env

@@ -14,14 +14,15 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Protocol
+import json
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.hosts.registry import HostName
 
 if TYPE_CHECKING:
+    from pytest_atlante.config import AgentSource
     from pytest_atlante.records import Usage
-
-HostName = Literal["claude-code", "opencode"]
 
 HOST_MISSING = "eval-host-missing"
 HOST_VERSION_UNSUPPORTED = "eval-host-version-unsupported"
@@ -81,16 +82,23 @@ class StreamMonitor(Protocol):
 
 
 class Host(Protocol):
-    name: HostName
-    owned_dir: str  # ".claude" / ".opencode": ignored by the diff allowlist
+    name: str
+    owned_dir: str  # ".claude" / ".opencode": ignored by the diff allowlist, owns the native outputs
     interrupt_signal: int
+    credential_env: tuple[str, ...]  # variables that carry credentials into the session, never checks
+    forbidden_fixture_files: Mapping[str, str]  # fixture path → why the CLI would merge it
 
     def probe(self, env: Mapping[str, str]) -> HostInfo: ...
+
+    def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
+        """Configuration the probed version cannot run (validation problems, exit 2)."""
 
     def credential_diagnostics(
         self, info: HostInfo, parent_env: Mapping[str, str], user_home: Path, model: str | None
     ) -> list[Diagnostic]: ...
 
+    def render_agent(self, name: str, agent: AgentSource, body: str) -> str:
+        """The native agent file (frontmatter + prompt) ``atlante build`` writes for this host."""
 
     def prepare(
         self,
@@ -222,6 +230,12 @@ def copy_private_file(source: Path, target: Path) -> bool:
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
     return True
+
+
+def frontmatter(fields: list[tuple[str, str]]) -> str:
+    """A Markdown frontmatter block; JSON strings are valid YAML scalars, so colons and quotes stay intact."""
+    lines = ["---"] + [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields] + ["---", ""]
+    return "\n".join(lines)
 
 
 def prepare_failed(message: str, hint: str) -> DiagnosticError:

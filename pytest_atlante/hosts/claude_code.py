@@ -15,24 +15,31 @@ import json
 import os
 import signal
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
     HostInfo,
-    HostName,
     ScriptedEndpoint,
     SessionOutcome,
     StreamMonitor,
     copy_private_file,
+    frontmatter,
     probe_version,
     unsupported_version,
 )
 from pytest_atlante.hosts.policy import claude_settings
+from pytest_atlante.hosts.registry import HostName
 from pytest_atlante.hosts.streams import ClaudeStreamMonitor
 
+if TYPE_CHECKING:
+    from pytest_atlante.config import AgentSource
+
 SUPPORTED = ">=2.0.0 <3.0.0"
+# Harness tool names → Claude Code's tool names in an agent's ``tools`` list.
+TOOL_NAMES = {"read": "Read", "write": "Write", "edit": "Edit", "bash": "Bash", "glob": "Glob",
+              "grep": "Grep", "skill": "Skill", "task": "Task"}
 
 #: Variables that carry Claude Code's own credentials: they reach the host session (never the checks).
 API_CREDENTIAL_ENV: tuple[str, ...] = (
@@ -165,6 +172,19 @@ class ClaudeCodeHost:
     name: HostName = "claude-code"
     owned_dir = ".claude"
     interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (FACTS §6)
+    credential_env = CREDENTIAL_ENV
+    forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
+
+    def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
+        return []
+
+    def render_agent(self, name: str, agent: AgentSource, body: str) -> str:
+        fields = [("name", name), ("description", agent.description)]
+        if agent.tools is not None:
+            fields.append(("tools", ", ".join(TOOL_NAMES[t] for t in agent.tools)))
+        if agent.model is not None and "/" not in agent.model:
+            fields.append(("model", agent.model))
+        return frontmatter(fields) + body
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         executable, version = probe_version(

@@ -19,17 +19,17 @@ import sqlite3
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
     HostInfo,
-    HostName,
     ScriptedEndpoint,
     SessionOutcome,
     StreamMonitor,
     copy_private_file,
+    frontmatter,
     prepare_failed,
     probe_version,
     unsupported_version,
@@ -43,9 +43,16 @@ from pytest_atlante.hosts.opencode_store import (
 )
 from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
 from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
+from pytest_atlante.hosts.registry import HostName
 from pytest_atlante.records import Usage
 
+if TYPE_CHECKING:
+    from pytest_atlante.config import AgentSource
+
 SUPPORTED = ">=1.18.29 <2.0.0 (V1) or >=2.0.0 <3.0.0 (V2)"
+# OpenCode agents restrict tools through permission keys; write and edit share the ``edit`` key.
+PERMISSION_KEYS = {"read": "read", "write": "edit", "edit": "edit", "bash": "bash", "glob": "glob",
+                   "grep": "grep", "skill": "skill", "task": "task"}
 V1_MINIMUM = (1, 18, 29)
 
 #: The selected project config path: the one file a trial's configuration lives in.
@@ -127,6 +134,27 @@ class OpenCodeHost:
     name: HostName = "opencode"
     owned_dir = ".opencode"
     interrupt_signal = int(signal.SIGINT)  # FACTS §10: it dies at once either way; the reaper cleans up
+    credential_env: tuple[str, ...] = ()  # eval uses OpenCode's stored authentication only
+    forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
+
+    def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
+        if _dialect(info) == "opencode-v2" and model is None:
+            return [Diagnostic("atlante.jsonc", "$.eval.model", "eval-config-invalid",
+                               f"OpenCode {info.version} (V2) has no default model in an isolated sandbox",
+                               "set eval.model to a provider/model your stored OpenCode credentials cover")]
+        return []
+
+    def render_agent(self, name: str, agent: AgentSource, body: str) -> str:
+        fields = [("description", agent.description), ("mode", "all")]
+        if agent.model is not None and "/" in agent.model:
+            fields.append(("model", agent.model))
+        text = frontmatter(fields)
+        if agent.tools is not None:
+            allowed = {PERMISSION_KEYS[t] for t in agent.tools}
+            keys = sorted(set(PERMISSION_KEYS.values()))
+            permission = "permission:\n" + "".join(f"  {key}: {'allow' if key in allowed else 'deny'}\n" for key in keys)
+            text = text[: -len("---\n")] + permission + "---\n"
+        return text + body
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         executable, version = probe_version(

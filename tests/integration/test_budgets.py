@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Project, config_doc, scenario_doc
+from conftest import LOOSENING_CONFTEST, Project, config_doc, scenario_doc
 from fakehost import fake_env, install_fake_claude
 from pytest_atlante.report import EvalReport
 
@@ -139,6 +139,24 @@ def test_budget_fixture_reaches_a_user_conftest(pytester: pytest.Pytester, fake_
     status, _, text = run(pytester, fake_project, "--rootdir", str(fake_project.root), "-p", "no:timeout")
     assert status == 0, text
     assert json.loads(seen.read_text()) == {"timeoutMs": 4321, "maxTokens": 1234, "maxSessions": 15, "trials": 1, "allocated": True}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_conftest_override_cannot_loosen_the_budget(pytester: pytest.Pytester, fake_project: Project, workers: int) -> None:
+    fake_project.write("conftest.py", LOOSENING_CONFTEST)
+    fake_project.config(config_doc(budget={"trials": 2, "maxTokens": 250, "maxSessions": 1}))
+    fake_project.scenario(fake_scenario("writes-hello", {"usage": [100, 100, 100, 100, 100, 100], "event_gap": 0.3}))
+    fake_project.build()
+    status, report, text = run(pytester, fake_project, "--rootdir", str(fake_project.root), "-rs",
+                               *(["-n", str(workers)] if workers else []))
+    assert report is not None, text
+    first, second = report.scenarios[0].trials
+    assert first.verdict == "budget-exceeded" and "exceeded maxTokens=250" in (first.error or ""), text
+    assert first.usage is not None and first.usage.total == 300  # aborted at the crossing, not at 10**9
+    assert second.verdict == "skipped-budget"  # the override's allocated=True gave it no session
+    assert "skipped-budget: maxSessions=1 exhausted before this trial" in text
+    assert report.budget.maxTokens == 250 and report.budget.maxSessions == 1
+    assert status == 1
 
 
 def test_the_host_is_probed_once_per_run_under_xdist(pytester: pytest.Pytester, fake_project: Project) -> None:

@@ -12,7 +12,7 @@ from typing import Callable
 
 import pytest
 
-from conftest import Project, config_doc, scenario_doc
+from conftest import LOOSENING_CONFTEST, Project, config_doc, scenario_doc
 from pytest_atlante.report import EvalReport
 
 pytestmark = pytest.mark.hosts
@@ -48,10 +48,13 @@ def test_max_tokens_stops_the_session_before_the_next_turn(pytester: pytest.Pyte
     real_project.script("writes-hello", [bash_turn(1, 100), bash_turn(2, 100), bash_turn(3, 5000),
                                          *[bash_turn(n, 100) for n in range(4, 9)],
                                          {"text": "done", "usage": {"input": 100, "output": 1}}])
+    # A conftest override cannot loosen the budget: the configured 3000 still holds and is reported.
+    real_project.write("conftest.py", LOOSENING_CONFTEST)
     real_project.build()
     status, report, text = run(pytester, real_project)
     [trial] = report.scenarios[0].trials
     assert trial.verdict == "budget-exceeded", text
+    assert report.budget.maxTokens == 3000 and "exceeded maxTokens=3000" in (trial.error or "")
     assert status == 1
     diff = trial.diff or ""
     if host == "claude-code":

@@ -28,10 +28,10 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_atlante.hosts.registry import HostName
 from pytest_atlante.records import CheckResult, TrialRecord, Verdict
 from pytest_atlante.report import SANDBOX_DIR_PREFIX, EvalReport
 
-HostName = Literal["claude-code", "opencode"]
 CheckOutcome = Literal["pass", "fail", "error", "timeout"]
 # ``{scenario: (verdict, per-check outcomes)}``
 OutcomeTable = dict[str, tuple[Verdict, tuple[CheckOutcome, ...]]]

@@ -1,7 +1,10 @@
 """Every kind of bad input ends in exit 2 with one located diagnostic — serially and with -n 2.
 
-Each row mutates a valid project (the ``atlante_project`` fixture) to provoke one problem, runs
-``pytest --atlante-eval`` on it in-process, and reads the machine-readable diagnostics envelope.
+Each row mutates a valid project (the ``atlante_project`` fixture) to provoke one problem and runs
+``evalrun.validate`` on it: the one function the controller calls before anything else, so a row
+needs no pytest run.  A handful of rows (one per layer: configuration, scenario, build, filter,
+scripted) also run ``pytest --atlante-eval`` end to end, serially and once with ``-n 2``, and check
+that the run's diagnostics envelope is exactly what ``validate`` found.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import Any, Callable
 import pytest
 
 from conftest import Project, config_doc, scenario_doc
+from pytest_atlante.diagnostics import Diagnostic, envelope
+from pytest_atlante.evalrun import validate
 
 Mutation = Callable[[Project], Any]
 
@@ -125,6 +130,7 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("path-fixture-traversal", task(fixture="eval/../../outside"), [], "eval-path-unsafe", S, "$.task.fixture"),
     ("path-check-git", checks({"type": "file-exists", "path": ".git/config"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
     ("path-check-nul", checks({"type": "file-unchanged", "path": "a\u0000b"}), [], "eval-path-unsafe", S, "$.checks[0].path"),
+    ("fixture-nul", task(fixture="eval/fixtures\u0000/app"), [], "eval-path-unsafe", S, "$.task.fixture"),
     ("package-locator-nul", cfg_top(packages=["./pack\u0000"]), [], "eval-package-unresolved", M, "$.packages[0]"),
     ("package-locator-too-long", cfg_top(packages=["./" + "p" * 300]), [], "eval-package-unresolved", M, "$.packages[0]"),
     ("harness-source-not-utf8", lambda p: (p.root / "harness/helper.md").write_bytes(b"\xff\xfe bad"), [], "eval-harness-invalid", M, "$.harness.agents.helper.prompt"),
@@ -149,6 +155,13 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
 ]
 
 
+def validate_as(project: Project, extra: list[str]) -> list[Diagnostic]:
+    """``validate`` with the same inputs the plugin derives from these command-line options."""
+    names = [extra[i + 1] for i, arg in enumerate(extra) if arg == "--atlante-scenario"]
+    _, problems = validate(project.root, scripted="--atlante-scripted" in extra, names=names)
+    return problems
+
+
 def run_eval(pytester: pytest.Pytester, project: Project, extra: list[str], workers: int) -> tuple[int, dict[str, Any], str]:
     out = pytester.path / f"out-{workers}"
     args = ["--atlante-eval", "--atlante-project", str(project.root), "--atlante-out", str(out), "-p", "no:cacheprovider", *extra]
@@ -162,20 +175,38 @@ def run_eval(pytester: pytest.Pytester, project: Project, extra: list[str], work
 
 @pytest.mark.parametrize(("mutate", "extra", "code", "file", "location"),
                          [pytest.param(*row[1:], id=row[0]) for row in CASES])
-def test_invalid_input_exits_2_with_a_located_diagnostic(
-    pytester: pytest.Pytester, atlante_project: Project, mutate: Mutation, extra: list[str], code: str, file: str, location: str
+def test_invalid_input_is_a_located_diagnostic(
+    atlante_project: Project, mutate: Mutation, extra: list[str], code: str, file: str, location: str
 ) -> None:
     mutate(atlante_project)
-    status, envelope, text = run_eval(pytester, atlante_project, extra, workers=0)
+    problems = validate_as(atlante_project, extra)
+    found = [(d.code, d.file, d.location) for d in problems]
+    assert (code, file, location) in found, found
+    assert all(d.message and d.hint for d in problems)
+
+
+END_TO_END = ["config-not-json", "scenario-name-not-slug", "build-missing", "filter-matches-nothing", "scripted-script-invalid"]
+
+
+@pytest.mark.parametrize(("mutate", "extra", "code"), [pytest.param(*row[1:3], row[3], id=row[0]) for row in CASES if row[0] in END_TO_END])
+def test_a_run_with_invalid_input_exits_2_with_the_validated_envelope(
+    pytester: pytest.Pytester, atlante_project: Project, mutate: Mutation, extra: list[str], code: str
+) -> None:
+    mutate(atlante_project)
+    status, found, text = run_eval(pytester, atlante_project, extra, workers=0)
     assert status == 2, text
     assert "Traceback" not in text and "INTERNALERROR" not in text, text
-    found = [(d["code"], d["file"], d["location"]) for d in envelope["diagnostics"]]
-    assert (code, file, location) in found, found
-    assert all(d["message"] and d["hint"] for d in envelope["diagnostics"])
+    assert found == json.loads(json.dumps(envelope(validate_as(atlante_project, extra))))
     assert code in text  # also printed for humans
-    status_n2, envelope_n2, text_n2 = run_eval(pytester, atlante_project, extra, workers=2)
-    assert status_n2 == 2, text_n2
-    assert envelope_n2 == envelope
+
+
+def test_under_xdist_validation_fails_in_the_controller_with_the_same_envelope(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    scen(name="Adds Health")(atlante_project)
+    status, serial, _ = run_eval(pytester, atlante_project, [], workers=0)
+    status_n2, parallel, text = run_eval(pytester, atlante_project, [], workers=2)
+    assert status == status_n2 == 2, text
+    assert parallel == serial and serial["diagnostics"]
+    assert "Traceback" not in text and "INTERNALERROR" not in text, text
 
 
 def test_the_table_is_large_enough() -> None:
@@ -183,23 +214,20 @@ def test_the_table_is_large_enough() -> None:
     assert len({row[0] for row in CASES}) == len(CASES)
 
 
-def test_all_problems_in_all_documents_are_reported_in_one_run(pytester: pytest.Pytester, atlante_project: Project) -> None:
+def test_all_problems_in_all_documents_are_reported_in_one_run(atlante_project: Project) -> None:
     atlante_project.scenario(scenario_doc(name="Bad Name"), "eval/scenarios/a.eval.json")
     atlante_project.scenario(scenario_doc(checks=[{"type": "command", "run": ["x"], "outputMatches": "("}]), "eval/scenarios/b.eval.json")
     atlante_project.scenario(scenario_doc(name="third", task={"fixture": "/abs", "prompt": "p"}), "eval/scenarios/c.eval.json")
     remove_build(atlante_project)
-    status, envelope, _ = run_eval(pytester, atlante_project, [], workers=0)
-    assert status == 2
-    files = {(d["file"], d["code"]) for d in envelope["diagnostics"]}
+    files = {(d.file, d.code) for d in validate_as(atlante_project, [])}
     assert (CLAUDE_MANIFEST, "eval-build-missing") in files  # the build check joins the same run
     assert ("eval/scenarios/a.eval.json", "eval-scenario-invalid") in files
     assert ("eval/scenarios/b.eval.json", "eval-pattern-invalid") in files
     assert ("eval/scenarios/c.eval.json", "eval-path-unsafe") in files
 
 
-def test_diagnostics_name_both_sources_of_a_duplicate(pytester: pytest.Pytester, atlante_project: Project) -> None:
+def test_diagnostics_name_both_sources_of_a_duplicate(atlante_project: Project) -> None:
     second_file_same_name(atlante_project)
-    _, envelope, _ = run_eval(pytester, atlante_project, [], workers=0)
-    [dup] = [d for d in envelope["diagnostics"] if d["code"] == "eval-scenario-duplicate"]
-    assert "eval/scenarios/other.eval.jsonc" in (dup["message"] + dup["file"])
-    assert "eval/scenarios/main.eval.json" in (dup["message"] + dup["file"])
+    [dup] = [d for d in validate_as(atlante_project, []) if d.code == "eval-scenario-duplicate"]
+    assert "eval/scenarios/other.eval.jsonc" in (dup.message + dup.file)
+    assert "eval/scenarios/main.eval.json" in (dup.message + dup.file)

@@ -1,0 +1,148 @@
+"""The run's two ends, without pytest: the machine checks before any trial, and the final report.
+
+``prepare_run`` runs once, on the controller: build manifest, git, the host probe, host-specific
+configuration rules and credentials.  ``finish_report`` aggregates the records into the report,
+decides the exit status and writes ``report.json``; ``summary_lines`` renders the terminal summary
+from that same in-memory report.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from . import sandbox as sandboxes
+from .build import tree_dir, verify
+from .diagnostics import Diagnostic, DiagnosticError
+from .discovery import Suite, discover
+from .exitcodes import decide
+from .hosts import host_for
+from .hosts.base import HostInfo
+from .hosts.registry import HostName
+from .records import TrialRecord
+from .report import BudgetRecord, EvalReport, HostIdentity, build_report, ensure_gitignore, write_report
+from .sources import RunSources, prepare_sources, remove_sources
+from .trial import TrialKey
+
+__all__ = ["finish_report", "prepare_run", "prepare_run_sources", "requested_scenarios", "summary_lines", "validate"]
+
+
+def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
+             host_override: HostName | None = None) -> tuple[Suite, list[Diagnostic]]:
+    """Everything checked before any machine state is looked at: the documents and the build.
+
+    Returns the suite and every problem (sorted, without repeats); a run with problems exits 2
+    before any trial.  The build check needs no machine state, so it joins the same report.
+    """
+    suite = discover(project_root, scripted=scripted, names=names, host_override=host_override)
+    problems = list(suite.diagnostics)
+    if suite.eval is not None:
+        problems += verify(suite.project_root, suite.eval.host)
+    return suite, sorted(set(problems))
+
+
+def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list[Diagnostic], HostInfo | None]:
+    """Checks that need the machine, after :func:`validate`: git, host probe, configuration, credentials.
+
+    Returns (validation problems → exit 2, run-level problems → exit 3, host info).  The probe runs
+    here, once, on the controller; workers receive its result.
+    """
+    assert suite.eval is not None
+    if shutil.which("git") is None:
+        return [], [Diagnostic("", "", "eval-git-missing", "git is not on PATH; it records each trial's baseline",
+                               "install git (e.g. apt-get install git)")], None
+    host = host_for(suite.eval.host)
+    try:
+        info = host.probe(os.environ)
+    except DiagnosticError as exc:
+        return [], exc.diagnostics, None
+    config_problems = host.config_diagnostics(info, suite.eval.model)
+    if config_problems:
+        return config_problems, [], None
+    if not scripted:
+        missing = host.credential_diagnostics(info, os.environ, Path.home(), suite.eval.model)
+        if missing:
+            return [], missing, None
+    return [], [], info
+
+
+def source_roots(suite: Suite) -> list[Path]:
+    """What every trial copies: the scenarios' fixtures and the verified build tree."""
+    assert suite.eval is not None
+    roots = {entry.fixture for entry in suite.scenarios}
+    tree = tree_dir(suite.project_root, suite.eval.host)
+    if tree.is_dir():
+        roots.add(tree)
+    return sorted(roots)
+
+
+def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
+    """The controller's pristine copy of every source, made before any trial runs (OSError if it cannot)."""
+    return prepare_sources(source_roots(suite), run_id)
+
+
+def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
+                  records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool) -> tuple[EvalReport, Path]:
+    """Aggregate, decide the exit status, write ``report.json`` atomically.
+
+    ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
+    """
+    assert suite.eval is not None
+    finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
+    run_level = bool(run_errors) or interrupted
+    status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
+    budget = suite.eval.budget
+    # Validated, not cast: the dialect is the adapter's string, the report admits known dialects only.
+    host = HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect}) if info else None
+    report = build_report(
+        run_id=run_id, started_at=started_at, finished_at=datetime.now(timezone.utc), host=host,
+        model=suite.eval.model, scripted=scripted,
+        budget=BudgetRecord(trials=budget.trials, timeoutMs=budget.timeoutMs, maxSessions=budget.maxSessions, maxTokens=budget.maxTokens),
+        scenarios=requested_scenarios(suite, list(expected.values()), finished),
+        trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
+        exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+    )
+    path = write_report(report, out_dir)
+    if default_out:
+        ensure_gitignore(suite.project_root / ".atlante")
+    # Every trial has removed its own directory by now (the controller finishes after all workers);
+    # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
+    # under xdist another worker may be about to create its trial directory in it.
+    remove_sources(run_id)
+    sandboxes.remove_run_dir(run_id)
+    return report, path
+
+
+def requested_scenarios(suite: Suite, expected: Sequence[TrialKey], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:
+    """(name, file, source, requested trials) of the scenarios this run asked for.
+
+    ``-k``, ``-m``, ``--lf`` and ``--atlante-scenario`` narrow a run: a scenario none of whose
+    trials was requested is not part of its report.  Before collection (a run that could not
+    start) every discovered scenario counts with its full number of trials.
+    """
+    assert suite.eval is not None
+    if not expected:
+        return [(e.scenario.name, e.display, e.source, suite.eval.budget.trials) for e in suite.scenarios]
+    requested: dict[str, int] = {}
+    for key in expected:
+        requested[key.scenario] = requested.get(key.scenario, 0) + 1
+    for rec in finished:  # a record always belongs to a requested trial
+        requested.setdefault(rec.scenario, 1)
+    return [(e.scenario.name, e.display, e.source, requested[e.scenario.name]) for e in suite.scenarios if e.scenario.name in requested]
+
+
+def summary_lines(report: EvalReport, report_path: Path) -> list[str]:
+    lines = [f"{'scenario':<32} {'pass':>6} {'mean s':>8} {'p95 s':>8} {'tokens':>9} {'cost $':>9}"]
+    for scenario in report.scenarios:
+        tokens = sum(t.usage.total for t in scenario.trials if t.usage)
+        cost = sum(t.costUsd or 0.0 for t in scenario.trials)
+        lines.append(f"{scenario.name[:32]:<32} {scenario.passRate:>6.0%} {scenario.meanDurationMs / 1000:>8.1f} "
+                     f"{scenario.p95DurationMs / 1000:>8.1f} {tokens:>9} {cost:>9.4f}")
+    counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
+    lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
+    lines.append(f"report: {report_path}")
+    return lines

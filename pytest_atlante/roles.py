@@ -1,0 +1,485 @@
+"""The eval run as pytest sees it: one role object per process, chosen once in ``pytest_configure``.
+
+Roles follow pytest-xdist (``DSession`` / ``WorkerInteractor``) and pytest-cov (``Central`` /
+``DistWorker``):
+
+- :class:`Controller` — the only process of a serial run, or xdist's coordinating process: it
+  discovers and validates the suite, probes the host once, allocates ``maxSessions``, aggregates
+  the trial records that arrive on test reports, writes the report and decides the exit status.
+  In a serial run it also runs the trials.
+- :class:`Worker` — an xdist worker: it receives the validated suite, the run id and the probe
+  result through ``workerinput`` (no re-discovery, no re-validation), collects, and runs trials.
+
+Both share :class:`_TrialRole` (collection, allocation, running a trial, annotating reports), so no
+hook asks which role it is in.  Behaviour lives in plain modules (discovery, trial, evalrun); these
+classes only adapt them to pytest's hooks.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pickle
+import signal
+import threading
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Generator
+
+import pytest
+
+from .budget import allocate, trial_budget
+from .diagnostics import Diagnostic, envelope
+from .discovery import ScenarioEntry, Suite
+from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
+from .fsutil import atomic_write_text
+from .hosts.base import HostInfo
+from .hosts.registry import HostName
+from .items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_name
+from .records import TrialRecord
+from .report import EvalReport, ensure_gitignore, new_run_id
+from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
+from .trial import Progress, TrialInterrupted, TrialKey, TrialRunner
+
+WORKERINPUT_KEY = "atlante"
+RECORD_KEY = pytest.StashKey[TrialRecord]()
+GUARD_GRACE_S = 120
+
+
+@dataclass(frozen=True)
+class Options:
+    project_root: Path
+    names: list[str]
+    out: Path | None
+    keep: bool
+    scripted: bool
+    host: HostName | None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "Options":
+        project = config.getoption("atlante_project")
+        # Default: where pytest was started ("pytest at the project root"), not pytest's rootdir,
+        # which an enclosing repository's ini file can move upwards.
+        root = Path(project).resolve() if project else config.invocation_params.dir
+        out = config.getoption("atlante_out")
+        return cls(root, list(config.getoption("atlante_scenario") or []),
+                   Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"))
+
+
+def role_for(config: pytest.Config) -> "_TrialRole":
+    """The one decision about roles: an xdist worker has ``workerinput``, every other process controls."""
+    options = Options.from_config(config)
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return Worker(config, options, workerinput[WORKERINPUT_KEY])
+    return Controller(config, options)
+
+
+class _TrialRole:
+    """Collection, allocation and trial running: the same in every process that runs trials."""
+
+    def __init__(self, config: pytest.Config, options: Options) -> None:
+        self.config = config
+        self.options = options
+        self.suite: Suite | None = None
+        self.run_id = ""
+        self.host_info: HostInfo | None = None
+        self.sources: dict[str, Any] = {}  # the controller's copy of fixtures and build tree, and its record
+        self._runner: TrialRunner | None = None
+
+    @property
+    def out_dir(self) -> Path:
+        if self.options.out is not None:
+            return self.options.out
+        return self.options.project_root / ".atlante" / "eval" / self.run_id
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def _ready(self, suite: Suite) -> None:
+        """The suite is final: trials may be collected and run from here on."""
+        self.suite = suite
+        self.config.stash[RUNNER_KEY] = self
+        if self.config.args_source != pytest.Config.ArgsSource.ARGS:
+            # No paths on the command line: the configured suites are the run.
+            self.config.args = sorted({str(e.file) for e in suite.scenarios})
+
+    # -- collection -----------------------------------------------------------------------------
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
+        if self.suite is None or self.suite.eval is None:
+            return None
+        entries = [e for e in self.suite.scenarios if e.file == file_path]
+        if not entries:
+            return None
+        trials = self.suite.eval.budget.trials
+        if not file_path.is_relative_to(self.config.rootpath):
+            # pytest would shorten an id outside the rootdir to "::name"; keep the pack visible.
+            return ScenarioFile.from_parent(parent, path=file_path, nodeid=entries[0].display, entries=entries, trials=trials)
+        return ScenarioFile.from_parent(parent, path=file_path, entries=entries, trials=trials)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        assert self.suite is not None and self.suite.eval is not None
+        budget = self.suite.eval.budget
+        trials = [i for i in items if isinstance(i, TrialItem)]
+        guard = self.config.pluginmanager.has_plugin("timeout")
+        # maxSessions is allocated here, by a pure function of the ordered items, so every worker
+        # (each collects the whole suite) and a serial run agree without talking to each other.
+        for item, allocated in allocate(trials, budget.maxSessions):
+            item.budget = trial_budget(budget, effective_timeout_ms(item.entry.scenario, budget.timeoutMs), allocated)
+            if guard and item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(guard_seconds(item.entry, budget.timeoutMs), method="thread", func_only=True))
+        self._collected(trials)
+
+    def _collected(self, trials: list[TrialItem]) -> None:
+        """The trials this process will run, in order (the controller remembers them)."""
+
+    # -- running --------------------------------------------------------------------------------
+    def _trial_runner(self) -> TrialRunner:
+        if self._runner is None:
+            assert self.suite is not None and self.host_info is not None
+            self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
+                                       keep=self.options.keep, sources=self.sources, report_dir=self.out_dir)
+        return self._runner
+
+    def _progress(self) -> Progress:
+        return lambda phase: None
+
+    def skip_unallocated(self, item: TrialItem) -> None:
+        assert item.budget is not None
+        item.stash[RECORD_KEY] = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid,
+                                             verdict="skipped-budget")
+        pytest.skip(f"skipped-budget: maxSessions={item.budget.maxSessions} exhausted before this trial")
+
+    def run_item(self, item: TrialItem) -> None:
+        # The budget is the one decided at collection, never the ``atlante_budget`` fixture's value:
+        # a conftest that overrides the fixture can read the budget but not loosen it.
+        assert item.budget is not None
+        if not item.budget.allocated:
+            self.skip_unallocated(item)
+        try:
+            record = self._trial_runner().run(item.entry, item.trial, item.nodeid, item.budget, self._progress())
+        except TrialInterrupted as exc:
+            self._interrupted(item, exc.record)
+            raise
+        item.stash[RECORD_KEY] = record
+        if record.verdict != "pass":
+            raise TrialFailed(failure_text(record))
+
+    def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
+        """Ctrl-C inside a trial (a worker's record dies with it; the controller sees it started)."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        if isinstance(item, TrialItem):
+            self._annotate(outcome.get_result(), item)
+
+    def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
+        # Rides on the TestReport: xdist serialises report attributes to the controller.
+        report.atlante_trial = {"scenario": item.entry.scenario.name, "trial": item.trial}  # type: ignore[attr-defined]
+        record = item.stash.get(RECORD_KEY, None)
+        if record is not None:
+            report.atlante_record = record.model_dump_json()  # type: ignore[attr-defined]
+            del item.stash[RECORD_KEY]
+
+
+class Worker(_TrialRole):
+    """An xdist worker: the controller already validated the suite and probed the host."""
+
+    def __init__(self, config: pytest.Config, options: Options, shared: dict[str, Any]) -> None:
+        super().__init__(config, options)
+        self.run_id = shared["runId"]
+        self.host_info = HostInfo(**shared["host"]) if shared["host"] else None
+        self.sources = shared["sources"]
+        self._shared_suite: Suite = pickle.loads(base64.b64decode(shared["suite"]))
+        if threading.current_thread() is threading.main_thread():
+            # execnet starts xdist workers with SIGINT ignored, so Ctrl-C would leave a trial's host
+            # running until its timeout.  A worker that raises KeyboardInterrupt instead kills the
+            # host tree at once (process.run) and records the trial as interrupted.  A worker on a
+            # socket gateway may not run in the main thread, where no handler can be installed.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._ready(self._shared_suite)
+
+    def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
+        super()._annotate(report, item)
+        # Tells the controller which process to interrupt if the run is stopped.
+        report.atlante_worker_pid = os.getpid()  # type: ignore[attr-defined]
+
+
+class Controller(_TrialRole):
+    """The serial run, or xdist's controller: validation, probe, aggregation, report, exit status."""
+
+    def __init__(self, config: pytest.Config, options: Options) -> None:
+        super().__init__(config, options)
+        self.started_at = datetime.now(timezone.utc)
+        self.run_id = new_run_id(self.started_at)
+        self.worker_pids: set[int] = set()       # workers seen running trials
+        self.started: dict[str, TrialKey] = {}   # trials whose setup finished (node id → key)
+        self.records: dict[str, TrialRecord] = {}
+        self.expected: dict[str, TrialKey] = {}  # requested trials in collection order
+        self.run_errors: list[Diagnostic] = []
+        self.validation_failed = False
+        self.report: EvalReport | None = None
+        self.report_path: Path | None = None
+
+    # -- set-up ---------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from .evalrun import prepare_run, prepare_run_sources, validate
+
+        suite, problems = validate(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
+                                   host_override=self.options.host)
+        self.suite = suite
+        if problems:
+            self._fail_validation(problems)
+        if self.config.option.collectonly:
+            # --collect-only (e.g. an IDE's test explorer) never needs the CLI: no probe.
+            self._ready(suite)
+            return
+        try:
+            problems, run_error, info = prepare_run(suite, scripted=self.options.scripted)
+            if info is not None and not problems and not run_error:
+                self.sources = prepare_run_sources(suite, self.run_id)
+        except OSError as exc:
+            problems, info = [], None
+            run_error = [Diagnostic("", "", "eval-sources-copy-failed",
+                                    f"cannot copy the fixtures and the build tree for this run: {exc}",
+                                    "check the space and permissions of the temp directory ($TMPDIR)")]
+        except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
+            problems, info = [], None
+            run_error = [internal_error(exc)]
+        if problems:
+            self._fail_validation(problems)
+        if run_error:
+            self._cannot_start(run_error)
+        self.host_info = info
+        self._ready(suite)
+
+    def _fail_validation(self, problems: list[Diagnostic]) -> None:
+        self.validation_failed = True
+        writer = self.config.get_terminal_writer()
+        writer.line("")
+        for problem in problems:
+            writer.line(problem.render(), red=True)
+        if self.options.out is not None or self.options.project_root.is_dir():
+            path = self.out_dir / "diagnostics.json"
+            try:
+                atomic_write_text(path, json.dumps(envelope(problems), indent=2) + "\n")
+                if self.options.out is None:
+                    ensure_gitignore(self.options.project_root / ".atlante")
+                writer.line(f"atlante: diagnostics envelope written to {path}")
+            except OSError as exc:
+                writer.line(f"eval-report-write-failed: {path}: {exc.strerror or exc}", red=True)
+        pytest.exit(f"atlante: {len(problems)} validation problem(s); no trial was run", returncode=EXIT_VALIDATION)
+
+    def _cannot_start(self, run_error: list[Diagnostic]) -> None:
+        self.run_errors.extend(run_error)
+        try:
+            self._write_report(interrupted=False)
+        except OSError as exc:
+            self.run_errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed",
+                                              exc.strerror or str(exc), "check the output directory"))
+        # pytest prints no terminal summary after an exit from sessionstart: say it here.
+        writer = self.config.get_terminal_writer()
+        for problem in self.run_errors:
+            writer.line(problem.render(), red=True)
+        pytest.exit("atlante: the run cannot start; no trial was run", returncode=EXIT_RUN_ERROR)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        # The suite travels pickled (workers run the same code); the probe result as plain values.
+        node.workerinput[WORKERINPUT_KEY] = {
+            "runId": self.run_id,
+            "host": asdict(self.host_info) if self.host_info else None,
+            "suite": base64.b64encode(pickle.dumps(self.suite)).decode("ascii"),
+            "sources": self.sources,
+        }
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # The xdist controller collects nothing itself; every worker reports the same ordered ids.
+        assert self.suite is not None and self.suite.eval is not None
+        keys = {trial_name(e, t): TrialKey(e.scenario.name, t)
+                for e in self.suite.scenarios for t in range(1, self.suite.eval.budget.trials + 1)}
+        files = {os.path.relpath(e.file, self.config.rootpath).replace(os.sep, "/") for e in self.suite.scenarios}
+        self.expected = {i: keys[i.rpartition("::")[2]] for i in ids
+                         if i.split("::", 1)[0] in files and i.rpartition("::")[2] in keys}
+
+    def _collected(self, trials: list[TrialItem]) -> None:
+        self.expected = {i.nodeid: TrialKey(i.entry.scenario.name, i.trial) for i in trials}
+
+    # -- running --------------------------------------------------------------------------------
+    def _progress(self) -> Progress:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None or self.config.get_verbosity() <= 0:
+            return super()._progress()
+
+        def progress(phase: str) -> None:
+            # Output capture is active while a test runs; suspend it, as pytest's live logging
+            # does, so the phase reaches the terminal now rather than the report.
+            if capture is not None:
+                with capture.global_and_fixture_disabled():
+                    reporter.write(f"[{phase}] ", flush=True)
+            else:
+                reporter.write(f"[{phase}] ", flush=True)
+
+        return progress
+
+    def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
+        self.records[item.nodeid] = record
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        worker_pid = getattr(report, "atlante_worker_pid", None)
+        if isinstance(worker_pid, int):
+            self.worker_pids.add(worker_pid)
+        key = getattr(report, "atlante_trial", None)
+        if isinstance(key, dict) and report.when == "setup":
+            self.started[report.nodeid] = TrialKey(key["scenario"], key["trial"])
+        raw = getattr(report, "atlante_record", None)
+        if raw is not None:
+            record = TrialRecord.model_validate_json(raw)
+            self.records[report.nodeid] = record
+            self._progress_line(record)
+        elif report.when in ("call", "???") and report.failed and report.nodeid in self.expected and report.nodeid not in self.records:
+            # "???" is how xdist reports an item whose worker died under it.
+            self.run_errors.append(Diagnostic("", report.nodeid, "eval-worker-crashed",
+                                              "the trial produced no record (its worker crashed or pytest-timeout's guard fired)",
+                                              "see the failure above; the report keeps every trial that finished"))
+
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        # Under xdist the controller's terminal cannot see a worker's phases; say when a trial starts
+        # so a long host session is visibly under way.  Serial runs show phases inline with -v.
+        if not self.config.pluginmanager.has_plugin("dsession"):
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and self.config.get_verbosity() > 0 and nodeid in self.expected:
+            reporter.write_line(f"atlante: {nodeid}: host session started")
+
+    def pytest_keyboard_interrupt(self) -> None:
+        # Ctrl-C in a terminal reaches every process of the group, but a SIGINT sent to the
+        # controller alone would leave workers finishing their trials: pass it on.
+        for pid in sorted(self.worker_pids):
+            try:
+                os.kill(pid, signal.SIGINT)
+            except OSError:  # already gone
+                pass
+
+    def _progress_line(self, record: TrialRecord) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.config.get_verbosity() < 0:
+            return
+        tokens = record.usage.total if record.usage else 0
+        cost = f"${record.costUsd:.4f}" if record.costUsd is not None else "$-"
+        reporter.write_line(f"atlante: {record.nodeId}: {record.verdict} in {record.durationMs / 1000:.1f}s, "
+                            f"{tokens} tokens, {cost}")
+
+    # -- finishing ------------------------------------------------------------------------------
+    def _write_report(self, *, interrupted: bool) -> int:
+        from .evalrun import finish_report
+
+        assert self.suite is not None
+        if interrupted:
+            # Under xdist an interrupted trial's record dies with its worker; the controller saw it
+            # start, so it is reported as interrupted (a serial run recorded it already).
+            for node_id, key in self.started.items():
+                if node_id not in self.records:
+                    self.records[node_id] = interrupted_record(node_id, key)
+        self.report, self.report_path = finish_report(
+            self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
+            self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
+            default_out=self.options.out is None,
+        )
+        return self.report.exitStatus
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.validation_failed or self.suite is None or self.host_info is None:
+            return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        try:
+            status = self._write_report(interrupted=interrupted)
+        except OSError as exc:
+            self.run_errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed", str(exc), "check the output directory"))
+            status = EXIT_RUN_ERROR
+        except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
+            self.run_errors.append(internal_error(exc))
+            status = EXIT_RUN_ERROR
+        if exitstatus == pytest.ExitCode.TESTS_FAILED and status == 0:
+            # Every trial passed, so an ordinary item in the same run (e.g. an Atlas query case) failed.
+            status = int(pytest.ExitCode.TESTS_FAILED)
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED) or status == EXIT_RUN_ERROR:
+            session.exitstatus = status
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report is None and not self.run_errors:
+            return
+        from .evalrun import summary_lines
+
+        terminalreporter.section("atlante eval")
+        if self.report is not None and self.report_path is not None:
+            for line in summary_lines(self.report, self.report_path):
+                terminalreporter.write_line(line)
+        for problem in self.run_errors:
+            terminalreporter.write_line(problem.render(), red=True)
+
+
+def internal_error(exc: Exception) -> Diagnostic:
+    return Diagnostic("", "", "eval-internal-error", f"{type(exc).__name__}: {exc}",
+                      "this is a bug in pytest-atlante; please report it with the run's output")
+
+
+def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
+    """pytest-timeout's guard for one trial: everything the trial may legitimately take, plus grace.
+
+    The plugin enforces its own timeouts (host session, setup, each check); this guard only catches a
+    plugin bug that hangs a trial.  It uses pytest-timeout's ``thread`` method (never SIGALRM, which
+    would interrupt the host runner's waits): when it fires, pytest-timeout dumps stacks and ends
+    the process, so an xdist run reports the trial's worker as crashed (exit 3, the report keeps
+    every finished trial) — the price of a guard that cannot be swallowed by the code it guards.
+    """
+    scenario = entry.scenario
+    checks_ms = sum(getattr(c, "timeoutMs", 0) for c in scenario.checks)
+    return (effective_timeout_ms(scenario, run_timeout_ms) + SETUP_TIMEOUT_MS + checks_ms) / 1000 + GUARD_GRACE_S
+
+
+def interrupted_record(node_id: str, key: TrialKey) -> TrialRecord:
+    """The record of a trial that was running when the run was interrupted."""
+    return TrialRecord(scenario=key.scenario, trial=key.trial, nodeId=node_id, verdict="infra-error",
+                       interrupted=True, error="interrupted (Ctrl-C) while the trial ran")
+
+
+def failure_text(record: TrialRecord) -> str:
+    """One readable failure: the first line says what failed, details below."""
+    failed = [c for c in record.checks if not c.passed]
+    if record.verdict == "fail" and failed:
+        head = f"{record.scenario} trial {record.trial}: fail: {failed[0].message}"
+    elif record.error:
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}: {record.error.splitlines()[0]}"
+    elif failed:
+        # infra-error from a check that could not run: name that check, not just the verdict
+        first = next((c for c in failed if c.error), failed[0])
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}: {first.message}"
+    else:
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}"
+    lines = [head, ""]
+    for check in record.checks:
+        mark = "PASS" if check.passed else ("ERROR" if check.error else "FAIL")
+        extra = " (timed out)" if check.timedOut else ""
+        lines.append(f"  [{mark}] #{check.index} {check.type}: {check.message}{extra}")
+        if not check.passed and check.output:
+            lines.extend("        " + line for line in check.output.splitlines()[-15:])
+    if record.error and record.error.count("\n"):
+        lines += ["", record.error]
+    if record.changedPaths:
+        lines += ["", "changed paths: " + ", ".join(record.changedPaths)]
+    if record.escapes:
+        lines += ["", "changed outside the sandbox (escapes): " + ", ".join(record.escapes)]
+    return "\n".join(lines)
+
+
+__all__ = ["Controller", "Options", "Worker", "role_for"]

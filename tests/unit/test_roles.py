@@ -1,0 +1,77 @@
+"""The role objects without a whole run: what a worker starts from, and where it may start.
+
+A worker gets the validated suite, run id and probe result from the controller's ``workerinput``:
+it never discovers or validates again.  Workers on a socket gateway may not run in the main
+thread, where Python refuses to install a signal handler: the worker must still start.
+"""
+
+from __future__ import annotations
+
+import base64
+import pickle
+import signal
+import threading
+from dataclasses import asdict
+
+import pytest
+
+from conftest import Project
+from pytest_atlante import discovery, evalrun
+from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.items import RUNNER_KEY
+from pytest_atlante.roles import Options, Worker, role_for
+
+INFO = HostInfo("claude-code", "2.1.197", "claude-code", "/usr/bin/claude")
+
+
+def shared_input(project: Project) -> dict[str, object]:
+    suite = discovery.discover(project.root)
+    assert not suite.diagnostics
+    return {"runId": "20261201T000000Z-abcdef", "host": asdict(INFO),
+            "suite": base64.b64encode(pickle.dumps(suite)).decode("ascii")}
+
+
+def no_discovery(*args: object, **kwargs: object) -> None:
+    raise AssertionError("a worker discovered the suite again")
+
+
+def test_a_worker_runs_the_controllers_suite_without_discovering_it(pytester: pytest.Pytester, atlante_project: Project,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    shared = shared_input(atlante_project)
+    monkeypatch.setattr(discovery, "discover", no_discovery)
+    monkeypatch.setattr(evalrun, "discover", no_discovery)
+    config = pytester.parseconfig("--atlante-project", str(atlante_project.root))
+    worker = Worker(config, Options.from_config(config), shared)
+    worker.pytest_sessionstart(pytest.Session.from_config(config))
+    assert worker.run_id == shared["runId"]
+    assert worker.host_info == INFO  # typed again, not a dict
+    assert worker.suite is not None and [e.scenario.name for e in worker.suite.scenarios] == ["writes-hello"]
+    assert config.stash[RUNNER_KEY] is worker
+    assert config.args == [str(atlante_project.root / "eval/scenarios/main.eval.json")]
+
+
+def test_role_for_picks_the_worker_only_with_workerinput(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    config = pytester.parseconfig("--atlante-project", str(atlante_project.root))
+    assert type(role_for(config)).__name__ == "Controller"
+    config.workerinput = {"atlante": shared_input(atlante_project)}  # type: ignore[attr-defined]
+    assert isinstance(role_for(config), Worker)
+
+
+def test_a_worker_outside_the_main_thread_starts_and_leaves_sigint_alone(pytester: pytest.Pytester,
+                                                                         atlante_project: Project) -> None:
+    shared = shared_input(atlante_project)
+    config = pytester.parseconfig("--atlante-project", str(atlante_project.root))
+    before = signal.getsignal(signal.SIGINT)
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            Worker(config, Options.from_config(config), shared)
+        except BaseException as exc:  # noqa: BLE001 - reported to the test thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()
+    assert errors == []
+    assert signal.getsignal(signal.SIGINT) is before

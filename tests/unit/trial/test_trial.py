@@ -1,0 +1,151 @@
+"""The trial pipeline (``trial.py``): the pure verdict table, and every step on the test-only echo host.
+
+Runs in-process through ``TrialRunner`` (no pytest-in-pytest, no real CLI), so the whole pipeline —
+sandbox, setup, baseline, host session with its token gate, diff, checks, record — is covered in
+about a second per trial.  The echo host reaches the runner through the host registry alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from dataclasses import FrozenInstanceError, fields
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from conftest import Project, scenario_doc
+from echohost import NAME, EchoHost
+from pytest_atlante.budget import TrialBudget
+from pytest_atlante.discovery import discover
+from pytest_atlante.hosts import host_for
+from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.hosts.registry import register
+from pytest_atlante.records import Verdict
+from pytest_atlante.report import new_run_id
+from pytest_atlante.trial import Facts, TrialRunner, verdict
+
+
+def expected_verdict(f: Facts) -> Verdict:
+    """ARCHITECTURE §4.6 written as the first matching row of a table (independent of ``verdict``)."""
+    rows: list[tuple[bool, Verdict]] = [
+        (not f.allocated, "skipped-budget"),
+        (not f.prepared, "infra-error"),
+        (not f.host_started, "infra-error"),
+        (f.check_error, "infra-error"),
+        (f.host_failed and not f.timed_out and not f.aborted, "infra-error"),
+        (f.timed_out, "timeout"),
+        (f.aborted, "budget-exceeded"),
+        (f.check_failed, "fail"),
+        (f.escaped, "fail"),
+    ]
+    return next((v for hit, v in rows if hit), "pass")
+
+
+def all_facts() -> Iterator[Facts]:
+    names = [f.name for f in fields(Facts)]
+    for values in itertools.product([False, True], repeat=len(names)):
+        yield Facts(**dict(zip(names, values)))
+
+
+def test_verdict_follows_the_precedence_table_for_every_combination() -> None:
+    seen = set()
+    for facts in all_facts():
+        assert verdict(facts) == expected_verdict(facts), facts
+        seen.add(verdict(facts))
+    assert len(list(all_facts())) == 2 ** len(fields(Facts))
+    assert seen == {"pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"}
+
+
+def test_the_budget_view_is_read_only() -> None:
+    budget = TrialBudget(timeoutMs=1000, maxTokens=50, maxSessions=1, trials=1, allocated=True)
+    with pytest.raises(FrozenInstanceError):
+        budget.maxTokens = 10**9  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- the echo host
+
+
+@pytest.fixture
+def echo(atlante_project: Project) -> Iterator[Project]:
+    unregister = register(NAME, EchoHost)
+    yield atlante_project
+    unregister()
+
+
+def run_trial(project: Project, spec: dict[str, Any], *, info: HostInfo | None = None, allocated: bool = True,
+              max_tokens: int = 10_000, timeout_ms: int = 20_000, **scenario: Any) -> Any:
+    project.scenario(scenario_doc(task={"fixture": "eval/fixtures/app", "prompt": json.dumps(spec),
+                                        **scenario.pop("task", {})}, **scenario))
+    suite = discover(project.root)
+    assert not suite.diagnostics, suite.diagnostics
+    phases: list[str] = []
+    runner = TrialRunner(suite, new_run_id(__import__("datetime").datetime.now()),
+                         info or host_for(NAME).probe({}), scripted=False, keep=False, sources={},
+                         report_dir=project.root / ".atlante" / "eval" / "run")
+    budget = TrialBudget(timeoutMs=timeout_ms, maxTokens=max_tokens, maxSessions=1, trials=1, allocated=allocated)
+    record = runner.run(suite.scenarios[0], 1, "node", budget, phases.append)
+    return record, phases
+
+
+WRITES_HELLO = {"write": {"hello.txt": "hello\n"}, "usage": [10, 5]}
+
+
+def test_a_passing_trial_goes_through_every_step(echo: Project) -> None:
+    record, phases = run_trial(echo, WRITES_HELLO)
+    assert record.verdict == "pass", record
+    assert phases == ["sandbox", "host session", "checks"]
+    assert record.usage is not None and record.usage.total == 15 and record.budgetUnmonitored is False
+    assert record.changedPaths == ["hello.txt"]  # the host-owned .echo/ is not part of the diff
+    assert [c.passed for c in record.checks] == [True, True] and record.modelIdentity == "echo-model"
+
+
+ECHO_CASES = [
+    # (id, spec, runner keywords, verdict, error text)
+    ("check-fails", {"usage": [1]}, {}, "fail", None),
+    ("budget", {"usage": [100, 100, 100, 100], "gap": 0.2}, {"max_tokens": 150}, "budget-exceeded",
+     "cumulative usage 200 exceeded maxTokens=150"),
+    ("timeout", {"usage": [1], "sleep": 30}, {"timeout_ms": 1000}, "timeout", "exceeded timeoutMs=1000"),
+    ("host-fails", {"write": {"hello.txt": "hello\n"}, "exit": 3}, {}, "infra-error", "host session failed (exit 3)"),
+    ("unallocated", WRITES_HELLO, {"allocated": False}, "skipped-budget", None),
+    ("setup-fails", WRITES_HELLO, {"task": {"setup": [sys.executable, "-c", "raise SystemExit(4)"]}},
+     "infra-error", "failed: exited 4"),
+    ("no-host", WRITES_HELLO, {"info": HostInfo(NAME, "1.0.0", NAME, "/nonexistent/echo")},  # type: ignore[arg-type]
+     "infra-error", "the host could not start"),
+]
+
+
+@pytest.mark.parametrize(("spec", "keywords", "want", "error"), [c[1:] for c in ECHO_CASES], ids=[c[0] for c in ECHO_CASES])
+def test_each_way_a_trial_ends(echo: Project, spec: dict[str, Any], keywords: dict[str, Any], want: Verdict,
+                               error: str | None) -> None:
+    record, _ = run_trial(echo, spec, **keywords)
+    assert record.verdict == want, record
+    if error is not None:
+        assert error in (record.error or ""), record.error
+    if want == "skipped-budget":
+        assert record.checks == [] and record.durationMs == 0
+
+
+def test_a_write_outside_the_sandbox_is_an_escape_and_never_a_pass(echo: Project) -> None:
+    record, _ = run_trial(echo, {**WRITES_HELLO, "write": {"hello.txt": "hello\n", str(echo.root / "escaped.txt"): "x"}})
+    assert record.verdict == "fail" and record.escapes == ["escaped.txt"]
+    assert all(c.passed for c in record.checks)  # the escape alone fails it, and says where
+    assert record.error == "the trial changed 1 path(s) outside its sandbox: escaped.txt"
+
+
+def test_a_known_credential_never_leaves_the_trial(echo: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "tok-0123456789-parent"
+    monkeypatch.setenv("ATLANTE_TEST_TOKEN", secret)
+    record, _ = run_trial(echo, {"write": {"hello.txt": "hello\n", f"leak-{secret}.txt": f"key={secret}\n"}},
+                          checks=[{"type": "command", "run": ["cat", f"leak-{secret}.txt"], "outputMatches": "nothing"}])
+    assert secret not in record.model_dump_json()
+    assert "+key=<redacted>" in (record.diff or "") and "leak-<redacted>.txt" in record.changedPaths
+    assert record.checks[0].output == "key=<redacted>\n"
+
+
+def test_the_echo_host_is_reached_through_the_registry_only(echo: Project, tmp_path: Path) -> None:
+    assert isinstance(host_for(NAME), EchoHost)
+    with pytest.raises(ValueError, match="unknown host 'nope'"):
+        host_for("nope")
