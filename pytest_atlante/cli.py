@@ -1,4 +1,4 @@
-"""The ``atlante`` command: build, eval, benchmark and pack subcommands.
+"""The ``atlante`` command: build, eval, compare, benchmark and pack subcommands.
 
 Each subcommand is a thin adapter: parse arguments, call one function of a plain module, turn a
 ``DiagnosticError`` into readable stderr lines and an exit status.  No traceback reaches the user
@@ -62,6 +62,13 @@ def _pack_report(args: argparse.Namespace) -> int:
     return cmd_pack_report(Path(args.path))
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import compare_command
+
+    return compare_command(Path(args.base), Path(args.new), as_json=args.json,
+                           allow_changed=args.allow_changed_scenarios)
+
+
 def _opt_path(value: str | None) -> Path | None:
     return Path(value) if value is not None else None
 
@@ -113,6 +120,17 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--results", required=True)
     score.add_argument("--out", help="atomically write the receipt here instead of stdout")
     score.set_defaults(func=_bench_score)
+
+    compare = sub.add_parser(
+        "compare",
+        help="compare two eval reports scenario by scenario (exit 0 no regression, 1 regressed, 2 invalid or incomparable)",
+    )
+    compare.add_argument("base", metavar="BASE.json", help="the baseline run's report.json")
+    compare.add_argument("new", metavar="NEW.json", help="the new run's report.json")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON instead of a table")
+    compare.add_argument("--allow-changed-scenarios", action="store_true",
+                         help="compare scenarios whose definition (scenarioDigest) differs instead of refusing them")
+    compare.set_defaults(func=_compare)
 
     pack = sub.add_parser("pack", help="resource-pack tools")
     psub = pack.add_subparsers(dest="pack_command", required=True, metavar="ACTION")

@@ -19,12 +19,14 @@ from .build import tree_dir, verify
 from .diagnostics import Diagnostic, DiagnosticError
 from .discovery import Suite, discover
 from .exitcodes import decide
+from .gate import Gate
 from .hosts import host_for
 from .hosts.base import HostInfo
 from .hosts.registry import HostName
 from .records import TrialRecord
 from .report import BudgetRecord, EvalReport, HostIdentity, build_report, ensure_gitignore, write_report
 from .sources import RunSources, prepare_sources, remove_sources
+from .statrecords import RateInterval
 from .trial import TrialKey
 
 __all__ = ["finish_report", "prepare_run", "prepare_run_sources", "requested_scenarios", "summary_lines", "validate"]
@@ -86,8 +88,9 @@ def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
 
 def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
                   records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
-                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool) -> tuple[EvalReport, Path]:
-    """Aggregate, decide the exit status, write ``report.json`` atomically.
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
+                  digests: Mapping[str, tuple[str, str | None]] | None = None, gate: Gate | None = None) -> tuple[EvalReport, Path]:
+    """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
 
     ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
     """
@@ -105,7 +108,10 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
         scenarios=requested_scenarios(suite, list(expected.values()), finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        digests=digests,
     )
+    if gate is not None:
+        report = gate.apply(report)
     path = write_report(report, out_dir)
     if default_out:
         ensure_gitignore(suite.project_root / ".atlante")
@@ -135,14 +141,42 @@ def requested_scenarios(suite: Suite, expected: Sequence[TrialKey], finished: li
     return [(e.scenario.name, e.display, e.source, requested[e.scenario.name]) for e in suite.scenarios if e.scenario.name in requested]
 
 
+def _percent_interval(interval: RateInterval | None) -> str:
+    return "-" if interval is None else f"{interval.low * 100:.0f}-{interval.high * 100:.0f}%"
+
+
 def summary_lines(report: EvalReport, report_path: Path) -> list[str]:
-    lines = [f"{'scenario':<32} {'pass':>6} {'mean s':>8} {'p95 s':>8} {'tokens':>9} {'cost $':>9}"]
+    """The terminal summary: one row per scenario, the suite line, and the baseline comparison.
+
+    ``pass@n``/``pass^n`` are the k = n estimates (did any / every trial pass); the report holds
+    every k.  ``!`` after the pass rate marks a scenario with infra-error trials (unreliable).
+    """
+    from .compare import render
+
+    lines = [f"{'scenario':<28} {'n':>3} {'pass':>5}  {'95% CI':>8} {'pass@n':>6} {'pass^n':>6} "
+             f"{'mean s':>7} {'p95 s':>7} {'tokens':>8} {'cost $':>8}"]
     for scenario in report.scenarios:
         tokens = sum(t.usage.total for t in scenario.trials if t.usage)
         cost = sum(t.costUsd or 0.0 for t in scenario.trials)
-        lines.append(f"{scenario.name[:32]:<32} {scenario.passRate:>6.0%} {scenario.meanDurationMs / 1000:>8.1f} "
-                     f"{scenario.p95DurationMs / 1000:>8.1f} {tokens:>9} {cost:>9.4f}")
+        last = scenario.passAtK[-1] if scenario.passAtK else None
+        at_n = "-" if last is None else f"{last.passAtK:.0%}"
+        hat_n = "-" if last is None else f"{last.passHatK:.0%}"
+        flag = "!" if scenario.unreliable else " "
+        lines.append(f"{scenario.name[:28]:<28} {len(scenario.passAtK):>3} {scenario.passRate:>5.0%}{flag} "
+                     f"{_percent_interval(scenario.passInterval):>8} {at_n:>6} {hat_n:>6} "
+                     f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8.4f}")
+    suite = report.suite
+    if suite is not None and suite.meanPassRate is not None:
+        interval = ("95% CI " + _percent_interval(suite.passInterval) + " (trials clustered by scenario)"
+                    if suite.passInterval else "no interval below two scenarios")
+        lines.append(f"suite: mean pass rate {suite.meanPassRate:.0%} over {suite.scenarios} scenarios, "
+                     f"{suite.trials} trials; {interval}")
+    if any(s.unreliable for s in report.scenarios):
+        lines.append("!: the scenario had infra-error trials; its pass rate undercounts the harness")
     counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
     lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
+    if report.comparison is not None:
+        lines.append("compared with the baseline (--atlante-baseline):")
+        lines.extend("  " + line for line in render(report.comparison, "baseline", "this run"))
     lines.append(f"report: {report_path}")
     return lines

@@ -36,6 +36,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")
+    group.addoption("--atlante-baseline", metavar="REPORT", default=None,
+                    help="after the run, compare it with this earlier report.json (as `atlante compare` does) "
+                         "and record the comparison in the new report")
+    group.addoption("--atlante-fail-on-regression", action="store_true", default=False,
+                    help="with --atlante-baseline: a significantly regressed scenario fails the run (exit 1)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -19,14 +19,16 @@ import secrets
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Literal, Sequence
+from typing import Annotated, Any, Literal, Mapping, Sequence
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 
-from . import __version__
+from . import __version__, evalstats
+from .digests import fingerprint
 from .fsutil import atomic_write_bytes, atomic_write_text
 from .hosts.registry import HostName
 from .records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
+from .statrecords import Comparison, PassAtK, RateInterval, SuiteStats
 
 ReportSchema = Literal["atlante/eval-report-v1"]
 REPORT_SCHEMA: ReportSchema = "atlante/eval-report-v1"
@@ -83,6 +85,13 @@ class ScenarioRecord(Record):
     p95DurationMs: NonNegativeFloat
     trials: list[TrialRecord]
     totals: ScenarioTotals
+    # Statistics (docs/statistics.md) over the same trials as passRate; absent in older reports.
+    passInterval: RateInterval | None = None
+    passAtK: list[PassAtK] = Field(default_factory=list)
+    verdictCounts: dict[Verdict, NonNegativeInt] = Field(default_factory=dict)
+    unreliable: bool = False      # an infra-error trial: the pass rate undercounts the harness
+    scenarioDigest: str | None = None
+    harnessDigest: str | None = None
 
 
 class EvalReport(Record):
@@ -106,6 +115,8 @@ class EvalReport(Record):
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
+    suite: SuiteStats | None = None
+    comparison: Comparison | None = None   # the --atlante-baseline gate's result
 
     @field_validator("verdicts")
     @classmethod
@@ -168,6 +179,42 @@ def most_frequent_model(trials: Sequence[TrialRecord]) -> str | None:
         return None
     best = max(seen.values())
     return next(t.modelIdentity for t in trials if t.modelIdentity and seen[t.modelIdentity] == best)
+
+
+def passed_and_ran(trials: Sequence[TrialRecord]) -> tuple[int, int]:
+    """(passed, ran): the counts every statistic of a scenario is computed from."""
+    ran = counted(trials)
+    return sum(1 for t in ran if t.verdict == "pass"), len(ran)
+
+
+def scenario_statistics(trials: Sequence[TrialRecord]) -> dict[str, Any]:
+    """The statistics fields of one ``ScenarioRecord``: interval, pass@k for k = 1..n, counts."""
+    c, n = passed_and_ran(trials)
+    interval = evalstats.wilson(c, n)
+    counts = verdict_counts(trials)
+    return {
+        "passInterval": None if interval is None else RateInterval(low=interval.low, high=interval.high, method="wilson"),
+        "passAtK": [PassAtK(k=k, passAtK=evalstats.pass_at_k(c, n, k), passHatK=evalstats.pass_hat_k(c, n, k))
+                    for k in range(1, n + 1)],
+        "verdictCounts": counts,
+        "unreliable": counts["infra-error"] > 0,
+    }
+
+
+def suite_statistics(records: Sequence[ScenarioRecord]) -> SuiteStats:
+    counts = [passed_and_ran(r.trials) for r in records]
+    estimate = evalstats.clustered_mean(counts)
+    interval = None if estimate is None else estimate.interval
+    digests = {r.name: r.scenarioDigest for r in records}
+    harness = {r.harnessDigest for r in records}
+    return SuiteStats(
+        scenarios=sum(1 for _, n in counts if n),
+        trials=sum(n for _, n in counts),
+        meanPassRate=None if estimate is None else estimate.mean,
+        passInterval=None if interval is None else RateInterval(low=interval.low, high=interval.high, method="cluster-robust"),
+        scenariosDigest=fingerprint(digests) if records and None not in digests.values() else None,
+        harnessDigest=harness.pop() if len(harness) == 1 else None,
+    )
 
 
 def scenario_totals(trials: Sequence[TrialRecord]) -> ScenarioTotals:
@@ -308,12 +355,14 @@ def build_report(
     interrupted: bool,
     exit_status: int,
     errors: Sequence[dict[str, JsonValue]],
+    digests: Mapping[str, tuple[str, str | None]] | None = None,
 ) -> EvalReport:
     """Aggregate trial records into the report.
 
     ``scenarios`` lists ``(name, file, source, expected_trials)`` in collection order; trials are
     grouped under their scenario by name and ordered by trial number.  A trial naming a scenario
     that is not listed is a bug in the caller, reported as ``ValueError`` rather than dropped.
+    ``digests`` maps a scenario name to its ``(scenarioDigest, harnessDigest)``.
     """
     names = [name for name, _, _, _ in scenarios]
     duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -327,6 +376,7 @@ def build_report(
     records: list[ScenarioRecord] = []
     for name, file, source, expected in scenarios:
         mine = sorted((t for t in clean if t.scenario == name), key=lambda t: t.trial)
+        scenario_digest, harness_digest = (digests or {}).get(name, (None, None))
         records.append(
             ScenarioRecord(
                 name=name,
@@ -338,6 +388,9 @@ def build_report(
                 p95DurationMs=p95_duration(mine),
                 trials=mine,
                 totals=scenario_totals(mine),
+                scenarioDigest=scenario_digest,
+                harnessDigest=harness_digest,
+                **scenario_statistics(mine),
             )
         )
     ordered = [t for record in records for t in record.trials]
@@ -358,6 +411,7 @@ def build_report(
         verdicts=verdict_counts(ordered),
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
+        suite=suite_statistics(records),
     )
 
 

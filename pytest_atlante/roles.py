@@ -33,8 +33,10 @@ import pytest
 from .budget import allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
 from .discovery import ScenarioEntry, Suite
+from .digests import suite_digests
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from .fsutil import atomic_write_text
+from .gate import Gate, load_gate
 from .hosts.base import HostInfo
 from .hosts.registry import HostName
 from .items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_name
@@ -56,6 +58,8 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    baseline: Path | None = None
+    fail_on_regression: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -64,9 +68,11 @@ class Options:
         # which an enclosing repository's ini file can move upwards.
         root = Path(project).resolve() if project else config.invocation_params.dir
         out = config.getoption("atlante_out")
+        baseline = config.getoption("atlante_baseline")
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
-                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"))
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
 
 
 def role_for(config: pytest.Config) -> "_TrialRole":
@@ -226,6 +232,8 @@ class Controller(_TrialRole):
         self.validation_failed = False
         self.report: EvalReport | None = None
         self.report_path: Path | None = None
+        self.digests: dict[str, tuple[str, str | None]] | None = None   # per scenario, after validation
+        self.gate: Gate | None = None
 
     # -- set-up ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -235,8 +243,9 @@ class Controller(_TrialRole):
         suite, problems = validate(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
                                    host_override=self.options.host)
         self.suite = suite
-        if problems:
-            self._fail_validation(problems)
+        self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression)
+        if problems or gate_problems:
+            self._fail_validation(sorted(set(problems + gate_problems)))
         if self.config.option.collectonly:
             # --collect-only (e.g. an IDE's test explorer) never needs the CLI: no probe.
             self._ready(suite)
@@ -255,6 +264,9 @@ class Controller(_TrialRole):
             run_error = [internal_error(exc)]
         if problems:
             self._fail_validation(problems)
+        if suite.eval is not None:
+            # Fixtures and the build are verified now: fingerprint what every trial will copy.
+            self.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
@@ -393,7 +405,7 @@ class Controller(_TrialRole):
         self.report, self.report_path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None,
+            default_out=self.options.out is None, digests=self.digests, gate=self.gate,
         )
         return self.report.exitStatus
 

@@ -231,3 +231,15 @@ def test_diagnostics_name_both_sources_of_a_duplicate(atlante_project: Project) 
     [dup] = [d for d in validate_as(atlante_project, []) if d.code == "eval-scenario-duplicate"]
     assert "eval/scenarios/other.eval.jsonc" in (dup.message + dup.file)
     assert "eval/scenarios/main.eval.json" in (dup.message + dup.file)
+
+
+@pytest.mark.parametrize(("extra", "file", "location"), [
+    pytest.param(["--atlante-baseline", "no-baseline.json"], "no-baseline.json", "", id="baseline-missing"),
+    pytest.param(["--atlante-fail-on-regression"], "", "--atlante-fail-on-regression", id="gate-without-baseline"),
+])
+def test_a_bad_baseline_is_a_validation_problem(pytester: pytest.Pytester, atlante_project: Project, extra: list[str],
+                                                file: str, location: str) -> None:
+    # Options, not documents: checked by the controller beside validate(), before any trial.
+    status, found, text = run_eval(pytester, atlante_project, extra, workers=0)
+    assert status == 2 and "Traceback" not in text, text
+    assert [(d["code"], d["file"], d["location"]) for d in found["diagnostics"]] == [("eval-baseline-invalid", file, location)]
