@@ -16,6 +16,8 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent
 HOSTS_BIN = REPO_ROOT / "hosts-npm" / "node_modules" / ".bin"
+# The newest Claude Code release, beside the pinned one: a smoke subset of the host tests runs on it.
+NEWEST_DIR = REPO_ROOT / "hosts-npm-newest"
 SCENARIO_SCHEMA = "https://atlante.sh/schema/v0.1/eval-scenario.json"
 
 
@@ -113,6 +115,27 @@ def hosts_path() -> Callable[[], str]:
         return f"{HOSTS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 
     return make
+
+
+def claude_path(release: str, pinned_path: str) -> tuple[str, str]:
+    """(PATH, expected ``claude --version``) for the ``pinned`` or the ``newest`` Claude Code release."""
+    manifest = (NEWEST_DIR if release == "newest" else HOSTS_BIN.parent.parent) / "package.json"
+    version = json.loads(manifest.read_text())["dependencies"]["@anthropic-ai/claude-code"]
+    if release == "pinned":
+        return pinned_path, version
+    newest_bin = NEWEST_DIR / "node_modules" / ".bin"
+    if not (newest_bin / "claude").exists():
+        pytest.fail(f"the newest Claude Code release is missing from {newest_bin}: run scripts/setup")
+    return f"{newest_bin}{os.pathsep}{pinned_path}", version
+
+
+@pytest.fixture(params=["pinned", "newest"])
+def claude_release(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str],
+                   private_tmp: Path) -> str:
+    """Like ``on_path``, once with the pinned and once with the newest Claude Code first; its version."""
+    path, version = claude_path(request.param, hosts_path())
+    monkeypatch.setenv("PATH", path)
+    return version
 
 
 def copy_example(tmp_path: Path) -> Path:

@@ -76,7 +76,8 @@ def fake_host_part(tmp: Path, trials: int, cross_at: int) -> list[tuple[str, lis
                                  log_path=log, honour_sigint=honour)
         project = make_project(tmp / f"project-{name}", files=10, trials=trials,
                                max_tokens=TOKENS_PER_EVENT * cross_at - 1, timeout_ms=60_000)
-        run = run_eval(project, bin_dir, tmp / f"out-{name}")
+        # The fake host logs outside its sandbox, which namespace isolation would hide from it.
+        run = run_eval(project, bin_dir, tmp / f"out-{name}", "--atlante-isolation", "off")
         require_verdicts(run, {"budget-exceeded"}, f"token abort ({name})")
         after, latency_ms = [], []
         for host_run in parse_log(log):

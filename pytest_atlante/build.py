@@ -20,9 +20,9 @@ from typing import Literal
 from . import __version__
 from .config import CONFIG_FILE, Harness, SkillSource, load_project_config
 from .diagnostics import Diagnostic, DiagnosticError
+from .fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, atomic_write_text, read_capped, sha256_file
 from .hosts.base import frontmatter
 from .hosts.registry import HOST_NAMES, HostName, host_for
-from .fsutil import atomic_write_text, sha256_file
 from .packs import harness_layers, resolve_packages
 from .scenario import unsafe_path_reason
 
@@ -119,10 +119,10 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             if path is None:
                 continue
             try:
-                raw = path.read_bytes()
+                raw = read_capped(path, MAX_DOCUMENT_BYTES)
                 body = raw.decode("utf-8")
                 sources[_rel(path, project_root)] = hashlib.sha256(raw).hexdigest()
-            except (OSError, UnicodeDecodeError) as exc:
+            except (UnreadableFile, UnicodeDecodeError) as exc:
                 problems.append(_unreadable(file, f"$.harness.agents.{name}.prompt", exc))
                 continue
             outputs[f"{owned}/agents/{name}.md"] = adapter.render_agent(name, agent, body).encode()
@@ -133,12 +133,12 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             try:
                 for source in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
                     rel = source.relative_to(path).as_posix()
-                    data = source.read_bytes()
+                    data = read_capped(source, MAX_DOCUMENT_BYTES)
                     sources[_rel(source, project_root)] = hashlib.sha256(data).hexdigest()
                     if rel == "SKILL.md":
                         data = _skill_file(name, skill, data.decode("utf-8")).encode()
                     outputs[f"{owned}/skills/{name}/{rel}"] = data
-            except (OSError, UnicodeDecodeError) as exc:
+            except (OSError, UnreadableFile, UnicodeDecodeError) as exc:
                 problems.append(_unreadable(file, f"$.harness.skills.{name}.dir", exc))
     return outputs, sources, problems
 
@@ -199,12 +199,14 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
     display = _rel(manifest_path, project_root)
     hint = "run `atlante build` and commit nothing under .atlante/build by hand"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = json.loads(read_capped(manifest_path, MAX_DOCUMENT_BYTES))
         recorded_outputs = {o["path"]: o["sha256"] for o in manifest["outputs"]}
         recorded_sources = {s["path"]: s["sha256"] for s in manifest["sources"]}
-    except FileNotFoundError:
-        return [Diagnostic(display, "", "eval-build-missing", f"no native build for host {host!r}", "run `atlante build`")]
-    except (OSError, ValueError, KeyError, TypeError):
+    except UnreadableFile as exc:
+        if exc.missing:
+            return [Diagnostic(display, "", "eval-build-missing", f"no native build for host {host!r}", "run `atlante build`")]
+        return [Diagnostic(display, "", "eval-build-modified", f"the build manifest {exc.reason}", "run `atlante build`")]
+    except (ValueError, KeyError, TypeError):
         return [Diagnostic(display, "", "eval-build-modified", "the build manifest is unreadable", "run `atlante build`")]
     problems: list[Diagnostic] = []
     tree = tree_dir(project_root, host)

@@ -30,6 +30,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from .fsutil import UnreadableFile, read_capped
 from .process import run
 from .records import CheckResult, tail
 from .sandbox import Diff, Sandbox, is_inside, path_digest, resolve_inside
@@ -45,24 +46,37 @@ from .scenario import (
 
 # How many offending paths a diff-allowlist message names before it summarises the rest.
 _LISTED_PATHS = 10
+# file-contains reads the whole file; a file larger than this fails the check instead.
+CONTAINS_READ_LIMIT = 32 * 1024 * 1024
 # Patterns longer than this are shortened in messages; the check itself uses the whole pattern.
 _SHOWN_PATTERN = 80
 
 
+Wrap = Callable[[list[str]], list[str]]
+
+
 def run_checks(
-    checks: Sequence[Check], *, sandbox: Sandbox, diff: Diff, env: Mapping[str, str],
+    checks: Sequence[Check],
+    *,
+    sandbox: Sandbox,
+    diff: Diff,
+    env: Mapping[str, str],
+    wrap: Wrap | None = None,
     redact: Callable[[str], str] = str,
 ) -> list[CheckResult]:
-    """``redact`` cleans a command's whole output before it is cut to its tail, so no credential
+    """Run every check; command checks go through ``wrap`` (namespace isolation) when given.
+
+    ``redact`` cleans a command's whole output before it is cut to its tail, so no credential
     survives half-cut at the start of the kept text."""
-    return [_run_one(index, check, sandbox, diff, env, redact) for index, check in enumerate(checks)]
+    return [_run_one(index, check, sandbox, diff, env, wrap, redact) for index, check in enumerate(checks)]
 
 
 def _run_one(
-    index: int, check: Check, sb: Sandbox, diff: Diff, env: Mapping[str, str], redact: Callable[[str], str]
+    index: int, check: Check, sb: Sandbox, diff: Diff, env: Mapping[str, str], wrap: Wrap | None,
+    redact: Callable[[str], str],
 ) -> CheckResult:
     if isinstance(check, CommandCheck):
-        return _command(index, check, sb, env, redact)
+        return _command(index, check, sb, env, wrap, redact)
     if isinstance(check, FileExistsCheck):
         return _presence(index, check.type, check.path, sb, want=True)
     if isinstance(check, FileAbsentCheck):
@@ -74,10 +88,12 @@ def _run_one(
     return _allowlist(index, check, diff)
 
 
-def _command(index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str],
-             redact: Callable[[str], str]) -> CheckResult:
+def _command(
+    index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str], wrap: Wrap | None,
+    redact: Callable[[str], str],
+) -> CheckResult:
     shown = f"command `{_shorten(shlex.join(check.run), 120)}`"
-    result = run(check.run, cwd=sb.root, env=env, timeout_s=check.timeoutMs / 1000)
+    result = run(check.run, cwd=sb.root, env=env, timeout_s=check.timeoutMs / 1000, wrap=wrap)
     combined = result.stdout
     if combined and result.stderr and not combined.endswith("\n"):
         combined += "\n"
@@ -166,16 +182,11 @@ def _contains(index: int, check: FileContainsCheck, sb: Sandbox) -> CheckResult:
     if path is None or not is_inside(sb.root, path):
         return failed("symlink leads outside the sandbox; refusing to read it")
     try:
-        mode = os.stat(path).st_mode
-        if stat.S_ISDIR(mode):
-            return failed("is a directory, not a file")
-        if not stat.S_ISREG(mode):  # reading a FIFO would block the runner
-            return failed("is not a regular file")
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return failed("file not found")
-    except OSError as exc:
-        return failed(f"cannot read the file: {exc.strerror or exc}")
+        # Non-blocking and size-checked: the agent may have left a FIFO, a device or a huge file
+        # at the path, and none of them may hang the runner or fill its memory.
+        text = read_capped(path, CONTAINS_READ_LIMIT).decode("utf-8", errors="replace")
+    except UnreadableFile as exc:
+        return failed("file not found" if exc.missing else exc.reason)
     noun = "regex" if check.regex else "pattern"
     shown = f"{noun} {_quote(check.pattern)}"
     found = re.search(check.pattern, text) if check.regex else check.pattern in text

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .diagnostics import DiagnosticError, envelope
+from .diagnostics import Diagnostic, DiagnosticError, envelope
 from .hosts.registry import HOST_NAMES
 
 EXIT_VALIDATION = 2
@@ -27,9 +27,13 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    # Reached only when a global option precedes `eval` (main() hands plain `eval ...` to pytest as is).
     from .evalcmd import eval_command
 
-    return eval_command(args.pytest_args)
+    short = [*(f"--scenario={name}" for name in args.scenario), *([f"--out={args.out}"] if args.out else []),
+             *([f"--host={args.host}"] if args.host else []), *(["--keep"] if args.keep else []),
+             *(["--scripted"] if args.scripted else [])]
+    return eval_command([*short, *args.pytest_args])
 
 
 def _bench_validate(args: argparse.Namespace) -> int:
@@ -70,7 +74,19 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _opt_path(value: str | None) -> Path | None:
-    return Path(value) if value is not None else None
+    """The ``--out`` file, refused before any work when it can only fail at the end."""
+    if value is None:
+        return None
+    path = Path(value)
+    problem = None
+    if path.is_dir():
+        problem = "names a directory; --out takes the path of the file to write"
+    elif not next((p for p in path.parents if p.exists()), Path(".")).is_dir():
+        problem = "is inside something that is not a directory"
+    if problem:
+        raise DiagnosticError([Diagnostic(value, "", "atlas-out-invalid", f"--out {problem}",
+                                          "pass a file path such as receipts/score.json")])
+    return path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,10 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.set_defaults(func=_build)
 
+    from .evalcmd import PASS_THROUGH_NOTE, add_eval_options
+
     ev = sub.add_parser(
         "eval",
         help="run `pytest --atlante-eval` with the given pytest arguments (exit status 0-3)",
+        epilog=PASS_THROUGH_NOTE,
     )
+    add_eval_options(ev)
     ev.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
     ev.set_defaults(func=_eval)
 

@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from . import evalstats
 from .digests import PREFIX as DIGEST_PREFIX
 from .diagnostics import Diagnostic, DiagnosticError, json_path
-from .report import EvalReport, ScenarioRecord, mean_duration, passed_and_ran
+from .fsutil import UnreadableFile, read_capped
+from .report import MAX_REPORT_BYTES, EvalReport, ScenarioRecord, mean_duration, passed_and_ran
 from .statrecords import (
     LABELS,
     Comparison,
@@ -44,10 +45,11 @@ def load_report(path: Path, code: str = "eval-compare-input") -> EvalReport:
     """Read and validate one eval report; every problem is a ``DiagnosticError`` with ``code``."""
     display = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DiagnosticError([Diagnostic(display, "", code, f"cannot read the report: {exc.strerror or exc}",
-                                          "pass the path of a report.json written by an eval run")]) from exc
+        # Non-blocking and size-checked like every input: a FIFO or a multi-GiB file is refused.
+        text = read_capped(path, MAX_REPORT_BYTES).decode("utf-8")
+    except UnreadableFile as exc:
+        raise DiagnosticError([Diagnostic(display, "", code, f"cannot read the report: it {exc.reason}",
+                                          "pass the path of a report.json written by an eval run")]) from None
     except UnicodeDecodeError as exc:
         raise DiagnosticError([Diagnostic(display, "", code, "the file is not UTF-8 text",
                                           "pass the path of a report.json written by an eval run")]) from exc

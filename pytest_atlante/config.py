@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from .diagnostics import Diagnostic, json_path
+from .isolation import IsolationSetting
 from .documents import LoadedDocument, load_document, validate_model
 from .hosts.registry import HostName, min_config_version
 from .models import StrictModel
@@ -37,6 +39,9 @@ class EvalSection(StrictModel):
     include: list[Annotated[str, Field(min_length=1)]] | None = None
     model: Annotated[str, Field(min_length=1)] | None = None
     budget: Budget = Budget()
+    # OS-level isolation of host sessions and command checks (``isolation`` module); the
+    # --atlante-isolation option wins.
+    isolation: IsolationSetting = "auto"
 
     @model_validator(mode="after")
     def _scenarios_or_include(self) -> "EvalSection":
@@ -133,7 +138,9 @@ def version_diagnostics(doc: LoadedDocument, config: ProjectConfig | PackConfig)
 
 def load_project_config(root: Path) -> tuple[ProjectConfig | None, LoadedDocument | None, list[Diagnostic]]:
     path = root / CONFIG_FILE
-    if not path.is_file():
+    # Anything at the path that is not a regular file (a directory, a FIFO, a dangling link) is
+    # reported by load_document as what it is; only a path with nothing there is "missing".
+    if not os.path.lexists(path):
         return None, None, [
             Diagnostic(CONFIG_FILE, "", "eval-config-missing", f"no {CONFIG_FILE} in {root}",
                        "create atlante.jsonc with an eval section, or pass --atlante-project DIR")

@@ -22,7 +22,7 @@ from typing import Any
 
 from .build import build_dir
 from .discovery import ScenarioEntry
-from .fsutil import sha256_file
+from .fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped, sha256_file
 from .hosts.registry import HostName
 
 PREFIX = "sha256:"
@@ -74,9 +74,9 @@ def harness_digest(project_root: Path, host: HostName) -> str | None:
     the outputs count — the same outputs from different sources run the same harness.
     """
     try:
-        manifest = json.loads((build_dir(project_root, host) / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads(read_capped(build_dir(project_root, host) / "manifest.json", MAX_DOCUMENT_BYTES))
         outputs = sorted((o["path"], o["sha256"]) for o in manifest["outputs"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (UnreadableFile, ValueError, KeyError, TypeError):
         return None
     return fingerprint({"host": host, "outputs": outputs})
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from .config import EvalSection, ProjectConfig, load_project_config
 from .diagnostics import Diagnostic
 from .documents import load_document, validate_model
+from .fsutil import file_kind
 from .hosts.registry import HostName, host_for, min_config_version
 from .packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
 from .scenario import Scenario, rule_diagnostics, unsafe_path_reason
@@ -53,10 +54,17 @@ def expand_glob(root: Path, pattern: str) -> list[Path]:
         raise ValueError(reason)
     patterns = [pattern[:-1], pattern[:-1] + "c"] if pattern.endswith(".json*") else [pattern]
     try:
-        found = {p for pat in patterns for p in root.glob(pat) if p.is_file()}
+        # Every match but a plain directory is kept, so a FIFO or a device named like a scenario is
+        # reported by the loader as what it is instead of being skipped; a directory whose name
+        # looks like a document is reported too.
+        found = {p for pat in patterns for p in root.glob(pat) if _document_like(p)}
     except (OSError, ValueError, NotImplementedError) as exc:
         raise ValueError(f"the glob cannot be expanded: {exc}") from exc
     return sorted(found)
+
+
+def _document_like(path: Path) -> bool:
+    return not path.is_dir() or path.name.endswith((".json", ".jsonc"))
 
 
 def _glob_or_problem(suite: Suite, root: Path, pattern: str, file: str, location: str) -> list[Path]:
@@ -80,8 +88,15 @@ def display_path(path: Path, project_root: Path) -> str:
         return os.path.relpath(path, project_root).replace(os.sep, "/")
 
 
+def _special_kind(path: Path) -> str | None:
+    try:
+        return file_kind(os.lstat(path).st_mode)
+    except OSError:
+        return None
+
+
 def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagnostic]:
-    """Fixture tree rules: no ``.git``, ``node_modules`` or symlinks; host config-path rules."""
+    """Fixture tree rules: no ``.git``, ``node_modules``, symlinks or special files; host config paths."""
     found: list[Diagnostic] = []
 
     def problem(rel: str, message: str, hint: str) -> None:
@@ -96,6 +111,10 @@ def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagno
                 problem(rel, "fixtures cannot contain symlinks", "replace the link with a copy of its target")
             elif name in (".git", "node_modules"):
                 problem(rel, f"fixtures cannot contain {name}", f"remove {name} from the fixture; setup can create it")
+            elif name in filenames and (kind := _special_kind(full)) is not None:
+                # A FIFO or device cannot be copied into a sandbox (the copy would block or fail).
+                problem(rel, f"fixtures cannot contain special files; this is {kind}",
+                        "remove it from the fixture; setup can create it if a trial needs one")
         dirnames[:] = sorted(d for d in dirnames if d not in (".git", "node_modules") and not (base / d).is_symlink())
     # The host adapters own the list of config files their CLI would merge beside the generated one.
     for rel, reason in sorted(host_for(host).forbidden_fixture_files.items()):
@@ -123,7 +142,7 @@ def _fixture_problems(fixture_root: Path, fixture: Path, value: str, host: HostN
 def _script_for(document: Path, name: str) -> Path | None:
     for suffix in (".json", ".jsonc"):
         candidate = document.parent / "scripted" / f"{name}{suffix}"
-        if candidate.is_file():
+        if os.path.lexists(candidate):  # load_script reports one that is not a regular file
             return candidate
     return None
 
@@ -247,3 +266,27 @@ def discover(project_root: Path, *, scripted: bool = False, names: list[str] | N
                                                     "known scenarios: " + (", ".join(sorted(known)) or "(none)")))
         suite.scenarios = [e for e in suite.scenarios if e.scenario.name in names]
     return suite
+
+
+def collection_plan(files: list[Path], rootpath: Path) -> tuple[list[str], frozenset[Path]]:
+    """pytest arguments that collect exactly ``files``, and every path collection needs to enter.
+
+    One argument per file made pytest re-collect a file's whole directory once per argument
+    (quadratic: 150 s for 1,000 files).  Instead the arguments are the fewest directories that
+    hold the files inside the rootdir (each walked once) plus the files outside it, which pytest
+    could only name by a shortened id; the returned set (the files and their directories up to
+    those arguments) lets the caller ignore everything else a directory holds, such as test modules.
+    """
+    inside = sorted({f for f in files if f.is_relative_to(rootpath)})
+    roots: list[Path] = []
+    for directory in sorted({f.parent for f in inside}):  # a descendant sorts right after its ancestor
+        if not roots or not directory.is_relative_to(roots[-1]):
+            roots.append(directory)
+    allowed: set[Path] = set(files) | set(roots)
+    for file in inside:
+        parent = file.parent
+        while parent not in allowed:  # stops at the latest at the file's root, which is in ``allowed``
+            allowed.add(parent)
+            parent = parent.parent
+    outside = sorted({f for f in files if not f.is_relative_to(rootpath)})
+    return [str(p) for p in roots + outside], frozenset(allowed)

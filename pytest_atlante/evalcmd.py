@@ -1,4 +1,8 @@
-"""``atlante eval``: ``pytest --atlante-eval`` with an exit status always in 0–3.
+"""``atlante eval``: ``pytest --atlante-eval`` with the eval reference's flags and an exit status in 0–3.
+
+The reference names ``--scenario``, ``--out`` and ``--keep``; ``--host`` and ``--scripted`` are the
+short forms of the other ``--atlante-*`` options.  They are translated to the plugin's options and
+every other argument goes to pytest unchanged (``-n 4``, ``-k``, ``--lf``, ``-x`` …).
 
 The plugin already sets 0–3 whenever it ran; this wrapper maps the statuses pytest can produce
 before or without it: a usage error (4) and "no tests collected" (5, e.g. ``-k`` selected no trial)
@@ -7,17 +11,47 @@ are requests that could not be honoured → 2; pytest's internal error (3) stays
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Sequence
 
 import pytest
 
 _MAPPED = {4: 2, 5: 2}
+PASS_THROUGH_NOTE = ("every other argument is passed to pytest unchanged (e.g. -n 4, -k NAME, --lf, -x, -v); "
+                     "the --atlante-* options work too")
 
 
-def eval_command(pytest_args: Sequence[str]) -> int:
-    args = [a for a in pytest_args if a != "--"]
-    status = int(pytest.main(["--atlante-eval", *args]))
+def add_eval_options(parser: argparse.ArgumentParser) -> None:
+    """The reference's flags; shared by ``atlante eval --help`` and the translation below."""
+    parser.add_argument("--scenario", action="append", metavar="NAME", default=[],
+                        help="run only the named scenario (repeatable); same as --atlante-scenario")
+    parser.add_argument("--out", metavar="DIR", help="write report.json into DIR; same as --atlante-out")
+    parser.add_argument("--keep", action="store_true", help="keep trial sandboxes; same as --atlante-keep")
+    parser.add_argument("--host", choices=["claude-code", "opencode"],
+                        help="run under this host instead of eval.host; same as --atlante-host")
+    parser.add_argument("--scripted", action="store_true",
+                        help="run against the offline scripted model; same as --atlante-scripted")
+
+
+def pytest_args(argv: Sequence[str]) -> list[str]:
+    """``atlante eval`` arguments → pytest's: the short forms become ``--atlante-*`` options."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    add_eval_options(parser)
+    known, rest = parser.parse_known_args([a for a in argv if a != "--"])
+    args = ["--atlante-eval"]
+    for name in known.scenario:
+        args += ["--atlante-scenario", name]
+    if known.out is not None:
+        args += ["--atlante-out", known.out]
+    if known.host is not None:
+        args += ["--atlante-host", known.host]
+    args += ["--atlante-keep"] * known.keep + ["--atlante-scripted"] * known.scripted
+    return args + rest
+
+
+def eval_command(argv: Sequence[str]) -> int:
+    status = int(pytest.main(pytest_args(argv)))
     if status == 5:
         print("atlante eval: no trial was selected", file=sys.stderr)
     return _MAPPED.get(status, status if 0 <= status <= 3 else 3)

@@ -14,11 +14,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from . import sandbox as sandboxes
+from . import isolation as isolations
+from . import rundirs
 from .build import tree_dir, verify
 from .diagnostics import Diagnostic, DiagnosticError
 from .discovery import Suite, discover
 from .exitcodes import decide
+from .fsutil import UnreadableFile
 from .gate import Gate
 from .hosts import host_for
 from .hosts.base import HostInfo
@@ -29,7 +31,8 @@ from .sources import RunSources, prepare_sources, remove_sources
 from .statrecords import RateInterval
 from .trial import TrialKey
 
-__all__ = ["finish_report", "prepare_run", "prepare_run_sources", "requested_scenarios", "summary_lines", "validate"]
+__all__ = ["finish_report", "prepare_isolation", "prepare_run", "prepare_run_sources", "requested_scenarios",
+           "summary_lines", "validate"]
 
 
 def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
@@ -86,18 +89,42 @@ def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
     return prepare_sources(source_roots(suite), run_id)
 
 
+def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
+    """The run's isolation (bubblewrap probed once, on the controller), and trial directories of
+    dead runs removed: both happen once per run, before any trial."""
+    rundirs.remove_dead()
+    return isolations.decide(setting, isolations.probe() if setting != "off" else None)
+
+
 def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
                   records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
                   out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
-                  digests: Mapping[str, tuple[str, str | None]] | None = None, gate: Gate | None = None) -> tuple[EvalReport, Path]:
+                  other_failures: bool = False, digests: Mapping[str, tuple[str, str | None]] | None = None,
+                  gate: Gate | None = None, isolation: isolations.IsolationRecord | None = None,
+                  keep: bool = False) -> tuple[EvalReport, Path]:
     """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
 
     ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
+    A failure to update ``.atlante/.gitignore`` is appended to ``run_errors`` (the caller's list,
+    so its summary shows it) before the status is decided, and ``other_failures`` (an ordinary
+    item of the same run failed, e.g. an Atlas query case) makes it at least 1: the report states
+    the exit status the process will really have.
     """
     assert suite.eval is not None
     finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
+    if default_out:
+        # Before the report, so a failure here is in the report's exit status, not only the process's.
+        try:
+            ensure_gitignore(suite.project_root / ".atlante")
+        except (OSError, UnreadableFile) as exc:
+            why = f"it {exc.reason}" if isinstance(exc, UnreadableFile) else exc.strerror or str(exc)
+            run_errors.append(Diagnostic(".atlante/.gitignore", "", "eval-report-write-failed",
+                                         f"cannot add eval/ to .atlante/.gitignore: {why}",
+                                         "make .atlante/.gitignore a regular, writable file (or pass --atlante-out)"))
     run_level = bool(run_errors) or interrupted
     status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
+    if other_failures:
+        status = max(status, 1)
     budget = suite.eval.budget
     # Validated, not cast: the dialect is the adapter's string, the report admits known dialects only.
     host = HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect}) if info else None
@@ -108,18 +135,17 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
         scenarios=requested_scenarios(suite, list(expected.values()), finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        isolation=isolation,
         digests=digests,
     )
     if gate is not None:
         report = gate.apply(report)
     path = write_report(report, out_dir)
-    if default_out:
-        ensure_gitignore(suite.project_root / ".atlante")
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.
-    remove_sources(run_id)
-    sandboxes.remove_run_dir(run_id)
+    remove_sources(run_id)  # the run's copies of fixtures and build tree, kept or not
+    rundirs.finish(run_id, keep=keep)
     return report, path
 
 
@@ -149,11 +175,12 @@ def summary_lines(report: EvalReport, report_path: Path) -> list[str]:
     """The terminal summary: one row per scenario, the suite line, and the baseline comparison.
 
     ``pass@n``/``pass^n`` are the k = n estimates (did any / every trial pass); the report holds
-    every k.  ``!`` after the pass rate marks a scenario with infra-error trials (unreliable).
+    every k.  ``!`` after the pass rate marks a scenario with infra-error trials (unreliable);
+    "not run" is a scenario none of whose requested trials ran (``notRun`` counts them).
     """
     from .compare import render
 
-    lines = [f"{'scenario':<28} {'n':>3} {'pass':>5}  {'95% CI':>8} {'pass@n':>6} {'pass^n':>6} "
+    lines = [f"{'scenario':<28} {'n':>3} {'pass':>7}  {'95% CI':>8} {'pass@n':>6} {'pass^n':>6} "
              f"{'mean s':>7} {'p95 s':>7} {'tokens':>8} {'cost $':>8}"]
     for scenario in report.scenarios:
         tokens = sum(t.usage.total for t in scenario.trials if t.usage)
@@ -162,9 +189,12 @@ def summary_lines(report: EvalReport, report_path: Path) -> list[str]:
         at_n = "-" if last is None else f"{last.passAtK:.0%}"
         hat_n = "-" if last is None else f"{last.passHatK:.0%}"
         flag = "!" if scenario.unreliable else " "
-        lines.append(f"{scenario.name[:28]:<28} {len(scenario.passAtK):>3} {scenario.passRate:>5.0%}{flag} "
+        rate = "not run" if scenario.passRate is None else f"{scenario.passRate:.0%}"
+        not_run = f"  ({scenario.notRun} of {scenario.expectedTrials} trials not run)" if scenario.notRun and scenario.trials else ""
+        lines.append(f"{scenario.name[:28]:<28} {len(scenario.passAtK):>3} {rate:>7}{flag} "
                      f"{_percent_interval(scenario.passInterval):>8} {at_n:>6} {hat_n:>6} "
-                     f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8.4f}")
+                     f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8.4f}"
+                     f"{not_run}")
     suite = report.suite
     if suite is not None and suite.meanPassRate is not None:
         interval = ("95% CI " + _percent_interval(suite.passInterval) + " (trials clustered by scenario)"
@@ -174,6 +204,8 @@ def summary_lines(report: EvalReport, report_path: Path) -> list[str]:
     if any(s.unreliable for s in report.scenarios):
         lines.append("!: the scenario had infra-error trials; its pass rate undercounts the harness")
     counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
+    not_run_total = sum(s.notRun for s in report.scenarios)
+    counts += f", {not_run_total} not run" if not_run_total else ""
     lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
     if report.comparison is not None:
         lines.append("compared with the baseline (--atlante-baseline):")

@@ -9,10 +9,17 @@ no role and no engine.
 A trial is still a ``pytest.Function`` (whose callable only declares fixtures): that gives trials
 the whole fixture machinery (a user's ``conftest.py`` can request ``atlante_budget`` in autouse
 fixtures), marks, ``-k`` and ``--lf`` for free, with node ids ``<document>::<name>[trial-N]``.
+
+Trials are *parametrized* items as pytest understands them (``originalname`` plus a callspec whose
+id is ``trial-N``): pytest >= 9.2 compares node ids as parsed structures (path, names, params), and
+parses ``x::name[trial-1]`` from its cache (``--lf``, ``--ff``, ``--nf``, ``--sw``) or a command line
+(``--deselect``) into the name ``name`` with the parameter ``trial-1``.  An item named
+``name[trial-1]`` without a callspec would print the same string but never compare equal to it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
@@ -24,11 +31,9 @@ if TYPE_CHECKING:
 
 
 class ItemRunner(Protocol):
-    """What a role object offers items: run one allocated trial, or record an unallocated one."""
+    """What a role object offers items: run one trial (an unallocated one only records skipped-budget)."""
 
     def run_item(self, item: TrialItem) -> None: ...
-
-    def skip_unallocated(self, item: TrialItem) -> None: ...
 
 
 RUNNER_KEY = pytest.StashKey[ItemRunner]()
@@ -39,12 +44,37 @@ class TrialFailed(Exception):
 
 
 def trial_name(entry: ScenarioEntry, trial: int) -> str:
-    # The one place that names a trial item (the controller maps xdist's ids back through it).
-    return f"{entry.scenario.name}[trial-{trial}]"
+    # The one place that names a trial item (the controller maps xdist's ids back through it);
+    # "trial-N" is TrialCallSpec's id.
+    return f"{entry.scenario.name}[{TrialCallSpec(trial).id}]"
 
 
-def _declares_fixtures(_atlante_session_slot: None) -> None:
-    """Never called (``TrialItem.runtest`` runs the trial); its arguments are the trial's fixtures."""
+def _declares_fixtures() -> None:
+    """Never called (``TrialItem.runtest`` runs the trial); its arguments would be the trial's fixtures."""
+
+
+@dataclass(frozen=True)
+class TrialCallSpec:
+    """The parametrization of one trial, in the shape pytest reads from ``Function.callspec``.
+
+    pytest's own class is not public API; these are the attributes pytest (8.0 to 9.x) and
+    plugins read: no parameter values (a trial takes none), one id.  Covered on the lowest and
+    newest supported pytest by the selection tests.
+    """
+
+    trial: int
+    params: dict[str, object] = field(default_factory=dict)
+    indices: dict[str, int] = field(default_factory=dict)
+    _arg2scope: dict[str, object] = field(default_factory=dict)
+    marks: list[pytest.Mark] = field(default_factory=list)
+
+    @property
+    def _idlist(self) -> tuple[str, ...]:
+        return (self.id,)
+
+    @property
+    def id(self) -> str:
+        return f"trial-{self.trial}"
 
 
 class TrialItem(pytest.Function):
@@ -76,9 +106,8 @@ class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[TrialItem]:
         for entry in self.entries:
             for trial in range(1, self.trials + 1):
-                # No ``originalname``: pytest >= 9.2 builds a Function's node id from it (plus a
-                # callspec we do not have), which would drop the "[trial-N]" part.
-                item = TrialItem.from_parent(self, name=trial_name(entry, trial), entry=entry, trial=trial)
+                item = TrialItem.from_parent(self, name=trial_name(entry, trial), entry=entry, trial=trial,
+                                             originalname=entry.scenario.name, callspec=TrialCallSpec(trial))
                 item.add_marker(pytest.mark.atlante)
                 if entry.source != "local":
                     item.add_marker(pytest.mark.atlante_pack)

@@ -33,6 +33,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="project root holding atlante.jsonc (default: the directory pytest was started in)")
     group.addoption("--atlante-host", choices=list(HOST_NAMES), default=None,
                     help="run the suite under this host instead of eval.host (compare hosts without editing the config)")
+    group.addoption("--atlante-isolation", choices=["auto", "namespace", "off"], default=None,
+                    help="OS-level isolation of host sessions and command checks (bubblewrap): auto "
+                         "(where it works, else a warning), namespace (required), off; wins over "
+                         "eval.isolation")
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")
@@ -57,10 +61,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _register_atlas(config: pytest.Config, project_root: Path) -> None:
+    from .fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
+
     path = project_root / "atlante.jsonc"
     try:
-        text = path.read_bytes()
-    except OSError:  # no configuration (the common case for a codebase that merely installed us)
+        # Non-blocking and size-checked: a FIFO or a huge file there must not hang or bloat an
+        # ordinary pytest run of the user's codebase.
+        text = read_capped(path, MAX_DOCUMENT_BYTES)
+    except UnreadableFile:  # no configuration (the common case for a codebase that merely installed us)
         return
     if b'"atlas"' not in text and b"atlas:" not in text and b"'atlas'" not in text:
         # Cheap pre-check: a document without the word cannot have an atlas section, so the
@@ -94,12 +102,3 @@ def atlante_budget(request: pytest.FixtureRequest) -> Any:
         pytest.skip("atlante_budget is only available in --atlante-eval runs")
     return budget
 
-
-@pytest.fixture
-def _atlante_session_slot(request: pytest.FixtureRequest) -> None:
-    """Skips, in fixture setup, a trial that ``maxSessions`` left without a host session."""
-    from .items import RUNNER_KEY, TrialItem
-
-    item = request.node
-    if isinstance(item, TrialItem) and item.budget is not None and not item.budget.allocated:
-        request.config.stash[RUNNER_KEY].skip_unallocated(item)

@@ -14,9 +14,16 @@ Every trial runs the host CLI, setup commands and command checks through ``run``
   tree and emits a final ``result`` event, FACTS §6), keep reading output for ``grace_s``, then
   SIGKILL the group.
 - Always, once the main process has ended: kill and reap every process that still carries the
-  run's token or sits in its process group, including tool shells that left the group with
-  ``setsid`` (see ``reaper`` for the mechanism and its trade-offs). The main process is left
-  unreaped (a zombie) until then, so its process-group id cannot be recycled while we signal it.
+  run's token, sits in its process group, or was adopted by this process (a child subreaper)
+  during the run — tool shells that left the group with ``setsid``, and descendants that also
+  dropped the token with ``env -i`` (see ``reaper`` for the mechanism and its trade-offs). The main
+  process is left unreaped (a zombie) until then, so its process-group id cannot be recycled while
+  we signal it.
+- ``wrap`` (namespace isolation, see ``isolation``) turns the argv into a sandboxed one, e.g.
+  ``bwrap … -- argv``. The executable is still resolved here first, so a missing program stays a
+  start error rather than the wrapper's exit status; the interrupt then goes to every member of
+  the group but the wrapper itself (``reaper.signal_group_except_leader``), and only SIGKILL
+  reaches the wrapper.
 - Linux >= 5.4 only (pidfds, ``/proc``, ``prctl``).
 - Never SIGALRM, no signal handlers installed, no module-level state: safe to call from the main
   thread of a pytest(-xdist) worker; concurrent calls from several threads are independent.
@@ -28,6 +35,7 @@ import codecs
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -39,9 +47,11 @@ from pathlib import Path
 
 from pytest_atlante.reaper import (
     TOKEN_VARIABLE,
+    current_children,
     ensure_child_subreaper,
     kill_processes_with_token,
     live_processes_with_token,
+    signal_group_except_leader,
 )
 
 __all__ = [
@@ -77,6 +87,8 @@ _INTERRUPTED_GRACE_S = 0.5
 _DRAIN_S = 2.0
 # Any single select waits at most this long, so an infinite timeout_s never reaches epoll.
 _MAX_SELECT_S = 60.0
+# The longest stdout line handed to ``on_stdout_line``; a longer one only reaches the output tail.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 _READ_CHUNK = 65536
 
 
@@ -147,15 +159,20 @@ class _Supervisor:
         on_stdout_line: Callable[[str], bool] | None,
         capture_limit: int,
         stdin_bytes: bytes | None,
+        known_children: frozenset[tuple[int, int]],
+        wrapped: bool,
     ) -> None:
         self._proc = proc
         self._token = token
+        self._known_children = known_children
+        self._wrapped = wrapped
         self._on_line = on_stdout_line
         self._stopping = False  # once set, the callback's abort request is moot
         self._stdout = _TailBuffer(capture_limit)
         self._stderr = _TailBuffer(capture_limit)
         self._stderr_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._partial_line = bytearray()
+        self._overlong = False
         self._stdin_bytes = memoryview(stdin_bytes or b"")
         self._selector = selectors.DefaultSelector()
         assert proc.stdout is not None and proc.stderr is not None
@@ -192,7 +209,10 @@ class _Supervisor:
         self._stopping = True
         if self._proc.returncode is not None:  # already reaped: its group id may be recycled
             return
-        self._signal_group(interrupt_signal)
+        if self._wrapped:
+            signal_group_except_leader(self._proc.pid, interrupt_signal)
+        else:
+            self._signal_group(interrupt_signal)
         grace_deadline = time.monotonic() + grace_s
         while not self._exited() and (remaining := grace_deadline - time.monotonic()) > 0:
             self._pump(remaining)
@@ -205,7 +225,9 @@ class _Supervisor:
         """After the main process ended: sweep the tree, reap the main process, drain the pipes."""
         self._stopping = True
         group = self._proc.pid if self._proc.returncode is None else None
-        orphans = kill_processes_with_token(self._token, process_group=group)
+        orphans = kill_processes_with_token(
+            self._token, process_group=group, known_children=self._known_children
+        )
         self._proc.wait()
         drain_deadline = time.monotonic() + _DRAIN_S
         while self._reading() and (remaining := drain_deadline - time.monotonic()) > 0:
@@ -262,8 +284,21 @@ class _Supervisor:
         if not data:
             self._selector.unregister(fd)
             return False
+        if self._overlong:
+            # The rest of a line past MAX_LINE_BYTES: only the output tail keeps it.
+            head, newline, data = data.partition(b"\n")
+            self._stdout.append(head.decode("utf-8", "replace") + newline.decode())
+            if not newline:
+                return False
+            self._overlong = False
         if b"\n" not in data:
             self._partial_line.extend(data)
+            if len(self._partial_line) > MAX_LINE_BYTES:
+                # A line this long is no event any host emits; it is not parsed, and holding it
+                # whole would let a child that never prints a newline exhaust the runner's memory.
+                self._stdout.append(self._partial_line.decode("utf-8", "replace"))
+                self._partial_line.clear()
+                self._overlong = True
             return False
         lines = (bytes(self._partial_line) + data).split(b"\n")
         self._partial_line = bytearray(lines.pop())
@@ -316,6 +351,7 @@ def run(
     grace_s: float = 3.0,
     capture_limit: int = 1_000_000,
     stdin_data: str | None = None,
+    wrap: Callable[[list[str]], list[str]] | None = None,
 ) -> RunResult:
     """Run ``argv`` to completion, timeout or abort; nothing it started survives the call.
 
@@ -328,11 +364,16 @@ def run(
     started = time.monotonic()
     if not argv:
         return _not_started("empty command", started)
+    if wrap is not None:
+        missing = _unresolvable(argv[0], cwd, env)
+        if missing is not None:
+            return _not_started(missing, started)
     ensure_child_subreaper()
     token = uuid.uuid4().hex
+    known_children = current_children()
     try:
         proc = subprocess.Popen(
-            list(argv),
+            list(argv) if wrap is None else wrap(list(argv)),
             cwd=cwd,
             env={**env, TOKEN_VARIABLE: token},
             stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
@@ -350,6 +391,8 @@ def run(
             on_stdout_line,
             capture_limit,
             None if stdin_data is None else stdin_data.encode(),
+            known_children,
+            wrap is not None,
         )
         try:
             timed_out, aborted, orphans = supervisor.supervise(
@@ -373,6 +416,24 @@ def run(
         duration_s=time.monotonic() - started,
         orphans_killed=orphans,
     )
+
+
+def _unresolvable(program: str, cwd: Path, env: Mapping[str, str]) -> str | None:
+    """Why ``program`` could not be started from ``cwd`` with ``env``'s PATH, or None if it can.
+
+    Mirrors what Popen reports without a wrapper (``_describe_start_error``), for wrapped runs whose
+    wrapper would otherwise turn a missing program into its own exit status.
+    """
+    if not cwd.is_dir():
+        return f"working directory not found: {cwd}"
+    if os.sep in program:
+        path = cwd / program
+        if not path.exists():
+            return f"executable not found: {program}"
+        return None if os.access(path, os.X_OK) else f"permission denied: {program}"
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        return f"executable not found: {program}"
+    return None
 
 
 def _not_started(reason: str, started: float) -> RunResult:

@@ -16,22 +16,22 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 import sys
 import unicodedata
 from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, Iterable, Literal, NoReturn
+from typing import Any, Callable, Iterable, Literal, NoReturn
 
 from pydantic import ValidationError
 
 from .diagnostics import json_path
 from .exitcodes import decide
+from .fsutil import UnreadableFile, read_capped
 from .models import StrictModel
 from .records import TrialRecord
 from .report import (
+    MAX_REPORT_BYTES,
     REPORT_SCHEMA,
     EvalReport,
     HostIdentity,
@@ -45,9 +45,9 @@ from .report import (
 )
 from .scenario import SLUG_PATTERN
 
+SuiteNames = Callable[[], frozenset[str]]
 ProvenanceLabel = Literal["self-reported evaluation"]
 PROVENANCE_LABEL: ProvenanceLabel = "self-reported evaluation"
-MAX_REPORT_BYTES = 5 * 1024 * 1024
 MAX_PACK_CONFIG_BYTES = 256 * 1024
 MAX_LOCATOR_CHARS = 1024
 MAX_SCENARIOS = 1000
@@ -60,6 +60,9 @@ MAX_REASON_CHARS = 500
 # Floats in the report are derived from integers; a published value is "the same" when it agrees
 # to well within what JSON round-tripping of a Python float can change.
 FLOAT_TOLERANCE = 1e-9
+_DIALECTS = {"claude-code": ("claude-code",), "opencode": ("opencode-v1", "opencode-v2")}
+# A pack suite with more documents than a report may list scenarios is not one this view judges.
+MAX_SUITE_DOCUMENTS = 1000
 # A run cannot finish in the future; a day of slack absorbs clock skew between machines.
 FUTURE_SLACK = timedelta(days=1)
 # Unicode categories that never belong in displayed text: controls, formatting (bidi overrides,
@@ -110,41 +113,17 @@ def display_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
 
 
 def _read_capped(path: Path, *, follow_symlinks: bool) -> bytes:
-    """Read a regular file of at most ``MAX_REPORT_BYTES``.
-
-    ``O_NONBLOCK`` keeps a FIFO planted at the report path from hanging the reader, and the type
-    and size checks run on the opened descriptor, not on a path that could change in between.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    if not follow_symlinks:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+    """Read a regular file of at most ``MAX_REPORT_BYTES`` without blocking on a FIFO or device."""
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        _reject("report-missing", "no report at the declared path")
-    except OSError as exc:
-        _reject("report-unreadable", f"the report cannot be opened ({exc.strerror})")
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            _reject("report-unsafe", "the report path is not a regular file")
-        if info.st_size > MAX_REPORT_BYTES:
-            _reject("report-too-large", f"the report is larger than {MAX_REPORT_BYTES} bytes")
-        # The file may grow after fstat; reading one byte past the cap catches that too.
-        chunks: list[bytes] = []
-        remaining = MAX_REPORT_BYTES + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_REPORT_BYTES:
-        _reject("report-too-large", f"the report is larger than {MAX_REPORT_BYTES} bytes")
-    return data
+        return read_capped(path, MAX_REPORT_BYTES, follow_symlinks=follow_symlinks)
+    except UnreadableFile as exc:
+        if exc.missing:
+            _reject("report-missing", "no report at the declared path")
+        if exc.too_large:
+            _reject("report-too-large", f"the report {exc.reason}")
+        if "regular file" in exc.reason:
+            _reject("report-unsafe", f"the report path {exc.reason}")
+        _reject("report-unreadable", f"the report {exc.reason}")
 
 
 def _no_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
@@ -251,13 +230,36 @@ def _check_trial(trial: TrialRecord, where: str) -> None:
         trial.durationMs or trial.hostDurationMs or trial.checks or trial.diff is not None
     ):
         _reject("report-inconsistent", f"{where} was skipped but records a duration, checks or diff")
+    _check_verdict(trial, where)
+    if trial.changedPathsTotal is not None and trial.changedPathsTotal < len(trial.changedPaths):
+        _reject("report-inconsistent", f"{where}.changedPathsTotal is below the paths listed")
+
+
+def _check_verdict(trial: TrialRecord, where: str) -> None:
+    """The verdict must follow from the checks the trial records (the engine's own rules).
+
+    ``pass`` needs at least one check (a scenario has one or more) and every check passed; ``fail``
+    needs a failed check and none that errored; a check that could not run makes the trial an
+    ``infra-error``.  Timeouts and budget aborts keep whatever checks then found.
+    """
+    checks = trial.checks
+    errored = any(c.error for c in checks)
+    failed = any(not c.passed for c in checks)
+    if any(c.error and c.passed for c in checks):
+        _reject("report-inconsistent", f"{where} has a check that both passed and errored")
+    if trial.verdict == "pass" and (not checks or failed):
+        _reject("report-inconsistent", f"{where} is a pass but not every check passed")
+    if trial.verdict == "fail" and (errored or not failed):
+        _reject("report-inconsistent", f"{where} is a fail but its checks do not say so")
+    if errored and trial.verdict not in ("infra-error", "skipped-budget"):
+        _reject("report-inconsistent", f"{where} has a check that could not run but is not an infra-error")
 
 
 def _check_scenario(scenario: ScenarioRecord, where: str) -> None:
     if not re.fullmatch(SLUG_PATTERN, scenario.name) or len(scenario.name) > MAX_NAME_CHARS:
         _reject("report-inconsistent", f"{where}.name is not a scenario slug")
     trials = scenario.trials
-    if len(trials) != scenario.expectedTrials or not trials:
+    if len(trials) != scenario.expectedTrials or not trials or scenario.notRun or scenario.passRate is None:
         _reject("report-inconsistent", f"{where} does not list every requested trial")
     numbers = [t.trial for t in trials]
     if len(set(numbers)) != len(numbers):
@@ -286,11 +288,19 @@ def _check_scenario(scenario: ScenarioRecord, where: str) -> None:
         _reject("report-inconsistent", f"{where}.totals does not match the trials listed")
 
 
-def _check_consistency(report: EvalReport, now: datetime) -> None:
+def _check_consistency(report: EvalReport, now: datetime, suite: SuiteNames | None) -> None:
     if not report.complete or report.interrupted:
         _reject("report-incomplete", "the report is from an incomplete or interrupted run")
+    if report.scripted:
+        # A scripted run replays canned model turns: its pass rates say the checks accept a known
+        # good run, not how any model did.  Showing it beside real runs would mislead.
+        _reject("report-scripted", "the report is from an --atlante-scripted replay, not a model's run")
+    if any(t.scriptedTurns is not None for s in report.scenarios for t in s.trials):
+        _reject("report-inconsistent", "a trial was served by the scripted model but the report is not marked scripted")
     if report.host is None:
         _reject("report-inconsistent", "the report names no host")
+    if report.host.dialect not in _DIALECTS[report.host.name]:
+        _reject("report-inconsistent", "$.host.dialect is not a dialect of $.host.name")
     started = _parse_timestamp(report.startedAt, "$.startedAt")
     finished = _parse_timestamp(report.finishedAt, "$.finishedAt")
     if finished < started:
@@ -302,21 +312,25 @@ def _check_consistency(report: EvalReport, now: datetime) -> None:
     names = [s.name for s in report.scenarios]
     if len(set(names)) != len(names):
         _reject("report-inconsistent", "the report lists a scenario name twice")
+    members = suite() if suite is not None else None
     for index, scenario in enumerate(report.scenarios):
         _check_scenario(scenario, f"$.scenarios[{index}]")
+        if members is not None and scenario.name not in members:
+            _reject("report-foreign", f"$.scenarios[{index}] is not a scenario of the pack's suite")
     trials = [t for s in report.scenarios for t in s.trials]
     if report.verdicts != verdict_counts(trials):
         _reject("report-inconsistent", "$.verdicts does not match the trials listed")
     if report.modelVersion != most_frequent_model(trials):
         _reject("report-inconsistent", "$.modelVersion is not the model the trials observed")
-    # A finished run's status follows from its verdicts; a run-level error can only raise it.
     floor = decide(
         validation_failed=False, run_level_error=False, verdicts=[t.verdict for t in trials]
     )
-    if report.exitStatus == 2 or report.exitStatus < floor:
+    # A complete run had no run-level error (that would have made it incomplete), so its status
+    # is exactly what its verdicts give and it records no errors.
+    if report.exitStatus != floor:
         _reject("report-inconsistent", "$.exitStatus does not match the verdicts")
-    if report.exitStatus == 0 and report.errors:
-        _reject("report-inconsistent", "$.exitStatus is 0 but the run recorded errors")
+    if report.errors:
+        _reject("report-inconsistent", "a complete run recorded errors")
 
 
 def _view(report: EvalReport) -> ProvenanceView:
@@ -328,19 +342,22 @@ def _view(report: EvalReport) -> ProvenanceView:
         host=report.host,
         model=None if report.model is None else display_text(report.model),
         modelVersion=None if report.modelVersion is None else display_text(report.modelVersion),
-        scenarios=[ScenarioPassRate(name=s.name, passRate=s.passRate) for s in report.scenarios],
+        # every passRate is a number here: _check_scenario rejected scenarios with trials not run
+        scenarios=[ScenarioPassRate(name=s.name, passRate=s.passRate or 0.0) for s in report.scenarios],
     )
 
 
 # --- entry points ----------------------------------------------------------------------------
 
 
-def _guarded_view(path: Path, *, follow_symlinks: bool, now: datetime | None) -> ProvenanceView | Ignored:
+def _guarded_view(
+    path: Path, *, follow_symlinks: bool, now: datetime | None, suite: SuiteNames | None = None
+) -> ProvenanceView | Ignored:
     try:
         document = _parse_json(_read_capped(path, follow_symlinks=follow_symlinks))
         _check_shape_limits(document)
         report = _validate_schema(document)
-        _check_consistency(report, now or datetime.now(timezone.utc))
+        _check_consistency(report, now or datetime.now(timezone.utc), suite)
         return _view(report)
     except _Rejected as exc:
         return Ignored(code=exc.code, reason=display_text(exc.reason, MAX_REASON_CHARS))
@@ -372,12 +389,19 @@ def _safe_relative(locator: object) -> PurePosixPath:
 
 
 def pack_report_view(
-    pack_root: Path, report_rel_path: str, *, now: datetime | None = None
+    pack_root: Path,
+    report_rel_path: str,
+    *,
+    now: datetime | None = None,
+    suite: SuiteNames | None = None,
 ) -> ProvenanceView | Ignored:
     """Resolve a pack's declared ``eval.report`` inside ``pack_root`` and view it.  Never raises.
 
     The path must be relative, free of ``..`` and backslashes, and still inside the pack root
     after every symlink is resolved; the file itself must be a regular file under the size cap.
+    ``suite``, when given, yields the scenario names of the pack's suite (read only once the
+    report itself has passed every other check): a report listing any other scenario is not this
+    pack's report.
     """
     try:
         relative = _safe_relative(report_rel_path)
@@ -398,29 +422,28 @@ def pack_report_view(
     except Exception as exc:  # noqa: BLE001 - see _guarded_view
         return Ignored(code="report-unreadable", reason=f"unexpected {type(exc).__name__}")
     # ``target`` is fully resolved; refusing a symlink now catches one swapped in since.
-    return _guarded_view(target, follow_symlinks=False, now=now)
+    return _guarded_view(target, follow_symlinks=False, now=now, suite=suite)
 
 
-def _declared_report(pack_root: Path) -> str:
-    """The ``eval.report`` value of a pack root's ``atlante.jsonc`` (itself untrusted input)."""
+def _pack_config(pack_root: Path) -> dict[str, Any]:
+    """The ``eval`` section of a pack root's ``atlante.jsonc`` (itself untrusted input)."""
     import json5
 
     config = pack_root / "atlante.jsonc"
     try:
-        with config.open("rb") as handle:
-            data = handle.read(MAX_PACK_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        _reject("report-not-declared", "the pack root has no atlante.jsonc")
-    except OSError as exc:
-        _reject("report-unreadable", f"atlante.jsonc cannot be read ({exc.strerror})")
-    if len(data) > MAX_PACK_CONFIG_BYTES:
-        _reject("report-not-declared", f"atlante.jsonc is larger than {MAX_PACK_CONFIG_BYTES} bytes")
+        data = read_capped(config, MAX_PACK_CONFIG_BYTES)
+    except UnreadableFile as exc:
+        _reject("report-not-declared", f"the pack's atlante.jsonc {exc.reason}")
     try:
         document = json5.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         _reject("report-not-declared", f"atlante.jsonc is not valid JSONC: {exc}")
     suite = document.get("eval") if isinstance(document, dict) else None
-    declared = suite.get("report") if isinstance(suite, dict) else None
+    return suite if isinstance(suite, dict) else {}
+
+
+def _declared_report(suite: dict[str, Any]) -> str:
+    declared = suite.get("report")
     if declared is None:
         _reject("report-not-declared", "the pack's root preset declares no eval.report")
     if not isinstance(declared, str):
@@ -428,11 +451,36 @@ def _declared_report(pack_root: Path) -> str:
     return declared
 
 
+def _suite_names(pack_root: Path, suite: dict[str, Any]) -> frozenset[str]:
+    """The scenario names of the pack's own suite (its ``eval.scenarios`` documents)."""
+    from .discovery import expand_glob
+    from .documents import load_document
+
+    pattern = suite.get("scenarios")
+    if not isinstance(pattern, str):
+        _reject("report-foreign", "the pack declares no eval.scenarios, so no report can be its own")
+    try:
+        documents = expand_glob(pack_root, pattern)
+    except ValueError as exc:
+        _reject("report-foreign", f"eval.scenarios cannot be expanded: {exc}")
+    if len(documents) > MAX_SUITE_DOCUMENTS:
+        _reject("report-foreign", f"eval.scenarios matches more than {MAX_SUITE_DOCUMENTS} documents")
+    names: set[str] = set()
+    for document in documents:
+        loaded = load_document(document, document.name, "report-foreign")
+        data = getattr(loaded, "data", None)
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            names.add(data["name"])
+    return frozenset(names)
+
+
 def view_for_path(path: Path, *, now: datetime | None = None) -> ProvenanceView | Ignored:
     """A pack root directory (its declared ``eval.report``) or a report file.  Never raises."""
     try:
         if path.is_dir():
-            return pack_report_view(path, _declared_report(path), now=now)
+            suite = _pack_config(path)
+            declared = _declared_report(suite)
+            return pack_report_view(path, declared, now=now, suite=lambda: _suite_names(path, suite))
     except _Rejected as exc:
         return Ignored(code=exc.code, reason=display_text(exc.reason, MAX_REASON_CHARS))
     except Exception as exc:  # noqa: BLE001 - see _guarded_view

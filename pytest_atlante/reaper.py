@@ -6,20 +6,26 @@ them, and SIGTERM to Claude Code 2.1.197 or to OpenCode leaves them running, re-
 
 Mechanism and its trade-offs
 ----------------------------
-1. **Environment token.** ``process.run`` puts ``ATLANTE_RUN_TOKEN=<uuid4>`` into the child's
-   environment. Every descendant inherits it unless something deliberately execs with a rewritten
-   environment, and ``/proc/<pid>/environ`` keeps showing the environment a process was exec'd
-   with even after it calls ``setsid`` or ``unsetenv``. After the run's main process has ended we
-   scan ``/proc/*/environ`` and SIGKILL every match, repeating until none remains (bounded).
-   - Catches: setsid'd tool shells, double-forked daemons, anything re-parented to pid 1.
-   - Also caught: token-less processes (exec'd with ``env -i``) that stayed in the run's
-     original process group — the sweep matches that group too (``/proc/<pid>/stat``), which is
-     safe because the caller keeps the group leader unreaped, so the group id is not recycled.
-   - Misses: a descendant that execs with a cleaned environment *and* leaves the group. A PID
-     namespace (``unshare --pid --kill-child``) would close that gap but needs root or user
-     namespaces, and makes the CLI PID 1, which ignores SIGTERM (FACTS §10); not used here.
-   - Cost: two small reads per process in ``/proc`` per scan (about 5 ms per run with ~80
-     processes, measured). Processes of other users are unreadable to a non-root caller and so
+1. **Membership.** A process belongs to the run if any of these holds:
+   - it carries the **environment token**: ``process.run`` puts ``ATLANTE_RUN_TOKEN=<uuid4>`` into
+     the child's environment, every descendant inherits it unless it deliberately execs with a
+     rewritten environment, and ``/proc/<pid>/environ`` keeps showing the environment a process was
+     exec'd with even after ``setsid`` or ``unsetenv``;
+   - it is a live member of the run's original **process group** other than the leader (safe
+     because the caller keeps the leader unreaped, so the group id is not recycled);
+   - it was **adopted** by this process: its parent is us (we are a child subreaper, point 3), and
+     it is not one of the children we already had when the run started (pid *and* start time, so a
+     recycled pid is not mistaken for an old child).  This catches what the first two cannot: a
+     descendant that exec'd with ``env -i`` *and* left the group (``setsid env -i …``, a double
+     fork with an empty environment).  Its parent chain ends at us once the processes in between
+     died; killing an adopted process re-parents its own children to us, so the repeated scan
+     catches the whole subtree.  Limitation: a child that *another thread* of this process starts
+     while a run is being swept counts as adopted; atlante starts processes from one thread.
+   After the run's main process has ended we SIGKILL every member, repeating the scan until none
+   remains (bounded).  Under namespace isolation (``isolation``) every process of the trial lives in
+   a PID namespace and dies with it; the sweep still runs and normally finds nothing.
+   - Cost: two or three small reads per process in ``/proc`` per scan (about 5 ms per run with ~80
+     processes, measured).  Processes of other users are unreadable to a non-root caller and so
      never matched or killed.
    - Linux >= 5.4 only (``/proc``, pidfds with ``P_PIDFD``, ``prctl``), where the host CLIs'
      behaviour was measured (FACTS).
@@ -37,7 +43,8 @@ Mechanism and its trade-offs
    stay zombies until this process exits (a pid-table slot each, nothing else). Code that reaps
    with ``waitpid(-1)`` (asyncio's FastChildWatcher) would see those extra children. A run's
    descendant that exits and is orphaned before any scan saw it alive likewise stays a zombie.
-   Why not only a PID namespace: see point 1.
+   Why not only a PID namespace: it needs bubblewrap and working user namespaces, which not every
+   machine has (``isolation`` probes for them); this sweep is the fallback that always works.
 """
 
 from __future__ import annotations
@@ -105,30 +112,65 @@ def _proc_pids() -> list[int]:
         return []
 
 
-def _process_group_if_alive(pid: int) -> int | None:
-    """The process group of ``pid`` per /proc/<pid>/stat; None if it is gone or a zombie."""
+@dataclass(frozen=True)
+class _Stat:
+    ppid: int
+    pgrp: int
+    start: int  # clock ticks after boot: with the pid, identifies a process across pid reuse
+
+
+def _stat_if_alive(pid: int) -> _Stat | None:
+    """Parent, group and start time of ``pid`` per /proc/<pid>/stat; None if gone or a zombie."""
     try:
         stat = (_PROC / str(pid) / "stat").read_bytes()
     except OSError:
         return None
-    # "pid (comm) state ppid pgrp ...": comm may contain spaces and parentheses.
-    state, _ppid, pgrp = stat[stat.rfind(b")") + 2 :].split()[:3]
-    return None if state in (b"Z", b"X") else int(pgrp)
+    # "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
+    # stime cutime cstime priority nice num_threads itrealvalue starttime ...": comm may contain
+    # spaces and parentheses, so split after its last ")".
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if fields[0] in (b"Z", b"X"):
+        return None
+    return _Stat(ppid=int(fields[1]), pgrp=int(fields[2]), start=int(fields[19]))
+
+
+def current_children() -> frozenset[tuple[int, int]]:
+    """(pid, start time) of this process's live children: pass to ``kill_processes_with_token`` as
+    ``known_children`` so that only children adopted after this call count as the run's."""
+    own = os.getpid()
+    found = set()
+    for pid in _proc_pids():
+        stat = _stat_if_alive(pid)
+        if stat is not None and stat.ppid == own:
+            found.add((pid, stat.start))
+    return frozenset(found)
 
 
 @dataclass(frozen=True)
 class _RunMembership:
-    """Decides whether a pid belongs to the run: it carries the token, or it is a live member of
-    the run's original process group other than the leader (which the caller reaps itself)."""
+    """Decides whether a pid belongs to the run (module docstring, point 1): it carries the token,
+    it is a live member of the run's original process group other than the leader (which the caller
+    reaps itself), or it is a child of ours that is not among ``known_children``."""
 
     entry: bytes
     group: int | None
+    known_children: frozenset[tuple[int, int]] | None
 
     def includes(self, pid: int) -> bool:
         if _carries_token(pid, self.entry):
             return True
-        return self.group is not None and pid != self.group and (
-            _process_group_if_alive(pid) == self.group
+        if self.group is None and self.known_children is None:
+            return False
+        stat = _stat_if_alive(pid)
+        if stat is None:
+            return False
+        if self.group is not None and pid != self.group and stat.pgrp == self.group:
+            return True
+        return (
+            self.known_children is not None
+            and stat.ppid == os.getpid()
+            and pid != self.group
+            and (pid, stat.start) not in self.known_children
         )
 
     def live_members(self) -> list[int]:
@@ -185,16 +227,24 @@ def _pidfds() -> Iterator[dict[int, int]]:
             os.close(fd)
 
 
-def kill_processes_with_token(token: str, *, process_group: int | None = None) -> int:
-    """SIGKILL every live process carrying ``token`` or in ``process_group``, then reap ours.
+def kill_processes_with_token(
+    token: str,
+    *,
+    process_group: int | None = None,
+    known_children: frozenset[tuple[int, int]] | None = None,
+) -> int:
+    """SIGKILL every live member of the run (module docstring, point 1), then reap ours.
 
-    Scans repeatedly until no member remains or the sweep budget is spent, because a dying
-    process may fork once more before the signal lands. ``process_group`` is the run's original
-    group (it also catches members that exec'd without the token); its leader is excluded and
-    must be kept unreaped by the caller, so the group id cannot have been recycled. Returns how
-    many distinct processes were found alive and killed.
+    Members carry ``token``, or sit in ``process_group``, or — when ``known_children`` (from
+    ``current_children`` before the run started) is given — are children of this process that were
+    not among them: descendants that escaped both token and group and were adopted by us.  Scans
+    repeatedly until no member remains or the sweep budget is spent, because a dying process may
+    fork once more before the signal lands, and killing an adopted process hands its children to
+    us.  ``process_group`` is the run's original group; its leader is excluded and must be kept
+    unreaped by the caller, so the group id cannot have been recycled.  Returns how many distinct
+    processes were found alive and killed.
     """
-    membership = _RunMembership(_token_entry(token), process_group)
+    membership = _RunMembership(_token_entry(token), process_group, known_children)
     deadline = time.monotonic() + _SWEEP_BUDGET_S
     with _pidfds() as pinned:
         killed: set[int] = set()
@@ -210,3 +260,31 @@ def kill_processes_with_token(token: str, *, process_group: int | None = None) -
         for fd in pinned.values():
             _reap_if_ours(fd)
         return len(killed)
+
+
+def signal_group_except_leader(group: int, signum: int) -> None:
+    """Send ``signum`` to every live member of ``group`` but its leader (pid == ``group``).
+
+    For a run wrapped in bubblewrap: the leader is ``bwrap`` itself, which dies of SIGINT and
+    SIGTERM at once and takes the sandbox down with it (``--die-with-parent``), so the command
+    inside would never get to handle the signal (Claude Code's final ``result`` event, FACTS §6).
+    The leader must be kept unreaped by the caller, so ``group`` cannot have been recycled.
+    """
+    for pid in _proc_pids():
+        if pid == group:
+            continue
+        stat = _stat_if_alive(pid)
+        if stat is None or stat.pgrp != group:
+            continue
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            # Re-check after pinning: the pid may have been reused since the scan.
+            again = _stat_if_alive(pid)
+            if again is not None and again.pgrp == group and again.start == stat.start:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    signal.pidfd_send_signal(fd, signum)
+        finally:
+            os.close(fd)

@@ -24,6 +24,12 @@ VERDICT_PRECEDENCE: tuple[Verdict, ...] = (
 
 DIFF_CAP_CHARS = 20_000
 OUTPUT_TAIL_CHARS = 2_000
+# An agent can create any number of files; the report and the terminal list this many of them.
+CHANGED_PATHS_CAP = 1_000
+
+
+# The error of a trial that was running when the run was stopped (Ctrl-C, SIGTERM).
+INTERRUPTED_ERROR = "interrupted (Ctrl-C or SIGTERM) while the trial ran"
 
 
 class Record(BaseModel):
@@ -66,6 +72,8 @@ class TrialRecord(Record):
     diff: str | None = None
     diffTruncated: bool = False
     changedPaths: list[str] = Field(default_factory=list)
+    # Set only when ``changedPaths`` was cut at CHANGED_PATHS_CAP: how many paths really changed.
+    changedPathsTotal: int | None = None
     usage: Usage | None = None
     costUsd: float | None = None
     modelIdentity: str | None = None
@@ -88,6 +96,13 @@ def strongest(verdicts: list[Verdict]) -> Verdict:
 
 def tail(text: str, limit: int = OUTPUT_TAIL_CHARS) -> str:
     return text[-limit:] if len(text) > limit else text
+
+
+def cap_paths(paths: list[str]) -> tuple[list[str], int | None]:
+    """``paths`` cut to CHANGED_PATHS_CAP, and the full count when something was cut."""
+    if len(paths) <= CHANGED_PATHS_CAP:
+        return paths, None
+    return paths[:CHANGED_PATHS_CAP], len(paths)
 
 
 def cap_diff(text: str) -> tuple[str, bool]:

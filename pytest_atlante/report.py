@@ -14,6 +14,7 @@ as a backstop, so a path the engine did not know about (a nested tool's temp dir
 from __future__ import annotations
 
 import math
+import os
 import re
 import secrets
 from collections import Counter
@@ -25,11 +26,16 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from . import __version__, evalstats
 from .digests import fingerprint
-from .fsutil import atomic_write_bytes, atomic_write_text
+from .fsutil import atomic_write_bytes, atomic_write_text, read_capped
 from .hosts.registry import HostName
+from .isolation import IsolationRecord
 from .records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
 from .statrecords import Comparison, PassAtK, RateInterval, SuiteStats
 
+# The largest report any reader here accepts.  The project's own reports stay far below it
+# (changedPaths, diffs and output tails are capped); one this size still parses well within the
+# 250 MiB the runner is allowed.
+MAX_REPORT_BYTES = 32 * 1024 * 1024
 ReportSchema = Literal["atlante/eval-report-v1"]
 REPORT_SCHEMA: ReportSchema = "atlante/eval-report-v1"
 REPORT_FILE = "report.json"
@@ -80,7 +86,11 @@ class ScenarioRecord(Record):
     file: str
     source: str
     expectedTrials: NonNegativeInt
-    passRate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    # ``None`` when none of the scenario's requested trials ran (-x, --sw, Ctrl-C, a crash): "not
+    # run" is not a 0 % pass rate.  A scenario whose every trial was skipped-budget has 0 (reference).
+    passRate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None
+    # requested trials that never ran and so have no record; the report is then not ``complete``
+    notRun: NonNegativeInt = 0
     meanDurationMs: NonNegativeFloat
     p95DurationMs: NonNegativeFloat
     trials: list[TrialRecord]
@@ -115,6 +125,9 @@ class EvalReport(Record):
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
+    # How trials were contained beyond the tool-level policy; None in reports that predate it and
+    # in runs that stopped before the probe.
+    isolation: IsolationRecord | None = None
     suite: SuiteStats | None = None
     comparison: Comparison | None = None   # the --atlante-baseline gate's result
 
@@ -302,6 +315,7 @@ def _sanitise_trial(trial: TrialRecord) -> TrialRecord:
                 "diff": None,
                 "diffTruncated": False,
                 "changedPaths": [],
+                "changedPathsTotal": None,
                 "error": _clean_text(trial.error),
             }
         )
@@ -356,6 +370,7 @@ def build_report(
     exit_status: int,
     errors: Sequence[dict[str, JsonValue]],
     digests: Mapping[str, tuple[str, str | None]] | None = None,
+    isolation: IsolationRecord | None = None,
 ) -> EvalReport:
     """Aggregate trial records into the report.
 
@@ -365,17 +380,19 @@ def build_report(
     ``digests`` maps a scenario name to its ``(scenarioDigest, harnessDigest)``.
     """
     names = [name for name, _, _, _ in scenarios]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
     if duplicates:
         raise ValueError(f"scenario names listed more than once: {', '.join(duplicates)}")
     orphans = sorted({t.scenario for t in trials} - set(names))
     if orphans:
         raise ValueError(f"trial records for unlisted scenarios: {', '.join(orphans)}")
 
-    clean = [_sanitise_trial(t) for t in trials]
+    by_scenario: dict[str, list[TrialRecord]] = {}
+    for trial in trials:
+        by_scenario.setdefault(trial.scenario, []).append(_sanitise_trial(trial))
     records: list[ScenarioRecord] = []
     for name, file, source, expected in scenarios:
-        mine = sorted((t for t in clean if t.scenario == name), key=lambda t: t.trial)
+        mine = sorted(by_scenario.get(name, []), key=lambda t: t.trial)
         scenario_digest, harness_digest = (digests or {}).get(name, (None, None))
         records.append(
             ScenarioRecord(
@@ -383,7 +400,8 @@ def build_report(
                 file=file,
                 source=source,
                 expectedTrials=expected,
-                passRate=pass_rate(mine),
+                passRate=pass_rate(mine) if mine else None,
+                notRun=max(expected - len(mine), 0),
                 meanDurationMs=mean_duration(mine),
                 p95DurationMs=p95_duration(mine),
                 trials=mine,
@@ -412,6 +430,7 @@ def build_report(
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
         suite=suite_statistics(records),
+        isolation=isolation,
     )
 
 
@@ -427,6 +446,9 @@ def write_report(report: EvalReport, out_dir: Path) -> Path:
     return path
 
 
+GITIGNORE_LIMIT = 1024 * 1024
+
+
 def ensure_gitignore(atlante_dir: Path) -> None:
     """Make ``<atlante_dir>/.gitignore`` ignore ``eval/``, keeping every other line as it was.
 
@@ -436,7 +458,8 @@ def ensure_gitignore(atlante_dir: Path) -> None:
     path = atlante_dir / ".gitignore"
     # Bytes, not read_text(): universal newlines would silently turn a CRLF file into LF, and
     # surrogateescape carries any non-UTF-8 byte of the user's file through unchanged.
-    existing = path.read_bytes().decode("utf-8", "surrogateescape") if path.exists() else ""
+    # read_capped: a FIFO or directory planted at the path is an error, never a hang.
+    existing = read_capped(path, GITIGNORE_LIMIT).decode("utf-8", "surrogateescape") if os.path.lexists(path) else ""
     if any(line.strip() in ("eval/", "/eval/") for line in existing.splitlines()):
         return
     newline = "\r\n" if "\r\n" in existing else "\n"

@@ -18,6 +18,7 @@ classes only adapt them to pytest's hooks.
 from __future__ import annotations
 
 import base64
+import faulthandler
 import json
 import os
 import pickle
@@ -32,22 +33,28 @@ import pytest
 
 from .budget import allocate, trial_budget
 from .diagnostics import Diagnostic, envelope
-from .discovery import ScenarioEntry, Suite
+from .discovery import ScenarioEntry, Suite, collection_plan
 from .digests import suite_digests
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from .fsutil import atomic_write_text
 from .gate import Gate, load_gate
 from .hosts.base import HostInfo
 from .hosts.registry import HostName
+from .isolation import IsolationRecord, IsolationSetting, warning_text
 from .items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_name
-from .records import TrialRecord
+from .records import INTERRUPTED_ERROR, TrialRecord
 from .report import EvalReport, ensure_gitignore, new_run_id
 from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 from .trial import Progress, TrialInterrupted, TrialKey, TrialRunner
 
 WORKERINPUT_KEY = "atlante"
 RECORD_KEY = pytest.StashKey[TrialRecord]()
+GUARD_KEY = pytest.StashKey[threading.Timer]()
+ATTEMPTED_KEY = pytest.StashKey[bool]()
 GUARD_GRACE_S = 120
+RERUNS_REFUSED = ("reruns are refused in eval runs: every attempt would be a host session outside maxSessions, "
+                  "and a pass on rerun would hide the failure the pass rate measures; use budget.trials to repeat "
+                  "a scenario")
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class Options:
     keep: bool
     scripted: bool
     host: HostName | None
+    isolation: IsolationSetting | None
     baseline: Path | None = None
     fail_on_regression: bool = False
 
@@ -72,6 +80,7 @@ class Options:
         return cls(root, list(config.getoption("atlante_scenario") or []),
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
                    bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   config.getoption("atlante_isolation"),
                    Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
 
 
@@ -94,7 +103,20 @@ class _TrialRole:
         self.run_id = ""
         self.host_info: HostInfo | None = None
         self.sources: dict[str, Any] = {}  # the controller's copy of fixtures and build tree, and its record
+        self.isolation: IsolationRecord | None = None
         self._runner: TrialRunner | None = None
+        self.by_file: dict[Path, list[ScenarioEntry]] = {}
+        self.collectable: frozenset[Path] | None = None  # set when atlante chose pytest's arguments
+        self._previous_sigterm: Any = None
+        self._sigterm_handled = False
+
+    def _handle_sigterm(self) -> None:
+        """CI cancellation sends SIGTERM: handled like Ctrl-C (exit 3, the report written, running
+        trials marked interrupted) in every role, instead of dying with the hosts still running.
+        Only the main thread may install a handler (a worker on a socket gateway may not run there)."""
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+            self._sigterm_handled = True
 
     @property
     def out_dir(self) -> Path:
@@ -107,15 +129,24 @@ class _TrialRole:
         """The suite is final: trials may be collected and run from here on."""
         self.suite = suite
         self.config.stash[RUNNER_KEY] = self
+        for entry in suite.scenarios:
+            self.by_file.setdefault(entry.file, []).append(entry)
         if self.config.args_source != pytest.Config.ArgsSource.ARGS:
             # No paths on the command line: the configured suites are the run.
-            self.config.args = sorted({str(e.file) for e in suite.scenarios})
+            self.config.args, self.collectable = collection_plan(list(self.by_file), self.config.rootpath)
 
     # -- collection -----------------------------------------------------------------------------
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        # The directories atlante passed to pytest may hold other files (test modules, scripts):
+        # an eval run collects its scenario documents and nothing else.
+        if self.collectable is None or collection_path in self.collectable:
+            return None
+        return True
+
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
         if self.suite is None or self.suite.eval is None:
             return None
-        entries = [e for e in self.suite.scenarios if e.file == file_path]
+        entries = self.by_file.get(file_path)
         if not entries:
             return None
         trials = self.suite.eval.budget.trials
@@ -146,24 +177,34 @@ class _TrialRole:
         if self._runner is None:
             assert self.suite is not None and self.host_info is not None
             self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
-                                       keep=self.options.keep, sources=self.sources, report_dir=self.out_dir)
+                                       keep=self.options.keep, sources=self.sources, report_dir=self.out_dir,
+                                       isolation=self.isolation)
         return self._runner
 
     def _progress(self) -> Progress:
         return lambda phase: None
 
-    def skip_unallocated(self, item: TrialItem) -> None:
+    def _unallocated(self, item: TrialItem) -> None:
+        # In the call phase, not fixture setup: a failure there is a pytest "error", and JUnit and
+        # IDEs would file skipped-budget apart from the other trials that did not pass.
         assert item.budget is not None
-        item.stash[RECORD_KEY] = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid,
-                                             verdict="skipped-budget")
-        pytest.skip(f"skipped-budget: maxSessions={item.budget.maxSessions} exhausted before this trial")
+        record = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="skipped-budget")
+        item.stash[RECORD_KEY] = record
+        # Every verdict but pass is a pytest failure, skipped-budget included: the run exits 1, and
+        # so pytest's own exit status, the terminal, JUnit, report-log and TeamCity all say "failed".
+        raise TrialFailed(failure_text(record, item.budget.maxSessions))
 
     def run_item(self, item: TrialItem) -> None:
         # The budget is the one decided at collection, never the ``atlante_budget`` fixture's value:
         # a conftest that overrides the fixture can read the budget but not loosen it.
         assert item.budget is not None
+        if ATTEMPTED_KEY in item.stash:
+            # A rerun plugin (pytest-rerunfailures' flaky mark, pytest-retry ...) is running the trial
+            # again: that would be a session beyond maxSessions, and a pass that hides the failure.
+            raise TrialFailed(f"{item.entry.scenario.name} trial {item.trial}: {RERUNS_REFUSED}")
+        item.stash[ATTEMPTED_KEY] = True
         if not item.budget.allocated:
-            self.skip_unallocated(item)
+            self._unallocated(item)
         try:
             record = self._trial_runner().run(item.entry, item.trial, item.nodeid, item.budget, self._progress())
         except TrialInterrupted as exc:
@@ -171,7 +212,8 @@ class _TrialRole:
             raise
         item.stash[RECORD_KEY] = record
         if record.verdict != "pass":
-            raise TrialFailed(failure_text(record))
+            # Every verdict but pass is a pytest failure (see _unallocated for skipped-budget).
+            raise TrialFailed(failure_text(record, item.budget.maxSessions))
 
     def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
         """Ctrl-C inside a trial (a worker's record dies with it; the controller sees it started)."""
@@ -190,6 +232,20 @@ class _TrialRole:
             report.atlante_record = record.model_dump_json()  # type: ignore[attr-defined]
             del item.stash[RECORD_KEY]
 
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self._runner is not None:
+            self._runner.close()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # An in-process run (pytester) must not leave its handler in the calling process.
+        if self._sigterm_handled:
+            # None: the previous handler was not installed from Python; the default is the best guess.
+            signal.signal(signal.SIGTERM, self._previous_sigterm if self._previous_sigterm is not None else signal.SIG_DFL)
+
+
+def _terminate_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
 
 class Worker(_TrialRole):
     """An xdist worker: the controller already validated the suite and probed the host."""
@@ -199,6 +255,8 @@ class Worker(_TrialRole):
         self.run_id = shared["runId"]
         self.host_info = HostInfo(**shared["host"]) if shared["host"] else None
         self.sources = shared["sources"]
+        isolation = shared.get("isolation")
+        self.isolation = IsolationRecord.model_validate(isolation) if isolation else None
         self._shared_suite: Suite = pickle.loads(base64.b64decode(shared["suite"]))
         if threading.current_thread() is threading.main_thread():
             # execnet starts xdist workers with SIGINT ignored, so Ctrl-C would leave a trial's host
@@ -209,6 +267,7 @@ class Worker(_TrialRole):
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._handle_sigterm()
         self._ready(self._shared_suite)
 
     def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
@@ -230,8 +289,10 @@ class Controller(_TrialRole):
         self.expected: dict[str, TrialKey] = {}  # requested trials in collection order
         self.run_errors: list[Diagnostic] = []
         self.validation_failed = False
+        self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.report: EvalReport | None = None
         self.report_path: Path | None = None
+        self.isolation_warning: str | None = None  # said at the start and in the summary
         self.digests: dict[str, tuple[str, str | None]] | None = None   # per scenario, after validation
         self.gate: Gate | None = None
 
@@ -240,10 +301,15 @@ class Controller(_TrialRole):
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from .evalrun import prepare_run, prepare_run_sources, validate
 
+        self._handle_sigterm()
         suite, problems = validate(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
                                    host_override=self.options.host)
         self.suite = suite
         self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression)
+        rerun_option = requested_reruns(self.config)
+        if rerun_option:
+            gate_problems = [*gate_problems, Diagnostic("", rerun_option, "eval-reruns-refused", RERUNS_REFUSED,
+                                                        f"run without {rerun_option}; raise budget.trials for more attempts")]
         if problems or gate_problems:
             self._fail_validation(sorted(set(problems + gate_problems)))
         if self.config.option.collectonly:
@@ -267,10 +333,24 @@ class Controller(_TrialRole):
         if suite.eval is not None:
             # Fixtures and the build are verified now: fingerprint what every trial will copy.
             self.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
+        if not run_error:
+            run_error = self._decide_isolation()
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
         self._ready(suite)
+
+    def _decide_isolation(self) -> list[Diagnostic]:
+        """Probe bubblewrap once for the run; warn, or refuse to start, as configured."""
+        from .evalrun import prepare_isolation
+
+        assert self.suite is not None and self.suite.eval is not None
+        setting = self.options.isolation or self.suite.eval.isolation
+        self.isolation, problem = prepare_isolation(setting)
+        self.isolation_warning = warning_text(setting, self.isolation)
+        if self.isolation_warning is not None:
+            self.config.get_terminal_writer().line(self.isolation_warning, yellow=True)
+        return [problem] if problem is not None else []
 
     def _fail_validation(self, problems: list[Diagnostic]) -> None:
         self.validation_failed = True
@@ -308,6 +388,7 @@ class Controller(_TrialRole):
         node.workerinput[WORKERINPUT_KEY] = {
             "runId": self.run_id,
             "host": asdict(self.host_info) if self.host_info else None,
+            "isolation": self.isolation.model_dump() if self.isolation is not None else None,
             "suite": base64.b64encode(pickle.dumps(self.suite)).decode("ascii"),
             "sources": self.sources,
         }
@@ -373,7 +454,10 @@ class Controller(_TrialRole):
         if reporter is not None and self.config.get_verbosity() > 0 and nodeid in self.expected:
             reporter.write_line(f"atlante: {nodeid}: host session started")
 
-    def pytest_keyboard_interrupt(self) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        if not is_user_interrupt(excinfo.value):
+            return  # --sw or xdist's -x: a stop pytest chose, the trials not run are just not run
+        self.user_interrupt = True
         # Ctrl-C in a terminal reaches every process of the group, but a SIGINT sent to the
         # controller alone would leave workers finishing their trials: pass it on.
         for pid in sorted(self.worker_pids):
@@ -391,8 +475,63 @@ class Controller(_TrialRole):
         reporter.write_line(f"atlante: {record.nodeId}: {record.verdict} in {record.durationMs / 1000:.1f}s, "
                             f"{tokens} tokens, {cost}")
 
+    # -- pytest-timeout's guard (a serial run: only there does the controller run trials) ----------
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool | None:
+        """Our own timer instead of pytest-timeout's for a serial run's trials (see ``_guard_fired``).
+
+        xdist workers keep pytest-timeout's: the controller reports the dead worker (exit 3).
+        """
+        if not isinstance(item, TrialItem):
+            return None
+        timer = threading.Timer(settings.timeout, self._guard_fired, (item, settings.timeout))
+        timer.daemon = True
+        timer.name = f"atlante guard {item.nodeid}"
+        item.stash[GUARD_KEY] = timer
+        timer.start()
+        return True
+
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_timeout_cancel_timer(self, item: pytest.Item) -> bool | None:
+        timer = item.stash.get(GUARD_KEY, None)
+        if timer is None:
+            return None
+        timer.cancel()
+        return True
+
+    def _guard_fired(self, item: TrialItem, seconds: float) -> None:
+        """The trial hung past every timeout of its own: mark it, write the report, exit 3.
+
+        Like pytest-timeout's thread method this ends the process (the hung thread cannot be
+        stopped), but first the report records every finished trial and this one as infra-error.
+        """
+        from .evalrun import summary_lines
+
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if capture is not None:
+            capture.suspend_global_capture(in_=True)
+        self.records[item.nodeid] = TrialRecord(
+            scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="infra-error",
+            error=f"pytest-timeout's guard fired after {seconds:g} s: the trial hung past its own timeouts")
+        self.run_errors.append(Diagnostic("", item.nodeid, "eval-guard-timeout",
+                                          f"the trial hung for {seconds:g} s; the run was stopped",
+                                          "this is a bug in pytest-atlante; please report it with the stacks printed above"))
+        writer = self.config.get_terminal_writer()
+        writer.sep("+", f"atlante: guard timeout in {item.nodeid}")
+        writer.flush()
+        faulthandler.dump_traceback(all_threads=True)
+        try:
+            self._write_report(interrupted=False)
+            lines = summary_lines(self.report, self.report_path) if self.report and self.report_path else []
+        except Exception as exc:  # noqa: BLE001 - the process ends next either way; say why there is no report
+            lines = [f"eval-report-write-failed: {type(exc).__name__}: {exc}"]
+        for line in lines + [p.render() for p in self.run_errors]:
+            writer.line(line)
+        writer.flush()
+        os._exit(EXIT_RUN_ERROR)
+
     # -- finishing ------------------------------------------------------------------------------
-    def _write_report(self, *, interrupted: bool) -> int:
+    def _write_report(self, *, interrupted: bool, other_failures: bool = False) -> int:
         from .evalrun import finish_report
 
         assert self.suite is not None
@@ -405,25 +544,28 @@ class Controller(_TrialRole):
         self.report, self.report_path = finish_report(
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
-            default_out=self.options.out is None, digests=self.digests, gate=self.gate,
+            default_out=self.options.out is None, other_failures=other_failures, digests=self.digests,
+            gate=self.gate, isolation=self.isolation, keep=self.options.keep,
         )
         return self.report.exitStatus
 
+    @pytest.hookimpl(tryfirst=True)  # before other plugins read session.exitstatus
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        super().pytest_sessionfinish(session, exitstatus)
         if self.validation_failed or self.suite is None or self.host_info is None:
             return
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and self.user_interrupt
         try:
-            status = self._write_report(interrupted=interrupted)
+            # pytest says "tests failed" also when only ordinary items (e.g. Atlas query cases) did;
+            # the report must carry the status the process will exit with.
+            status = self._write_report(interrupted=interrupted,
+                                        other_failures=exitstatus == pytest.ExitCode.TESTS_FAILED)
         except OSError as exc:
             self.run_errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed", str(exc), "check the output directory"))
             status = EXIT_RUN_ERROR
         except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
             self.run_errors.append(internal_error(exc))
             status = EXIT_RUN_ERROR
-        if exitstatus == pytest.ExitCode.TESTS_FAILED and status == 0:
-            # Every trial passed, so an ordinary item in the same run (e.g. an Atlas query case) failed.
-            status = int(pytest.ExitCode.TESTS_FAILED)
         if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED) or status == EXIT_RUN_ERROR:
             session.exitstatus = status
 
@@ -438,6 +580,8 @@ class Controller(_TrialRole):
                 terminalreporter.write_line(line)
         for problem in self.run_errors:
             terminalreporter.write_line(problem.render(), red=True)
+        if self.isolation_warning is not None:
+            terminalreporter.write_line(self.isolation_warning, yellow=True)
 
 
 def internal_error(exc: Exception) -> Diagnostic:
@@ -450,24 +594,54 @@ def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
 
     The plugin enforces its own timeouts (host session, setup, each check); this guard only catches a
     plugin bug that hangs a trial.  It uses pytest-timeout's ``thread`` method (never SIGALRM, which
-    would interrupt the host runner's waits): when it fires, pytest-timeout dumps stacks and ends
-    the process, so an xdist run reports the trial's worker as crashed (exit 3, the report keeps
-    every finished trial) — the price of a guard that cannot be swallowed by the code it guards.
+    would interrupt the host runner's waits).  When it fires the process ends — the price of a guard
+    that cannot be swallowed by the code it guards: in a serial run our own timer first writes the
+    report with the trial marked (``Controller._guard_fired``, exit 3); an xdist worker dies with
+    pytest-timeout's dump, and the controller reports it as crashed (exit 3, every finished trial kept).
     """
     scenario = entry.scenario
     checks_ms = sum(getattr(c, "timeoutMs", 0) for c in scenario.checks)
     return (effective_timeout_ms(scenario, run_timeout_ms) + SETUP_TIMEOUT_MS + checks_ms) / 1000 + GUARD_GRACE_S
 
 
+def requested_reruns(config: pytest.Config) -> str | None:
+    """The pytest-rerunfailures setting that asks for reruns of every test, if any (checked up front)."""
+    for option, name in (("--reruns", "reruns"), ("--force-reruns", "force_reruns")):
+        if config.getoption(name, None):
+            return option
+    try:
+        return "the reruns ini option" if int(config.getini("reruns") or 0) else None
+    except ValueError:  # no such ini option: pytest-rerunfailures is not installed
+        return None
+
+
+def is_user_interrupt(exc: BaseException) -> bool:
+    """Ctrl-C (or SIGINT), rather than a stop pytest or a plugin asked for.
+
+    pytest (``--sw``) and pytest-xdist (``-x``, ``--maxfail``) stop a run by raising subclasses of
+    ``KeyboardInterrupt``; a signal raises ``KeyboardInterrupt`` itself (or the trial pipeline's
+    ``TrialInterrupted``), and xdist reports a worker's as "received keyboard-interrupt".
+    """
+    return type(exc) is KeyboardInterrupt or isinstance(exc, TrialInterrupted) or "keyboard-interrupt" in str(exc)
+
+
 def interrupted_record(node_id: str, key: TrialKey) -> TrialRecord:
     """The record of a trial that was running when the run was interrupted."""
     return TrialRecord(scenario=key.scenario, trial=key.trial, nodeId=node_id, verdict="infra-error",
-                       interrupted=True, error="interrupted (Ctrl-C) while the trial ran")
+                       interrupted=True, error=INTERRUPTED_ERROR)
 
 
-def failure_text(record: TrialRecord) -> str:
+# What one failed trial prints in the terminal: a readable head, never an agent-sized dump.
+FAILURE_PATHS = 20
+FAILURE_TEXT_CAP = 8_000
+
+
+def failure_text(record: TrialRecord, max_sessions: int) -> str:
     """One readable failure: the first line says what failed, details below."""
     failed = [c for c in record.checks if not c.passed]
+    if record.verdict == "skipped-budget":
+        return (f"{record.scenario} trial {record.trial}: skipped-budget: maxSessions={max_sessions} exhausted before "
+                "this trial (it did not run; the run fails because not every requested trial passed)")
     if record.verdict == "fail" and failed:
         head = f"{record.scenario} trial {record.trial}: fail: {failed[0].message}"
     elif record.error:
@@ -488,10 +662,16 @@ def failure_text(record: TrialRecord) -> str:
     if record.error and record.error.count("\n"):
         lines += ["", record.error]
     if record.changedPaths:
-        lines += ["", "changed paths: " + ", ".join(record.changedPaths)]
+        shown = ", ".join(record.changedPaths[:FAILURE_PATHS])
+        total = record.changedPathsTotal or len(record.changedPaths)
+        if total > FAILURE_PATHS:
+            shown += f", ... and {total - FAILURE_PATHS} more (see report.json)"
+        lines += ["", "changed paths: " + shown]
     if record.escapes:
-        lines += ["", "changed outside the sandbox (escapes): " + ", ".join(record.escapes)]
-    return "\n".join(lines)
+        lines += ["", "changed outside the sandbox (escapes): " + ", ".join(record.escapes[:FAILURE_PATHS])]
+    text = "\n".join(lines)
+    # Check messages and errors are bounded already; this keeps the sum of them bounded too.
+    return text if len(text) <= FAILURE_TEXT_CAP else text[:FAILURE_TEXT_CAP] + "\n... (cut; see report.json)"
 
 
 __all__ = ["Controller", "Options", "Worker", "role_for"]

@@ -23,6 +23,8 @@ What counts as a change (sorted relative POSIX paths in ``Diff.changed_paths``):
 - added, modified and deleted files, executable-bit changes, symlinks (their target is the content);
 - entries git cannot store as files are stored as a one-line placeholder blob, so they still show
   up: FIFOs, sockets and devices (``<atlante: fifo>``), unreadable files and unlistable directories;
+- files over ``LARGE_FILE_BYTES`` are stored as a one-line summary (size and SHA-256): a change
+  shows as that line changing, and nothing ever loads the file whole;
 - a ``.git`` entry (any letter case, file or directory, at any depth) created, removed, or changed
   between file and directory is reported as the path of that ``.git`` entry.  Its contents are git
   metadata, not project files, so changes *inside* a ``.git`` that already existed at the baseline
@@ -66,6 +68,11 @@ _CHUNK = 1 << 16
 # `git diff` output beyond this is cut: the report keeps 20,000 characters anyway, and a trial that
 # writes a huge file must not make the runner hold all of it in memory.
 DIFF_READ_LIMIT = 2_000_000
+# A file larger than this is stored (in both snapshots) as a one-line summary holding its size and
+# SHA-256, so a change to it still shows, and the diff says what changed without git loading a
+# multi-GiB blob into memory (``core.bigFileThreshold`` does not stop a tree-to-tree diff from
+# reading it).  The report keeps 20,000 characters of diff; a larger file's text would not fit.
+LARGE_FILE_BYTES = 8 << 20
 _GIT_TIMEOUT_S = 300.0
 _MODE_FILE = "100644"
 _MODE_EXEC = "100755"
@@ -141,9 +148,9 @@ def assemble(
     sandbox_dir = trial_dir / "sandbox"
     try:
         # symlinks=True copies a link as a link; validation rejects symlinked fixtures anyway.
-        shutil.copytree(fixture, sandbox_dir, symlinks=True)
+        shutil.copytree(fixture, sandbox_dir, symlinks=True, copy_function=copy_sparse)
         if overlay is not None:
-            shutil.copytree(overlay, sandbox_dir, symlinks=True, dirs_exist_ok=True)
+            shutil.copytree(overlay, sandbox_dir, symlinks=True, dirs_exist_ok=True, copy_function=copy_sparse)
         (trial_dir / "home").mkdir(mode=0o700)
     except (OSError, shutil.Error) as exc:
         remove_tree(trial_dir)
@@ -154,6 +161,43 @@ def assemble(
         home=trial_dir / "home",
         git_dir=trial_dir / "baseline.git",
     )
+
+
+def copy_sparse(src: str, dst: str) -> str:
+    """``shutil.copy2`` that keeps holes: a 2 GiB sparse fixture file stays 2 GiB of nothing.
+
+    Only the data extents (``SEEK_DATA``/``SEEK_HOLE``) are copied, then the file is extended to
+    its full size; where the filesystem cannot report extents the whole file is copied.
+    """
+    if not hasattr(os, "SEEK_DATA") or os.path.islink(src):
+        return str(shutil.copy2(src, dst, follow_symlinks=False))
+    with open(src, "rb") as source, open(dst, "wb") as target:
+        size = os.fstat(source.fileno()).st_size
+        offset = 0
+        try:
+            while offset < size:
+                try:
+                    start = os.lseek(source.fileno(), offset, os.SEEK_DATA)
+                except OSError:  # ENXIO: only a hole is left
+                    break
+                end = os.lseek(source.fileno(), start, os.SEEK_HOLE)
+                source.seek(start)
+                target.seek(start)
+                remaining = end - start
+                while remaining > 0:
+                    chunk = source.read(min(remaining, _CHUNK * 16))
+                    if not chunk:
+                        break
+                    target.write(chunk)
+                    remaining -= len(chunk)
+                offset = end
+        except OSError:  # no extent support: copy it whole
+            source.seek(0)
+            target.seek(0)
+            shutil.copyfileobj(source, target)
+        target.truncate(size)
+    shutil.copystat(src, dst, follow_symlinks=False)
+    return dst
 
 
 def snapshot(sb: Sandbox, unchanged_paths: Iterable[str]) -> None:
@@ -412,6 +456,9 @@ def _store_entry(objects: Path | None, rel: str, kind: str, path: str) -> Entry:
         try:
             info = os.stat(path, follow_symlinks=False)
             mode = _MODE_EXEC if info.st_mode & stat.S_IXUSR else _MODE_FILE
+            if info.st_size > LARGE_FILE_BYTES:
+                summary = f"<atlante: large file, {info.st_size} bytes, sha256 {sha256_file(Path(path))}>\n"
+                return mode, _store_bytes(objects, summary.encode())
             return mode, _store_file(objects, path, info.st_size)
         except PermissionError:
             return _MODE_FILE, _store_bytes(objects, b"<atlante: unreadable file>\n")

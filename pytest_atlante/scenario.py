@@ -20,6 +20,9 @@ from .models import StrictModel
 SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
 SLUG_PATTERN = r"^[a-z0-9-]+$"  # the reference's "Slug (a-z, 0-9, hyphen)"
 MAX_TIMEOUT_MS = 3_600_000
+# Linux refuses any single argv string of 128 KiB or more (MAX_ARG_STRLEN, NUL included) with
+# E2BIG; both hosts take the prompt as an argument, so a longer prompt could never start a trial.
+MAX_ARG_BYTES = 128 * 1024 - 1
 SETUP_TIMEOUT_MS = 300_000
 DEFAULT_CHECK_TIMEOUT_MS = 120_000
 
@@ -156,10 +159,31 @@ def rule_diagnostics(scenario: Scenario, file: str) -> list[Diagnostic]:
                 )
             )
 
+    def argument_rule(value: str, location: str, what: str) -> None:
+        # Both problems would only show at run time as an infra-error ("embedded null byte",
+        # "Argument list too long") after a sandbox was built; here they fail validation.
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if "\0" in value:
+            problem = "contains a NUL character, which no process argument can hold"
+        elif size > MAX_ARG_BYTES:
+            problem = f"is {size} bytes; a process argument holds at most {MAX_ARG_BYTES}"
+        else:
+            return
+        found.append(Diagnostic(file, location, "eval-scenario-invalid", f"{what} {problem}",
+                                "shorten the text (put long material in a fixture file the prompt names) "
+                                "and remove NUL characters"))
+
+    argument_rule(scenario.task.prompt, "$.task.prompt", "the prompt")
+    if scenario.task.agent is not None:
+        argument_rule(scenario.task.agent, "$.task.agent", "the agent name")
+    for index, arg in enumerate(scenario.task.setup or []):
+        argument_rule(arg, f"$.task.setup[{index}]", "the setup argument")
     path_rule(scenario.task.fixture, "$.task.fixture", "fixture")
     for index, check in enumerate(scenario.checks):
         where = f"$.checks[{index}]"
         if isinstance(check, CommandCheck):
+            for arg_index, arg in enumerate(check.run):
+                argument_rule(arg, f"{where}.run[{arg_index}]", "the command argument")
             if check.outputMatches is not None:
                 pattern_rule(check.outputMatches, f"{where}.outputMatches")
         elif isinstance(check, DiffAllowlistCheck):

@@ -27,6 +27,7 @@ import json5
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
+from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
 from pytest_atlante.scenario import unsafe_path_reason
 from pytest_atlante.scripted_dialects import (
     Dialect,
@@ -201,9 +202,11 @@ def load_script(path: Path) -> Script:
         return ScriptError(diagnostics=[Diagnostic(where, location, SCRIPT_INVALID, message, hint)])
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail("", f"cannot read the script: {exc}", "check the scenario's script path") from None
+        text = read_capped(path, MAX_DOCUMENT_BYTES).decode("utf-8")
+    except UnreadableFile as exc:
+        raise fail("", f"cannot read the script: it {exc.reason}", "check the scenario's script path") from None
+    except UnicodeDecodeError as exc:
+        raise fail("", f"cannot read the script: {exc}", "save the script as UTF-8") from None
     try:
         document = json5.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except ValueError as exc:

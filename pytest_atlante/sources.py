@@ -24,7 +24,7 @@ from typing import Any
 
 from .audit import Fingerprint, Stat, Watched, fingerprint
 from .fsutil import sha256_file
-from .sandbox import remove_tree, run_dir
+from .sandbox import copy_sparse, remove_tree, run_dir
 
 __all__ = ["RunSources", "changed_in_copy", "copy_of", "prepare_sources", "remove_sources"]
 
@@ -50,7 +50,7 @@ def prepare_sources(roots: Iterable[Path], run_id: str) -> RunSources:
     record: dict[str, dict[str, list[int | str]]] = {}
     for index, root in enumerate(sorted(set(roots))):
         copy = base / f"{index}-{root.name}"
-        shutil.copytree(root, copy, symlinks=True)
+        shutil.copytree(root, copy, symlinks=True, copy_function=copy_sparse)
         copies[str(root)] = str(copy)
         record[str(copy)] = {rel: [*entry, _content(copy, rel, entry)] for rel, entry in _scan(copy).items()}
     return {"copies": copies, "record": record}

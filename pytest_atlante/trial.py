@@ -15,10 +15,11 @@ import os
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
+from . import rundirs
 from . import sandbox as sandboxes
 from .audit import Audit
 from .budget import TokenGate, TrialBudget
@@ -27,8 +28,9 @@ from .checks import run_checks
 from .discovery import ScenarioEntry, Suite
 from .hosts import host_for
 from .hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from .isolation import Confinement, IsolationRecord, hidden_roots
 from .process import RunResult, allowlisted_environment, run
-from .records import CheckResult, TrialRecord, Verdict, cap_diff, strongest, tail
+from .records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
 from .redact import Secrets, secrets_in_env, secrets_in_file
 from .report import scrub_paths
 from .sources import RunSources, changed_in_copy, copy_of
@@ -159,9 +161,25 @@ def baseline(entry: ScenarioEntry, sb: sandboxes.Sandbox) -> None:
     sandboxes.snapshot(sb, [c.path for c in entry.scenario.checks if c.type == "file-unchanged"])
 
 
+def confinement(sb: sandboxes.Sandbox, isolation: IsolationRecord | None, hidden: tuple[Path, ...]) -> Confinement | None:
+    """The command-wrapping step: namespace isolation's mounts for this trial (``isolation``), used by
+    the host session and the checks alike; None without namespace isolation."""
+    if isolation is None or isolation.mode != "namespace":
+        return None
+    return Confinement(writable=(sb.root, sb.home, host_tmp(sb)), hidden=hidden, trial_dir=sb.trial_dir, cwd=sb.root)
+
+
+def host_tmp(sb: sandboxes.Sandbox) -> Path:
+    """The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
+    go inside the trial directory, so they are removed with it instead of piling up in /tmp."""
+    path = sb.trial_dir / "tmp"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
 def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes.Sandbox, budget: TrialBudget,
                  parent_env: dict[str, str], endpoint: ScriptedEndpoint | None, model: str | None,
-                 secrets: Secrets) -> HostSession:
+                 confined: Confinement | None, secrets: Secrets) -> HostSession:
     """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate.
 
     The session's credentials join ``secrets``; the login copied into the trial HOME is read once
@@ -176,19 +194,16 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
 
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
     env = host.environment(info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
-    # The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
-    # go inside the trial directory, so they are removed with it instead of piling up in /tmp.
-    host_tmp = sb.trial_dir / "tmp"
-    host_tmp.mkdir(mode=0o700, exist_ok=True)
-    env["TMPDIR"] = str(host_tmp)
+    env["TMPDIR"] = str(host_tmp(sb))
     logins = host.credential_files(sb.home, {})
     secrets.add(secrets_in_env(env))
     for path in logins:
         secrets.add(secrets_in_file(path))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    wrap = confined.wrapper(env) if confined else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
-                  interrupt_signal=host.interrupt_signal)
-    outcome = host.finalize(info, monitor, env=env, cwd=sb.root)
+                  interrupt_signal=host.interrupt_signal, wrap=wrap)
+    outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
     for path in logins:  # the copied login has done its job; no check may read it
         secrets.add(secrets_in_file(path))
         path.unlink(missing_ok=True)
@@ -211,13 +226,17 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
 
 
 def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str],
-           secrets: Secrets) -> list[CheckResult]:
+           confined: Confinement | None, secrets: Secrets) -> list[CheckResult]:
     """Every check, even after one fails; checks get the allowlist without credentials and an empty
     HOME of their own (the trial HOME held the login and the host's state), under a random name the
-    agent cannot have prepared (a planted ``.gitconfig``, a symlink)."""
+    agent cannot have prepared (a planted ``.gitconfig``, a symlink).  Under namespace isolation that
+    HOME is writable in place of the trial HOME, which checks do not see at all."""
     home = Path(tempfile.mkdtemp(prefix="check-home-", dir=sb.trial_dir))
-    return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=allowlisted_environment(parent_env, home=home),
-                      redact=secrets)
+    env = allowlisted_environment(parent_env, home=home)
+    if confined is not None:
+        confined = replace(confined, writable=(sb.root, home, host_tmp(sb)))
+    return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=env,
+                      wrap=confined.wrapper(env) if confined else None, redact=secrets)
 
 
 def session_facts(session: HostSession, results: list[CheckResult], escapes: list[str]) -> Facts:
@@ -235,6 +254,7 @@ def escape_message(escapes: list[str]) -> str:
 def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: sandboxes.Diff,
            results: list[CheckResult], escapes: list[str], secrets: Secrets) -> TrialRecord:
     diff_text, truncated = cap_diff(secrets(diff.text))  # redacted before the cut: no half secret survives
+    changed_paths, changed_total = cap_paths(diff.changed_paths)
     outcome = session.outcome
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results, escapes)),
@@ -242,7 +262,8 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "checks": results,
         "diff": diff_text,
         "diffTruncated": truncated,
-        "changedPaths": diff.changed_paths,
+        "changedPaths": changed_paths,
+        "changedPathsTotal": changed_total,
         "usage": outcome.usage,
         "costUsd": outcome.cost_usd,
         "modelIdentity": outcome.model_identity,
@@ -277,7 +298,7 @@ class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
     def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
-                 sources: RunSources, report_dir: Path) -> None:
+                 sources: RunSources, report_dir: Path, isolation: IsolationRecord | None = None) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.model = suite.eval.model
@@ -290,6 +311,14 @@ class TrialRunner:
         self.sources = sources
         self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
                                    run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs])
+        self.isolation = isolation
+        self.hidden = hidden_roots(user_home=Path.home(), project_root=suite.project_root, report_dir=report_dir)
+        # Held for this process's life: a later run removes the run directory only once no process
+        # of this run is alive (rundirs).
+        self.claim = rundirs.claim(run_id)
+
+    def close(self) -> None:
+        self.claim.release()
 
     def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
         base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
@@ -300,7 +329,7 @@ class TrialRunner:
             rec = self._allocated(entry, trial, base, budget, progress)
         except KeyboardInterrupt as exc:
             rec = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
-                                          "error": "interrupted (Ctrl-C) while the trial ran",
+                                          "error": INTERRUPTED_ERROR,
                                           "durationMs": int((time.monotonic() - started) * 1000)})
             raise TrialInterrupted(rec) from exc
         return rec.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
@@ -345,10 +374,11 @@ class TrialRunner:
         baseline(entry, sb)
         watched = self.audit.start()  # the hermeticity audit's window: the session and the checks
         progress("host session")
-        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, secrets)
+        confined = confinement(sb, self.isolation, self.hidden)
+        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined, secrets)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        results = checks(entry, sb, diff, parent_env, secrets)
+        results = checks(entry, sb, diff, parent_env, confined, secrets)
         return record(base, session, budget, diff, results, self.audit.escapes(watched), secrets)
 
 

@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from ..diagnostics import Diagnostic, DiagnosticError, json_path
+from ..fsutil import MAX_INPUT_BYTES, UnreadableFile, read_capped
 
 CORPUS_SCHEMA = "agent-spec/atlas-eval/corpus-v1"
 MIN_TRIALS_PER_ARM = 3
@@ -118,17 +119,17 @@ def _one_diagnostic(err: ErrorDetails, *, file: str, code: str, line: int | None
 def read_input(path: Path) -> bytes:
     """Read a whole input file, turning OS errors into ``atlas-input-unreadable``."""
     try:
-        return path.read_bytes()
-    except OSError as exc:
+        return read_capped(path, MAX_INPUT_BYTES)
+    except UnreadableFile as exc:
         raise DiagnosticError([unreadable(path, exc)]) from None
 
 
-def unreadable(path: Path, exc: OSError) -> Diagnostic:
+def unreadable(path: Path, exc: UnreadableFile) -> Diagnostic:
     return Diagnostic(
         file=str(path),
         location="",
         code=CODE_INPUT_UNREADABLE,
-        message=f"cannot read input: {exc.strerror or exc}",
+        message=f"cannot read input: it {exc.reason}",
         hint="check that the path exists and is a readable file",
     )
 

@@ -18,6 +18,7 @@ from typing import Any, Iterator, cast
 import pytest
 
 from ..diagnostics import DiagnosticError
+from ..fsutil import MAX_INPUT_BYTES, read_capped
 from .query_runner import (
     OBSERVATIONS_FIXTURE,
     QueryCaseFailed,
@@ -35,7 +36,8 @@ class QueryCorpusFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         runner = self.plugin.runner()
-        lines = case_lines(self.path.read_text(encoding="utf-8"))
+        # The runner has already parsed this file (and refused a special or oversized one).
+        lines = case_lines(read_capped(self.path, MAX_INPUT_BYTES).decode("utf-8"))
         for case_id in runner.cases:
             item = QueryCaseItem.from_parent(self, name=case_id, callobj=_make_check(self.plugin, case_id))
             item.case_line = lines.get(case_id, 0)

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 from typing import Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import from_json, to_json
 
 from ..diagnostics import Diagnostic, DiagnosticError
 from .context import ContextExpectation, expectation_problems
@@ -226,10 +227,20 @@ def _tier_rules(out: _Collector, at: str, case: QueryCase) -> None:
 
 def corpus_problems(corpus: QueryCorpus, file: str) -> list[Diagnostic]:
     """Every rule violation of an already shape-valid corpus (empty list = valid)."""
+    return _rule_problems(list(enumerate(corpus.cases)), file, complete=True)
+
+
+def _rule_problems(cases: list[tuple[int, QueryCase]], file: str, *, complete: bool) -> list[Diagnostic]:
+    """Rule violations of ``cases`` (index in the file, case).
+
+    ``complete`` is false when some cases had shape errors and are missing here: the rules that
+    need every case (both tiers present, a link's target exists) are then not judged.
+    """
     out = _Collector(file)
     first_index: dict[str, int] = {}
+    by_index = dict(cases)
     links: list[tuple[int, str]] = []
-    for index, case in enumerate(corpus.cases):
+    for index, case in cases:
         at = f"$.cases[{index}]"
         if case.id in first_index:
             out.add(f"{at}.id", "duplicate-id",
@@ -241,15 +252,17 @@ def corpus_problems(corpus: QueryCorpus, file: str) -> list[Diagnostic]:
         _tier_rules(out, at, case)
         if case.tier == PINNED_TIER and case.paired_fixture is not None:
             links.append((index, case.paired_fixture))
-    tiers = {case.tier for case in corpus.cases}
+    tiers = {case.tier for _, case in cases}
     for tier in (FIXTURE_TIER, PINNED_TIER):
-        if tier not in tiers:
+        if complete and tier not in tiers:
             out.add("$.cases", "tier-missing", f"the corpus has no {tier} case",
                     "both tiers are required: deterministic-fixture and pinned-repository")
     # Links are resolved after the pass that indexes every id, because they may point forward.
     for index, link in links:
         target = first_index.get(link)
-        if target is None or corpus.cases[target].tier != FIXTURE_TIER:
+        if target is None and not complete:
+            continue
+        if target is None or by_index[target].tier != FIXTURE_TIER:
             why = "no case has that id" if target is None else "that case is not a deterministic-fixture case"
             out.add(f"$.cases[{index}].paired_fixture", "paired-fixture",
                     f"paired_fixture {link!r} is invalid: {why}",
@@ -259,10 +272,34 @@ def corpus_problems(corpus: QueryCorpus, file: str) -> list[Diagnostic]:
 
 def parse_corpus(data: bytes, file: str) -> QueryCorpus:
     """Shape and rule validation of corpus bytes; raises ``DiagnosticError`` with every problem."""
-    corpus = parse_model(data, QueryCorpus, file, PREFIX, _HINT)
+    try:
+        corpus = parse_model(data, QueryCorpus, file, PREFIX, _HINT)
+    except DiagnosticError as exc:
+        # The docs promise every problem of a file at once: the cases that do have a valid shape
+        # still get their rule checks, reported beside the shape errors.
+        exc.diagnostics.extend(_rule_problems(_valid_cases(data), file, complete=False))
+        raise
     if problems := corpus_problems(corpus, file):
         raise DiagnosticError(problems)
     return corpus
+
+
+def _valid_cases(data: bytes) -> list[tuple[int, QueryCase]]:
+    """The shape-valid cases of a corpus whose whole document did not validate."""
+    try:
+        document = from_json(data)
+    except ValueError:
+        return []  # not JSON at all: the syntax error is the only problem to report
+    cases = document.get("cases") if isinstance(document, dict) else None
+    if not isinstance(cases, list):
+        return []
+    valid: list[tuple[int, QueryCase]] = []
+    for index, item in enumerate(cases):
+        try:  # through JSON again, so the case is judged exactly as in the whole-document parse
+            valid.append((index, QueryCase.model_validate_json(to_json(item))))
+        except ValidationError:
+            continue
+    return valid
 
 
 def load_corpus(path: Path) -> QueryCorpus:

@@ -15,6 +15,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..diagnostics import Diagnostic, DiagnosticError, json_path
+from ..fsutil import MAX_INPUT_BYTES, UnreadableFile, read_capped
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -23,17 +24,17 @@ _SYNTAX_ERRORS = frozenset({"json_invalid", "json_type"})
 
 
 def read_bytes(path: Path, prefix: str) -> bytes:
-    """Read a whole input file; a missing or unreadable file becomes ``<prefix>-unreadable``."""
+    """Read a whole input file; a missing, special or oversized file becomes ``<prefix>-unreadable``."""
     try:
-        return path.read_bytes()
-    except OSError as exc:
+        return read_capped(path, MAX_INPUT_BYTES)
+    except UnreadableFile as exc:
         raise DiagnosticError(
             [
                 Diagnostic(
                     file=str(path),
                     location="",
                     code=f"{prefix}-unreadable",
-                    message=f"cannot read the file: {exc.strerror or exc}",
+                    message=f"cannot read the file: it {exc.reason}",
                     hint="check the path passed on the command line or in atlante.jsonc",
                 )
             ]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..diagnostics import Diagnostic, DiagnosticError
+from ..fsutil import MAX_INPUT_BYTES, UnreadableFile, open_regular
 from .corpus import unreadable
 from .receipts import (
     BASE_METRICS,
@@ -155,8 +156,8 @@ def _ungraded(file: str, location: str) -> Diagnostic:
 def summarize_file(path: Path) -> dict[str, Any]:
     """Open ``path`` and summarize it; unreadable files become ``atlas-input-unreadable``."""
     try:
-        handle = path.open("rb")
-    except OSError as exc:
+        handle = open_regular(path, MAX_INPUT_BYTES)
+    except UnreadableFile as exc:
         raise DiagnosticError([unreadable(path, exc)]) from None
     with handle:
         return summarize_stream(ReceiptReader(handle, ProblemLog(str(path))))

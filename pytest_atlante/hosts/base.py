@@ -15,9 +15,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 import json
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.registry import HostName
 
 if TYPE_CHECKING:
@@ -35,6 +36,9 @@ PROBE_TIMEOUT_S = 30.0
 
 Version = tuple[int, int, int]
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)\.(\d+)\b")
+
+# Credentials and auth files are small JSON documents; anything larger is not one.
+CREDENTIALS_LIMIT = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -132,8 +136,17 @@ class Host(Protocol):
     def new_monitor(self) -> StreamMonitor: ...
 
     def finalize(
-        self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path
-    ) -> SessionOutcome: ...
+        self,
+        info: HostInfo,
+        monitor: StreamMonitor,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        wrap: Callable[[list[str]], list[str]] | None = None,
+    ) -> SessionOutcome:
+        """The session's outcome; any command it runs goes through ``wrap`` (namespace isolation),
+        because it runs the host again in the sandbox the agent could write (plugins, config)."""
+        ...
 
 
 # --------------------------------------------------------------------------- version probe
@@ -222,10 +235,13 @@ def unsupported_version(executable: str, version: Version, supported: str, hint:
 
 def copy_private_file(source: Path, target: Path) -> bool:
     """Copy a credentials file readable by its owner only; False when there is none to copy."""
-    if not source.is_file():
-        return False
+    try:  # never blocks on a FIFO planted at the path, never reads a giant file
+        data = read_capped(source, CREDENTIALS_LIMIT)
+    except UnreadableFile as exc:
+        if exc.missing or "regular file" in exc.reason:
+            return False
+        raise OSError(f"{source} {exc.reason}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = source.read_bytes()
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)

@@ -15,10 +15,12 @@ import json
 import os
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.base import (
+    CREDENTIALS_LIMIT,
     HOST_UNAUTHENTICATED,
     HostInfo,
     ScriptedEndpoint,
@@ -136,8 +138,8 @@ def _credentials_file(parent_env: Mapping[str, str], user_home: Path) -> Path:
 
 def _usable_credentials_file(path: Path) -> bool:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        document = json.loads(read_capped(path, CREDENTIALS_LIMIT))
+    except (UnreadableFile, ValueError):  # UnicodeDecodeError is a ValueError
         return False
     return isinstance(document, dict) and bool(document)
 
@@ -275,7 +277,8 @@ class ClaudeCodeHost:
     def new_monitor(self) -> StreamMonitor:
         return ClaudeStreamMonitor()
 
-    def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path) -> SessionOutcome:
+    def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path,
+                 wrap: Callable[[list[str]], list[str]] | None = None) -> SessionOutcome:
         """Everything Claude Code reports is in its stream."""
         return monitor.outcome()
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import (
@@ -44,6 +43,7 @@ from pytest_atlante.hosts.opencode_store import (
 from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
 from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
 from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.process import run
 from pytest_atlante.records import Usage
 
 if TYPE_CHECKING:
@@ -86,6 +86,8 @@ FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
 }
 
 EXPORT_TIMEOUT_S = 60.0
+# The export's stdout is one JSON document that must be read whole (the capture keeps the tail).
+EXPORT_CAPTURE_LIMIT = 64_000_000
 
 _LOGIN_HINT = (
     "log in with `opencode auth login` (it stores the key in ~/.local/share/opencode/auth.json); "
@@ -250,16 +252,17 @@ class OpenCodeHost:
     def new_monitor(self) -> StreamMonitor:
         return OpenCodeStreamMonitor()
 
-    def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path) -> SessionOutcome:
+    def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path,
+                 wrap: Callable[[list[str]], list[str]] | None = None) -> SessionOutcome:
         """The stream's outcome plus what only ``opencode export`` knows: the model identity, and
         the cost and tokens of subagent sessions (which are not streamed)."""
         outcome = monitor.outcome()
         if not isinstance(monitor, OpenCodeStreamMonitor) or monitor.session_id is None:
             return outcome
-        main = export_session(info, env, cwd, monitor.session_id)
+        main = export_session(info, env, cwd, monitor.session_id, wrap=wrap)
         if main is not None:
             outcome.model_identity = main.model
-        children = [export_session(info, env, cwd, child) for child in monitor.subagent_session_ids]
+        children = [export_session(info, env, cwd, child, wrap=wrap) for child in monitor.subagent_session_ids]
         found = [child for child in children if child is not None]
         if found:
             outcome.cost_usd = (outcome.cost_usd or 0.0) + sum(child.cost for child in found)
@@ -276,25 +279,19 @@ class ExportedSession:
     usage: Usage | None
 
 
-def export_session(info: HostInfo, env: Mapping[str, str], cwd: Path, session_id: str) -> ExportedSession | None:
-    """Run ``opencode export <session_id>`` with the trial's env and cwd; None when it fails."""
-    try:
-        completed = subprocess.run(
-            [info.executable, "export", session_id],
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=EXPORT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+def export_session(info: HostInfo, env: Mapping[str, str], cwd: Path, session_id: str, *,
+                   wrap: Callable[[list[str]], list[str]] | None = None) -> ExportedSession | None:
+    """Run ``opencode export <session_id>`` with the trial's env and cwd; None when it fails.
+
+    It goes through ``process.run`` (and ``wrap``, under namespace isolation) like the session
+    itself: OpenCode loads plugins and config from the sandbox the agent wrote, so this run is as
+    untrusted as the session and nothing it starts may outlive it.
+    """
+    result = run([info.executable, "export", session_id], cwd=cwd, env=env, timeout_s=EXPORT_TIMEOUT_S,
+                 capture_limit=EXPORT_CAPTURE_LIMIT, wrap=wrap)
+    if result.start_error or result.timed_out or result.returncode != 0:
         return None
-    if completed.returncode != 0:
-        return None
-    return parse_export(completed.stdout)
+    return parse_export(result.stdout)
 
 
 def parse_export(text: str) -> ExportedSession | None:

@@ -18,6 +18,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, Mapping
 
+from pytest_atlante.fsutil import UnreadableFile, read_capped
+from pytest_atlante.hosts.base import CREDENTIALS_LIMIT
+
 #: Tables holding stored logins (provider credentials, accounts and the active-account pointer).
 CREDENTIAL_TABLES: tuple[str, ...] = ("credential", "account", "account_state", "control_account")
 #: Tables recording which schema and data migrations already ran.
@@ -35,8 +38,8 @@ def data_dir(home: Path, env: Mapping[str, str] | None = None) -> Path:
 def read_auth(path: Path) -> dict[str, Any] | None:
     """The providers in an ``auth.json``; None when it is missing or not a JSON object."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        document = json.loads(read_capped(path, CREDENTIALS_LIMIT))
+    except (UnreadableFile, ValueError):  # UnicodeDecodeError is a ValueError
         return None
     return document if isinstance(document, dict) else None
 

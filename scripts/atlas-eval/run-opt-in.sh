@@ -78,8 +78,10 @@ command -v jq >/dev/null 2>&1 ||
     reject jq-missing "jq is required to check the run plan; install jq"
 
 [[ -f $plan && -r $plan ]] || reject plan-invalid "run plan '$plan' is not a readable file"
-plan_check='type == "object" and .schema == $schema and (.runs | type == "array" and length > 0)'
-if ! jq -e --arg schema "$PLAN_SCHEMA" "$plan_check" "$plan" >/dev/null 2>&1; then
+# --slurp: jq 1.6 `-e` exits 0 on empty input, so a zero-byte plan would pass a plain check; slurped,
+# it is `[]` and fails `length == 1` (as do several JSON documents in one file).
+plan_check='length == 1 and (.[0] | type == "object" and .schema == $schema and (.runs | type == "array" and length > 0))'
+if ! jq -e --slurp --arg schema "$PLAN_SCHEMA" "$plan_check" "$plan" >/dev/null 2>&1; then
     reject plan-invalid "run plan '$plan' is malformed or empty: expected a $PLAN_SCHEMA object with a non-empty runs array"
 fi
 

@@ -1,7 +1,11 @@
 """A fake ``claude`` executable for fast runner tests (never the only proof that a host works).
 
 The scenario's prompt carries the behaviour as JSON after ``FAKE:``, so one executable serves every
-test: ``{"usage": [n, ...], "sleep": s, "write": {path: text}, "started": path, "exit": code}``.
+test: ``{"usage": [n, ...], "sleep": s, "write": {path: text}, "started": path, "exit": code}``;
+``"sessions": path`` appends the trial directory's name (``<scenario>-<trial>``) there, one line per
+host session, and ``"no_write_in": [trial, ...]`` skips ``write`` in those trials (a failing check);
+for the boundary tests ``"many": {"dir": d, "count": n}``, ``"sparse": {path: size}``, ``"fifo": [path]``
+and ``"noline": bytes`` (stdout with no newline).
 It answers ``--version`` like Claude Code 2.1.197 and appends one line per probe to ``probe.log``
 beside itself, so a test can count probes.
 """
@@ -30,9 +34,31 @@ def emit(event):
 emit({"type": "system", "subtype": "init", "model": "fake-model", "apiKeySource": "ANTHROPIC_API_KEY"})
 if spec.get("started"):
     open(spec["started"], "w").write(str(os.getpid()))
-for path, text in spec.get("write", {}).items():
+trial_dir = os.path.basename(os.path.dirname(os.getcwd()))
+if spec.get("sessions"):
+    open(spec["sessions"], "a").write(trial_dir + "\n")
+writes = spec.get("write", {})
+if spec.get("no_write_in") and int(trial_dir.rsplit("-", 1)[1]) in spec["no_write_in"]:
+    writes = {}
+for path, text in writes.items():
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     open(path, "w").write(text)
+many = spec.get("many")  # {"dir": d, "count": n}: n empty files, as an agent gone wild writes them
+if many:
+    os.makedirs(many["dir"], exist_ok=True)
+    for i in range(many["count"]):
+        open(os.path.join(many["dir"], "f%06d" % i), "w").close()
+for path, size in spec.get("sparse", {}).items():  # a huge file that costs no disk
+    with open(path, "wb") as f:
+        f.truncate(size)
+for path in spec.get("fifo", []):
+    os.mkfifo(path)
+if spec.get("noline"):  # this many bytes of stdout before the next newline
+    chunk = "x" * 65536
+    for _ in range(spec["noline"] // 65536):
+        sys.stdout.write(chunk)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
 total = 0
 for index, tokens in enumerate(spec.get("usage", [])):
     total += tokens

@@ -7,12 +7,13 @@ requested.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from conftest import LOOSENING_CONFTEST, Project, config_doc, scenario_doc
+from conftest import LOOSENING_CONFTEST, Project, claude_path, config_doc, scenario_doc
 from pytest_atlante.report import EvalReport
 
 pytestmark = pytest.mark.hosts
@@ -40,8 +41,12 @@ def real_project(atlante_project: Project, hosts_path: Callable[[], str], monkey
     return atlante_project
 
 
-@pytest.mark.parametrize("host", HOSTS)
-def test_max_tokens_stops_the_session_before_the_next_turn(pytester: pytest.Pytester, real_project: Project, host: str) -> None:
+@pytest.mark.parametrize("host", [*HOSTS, "claude-code@newest"])
+def test_max_tokens_stops_the_session_before_the_next_turn(pytester: pytest.Pytester, real_project: Project, host: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    host, _, release = host.partition("@")
+    if release:  # the newest Claude Code release first on PATH (a smoke test beside the pinned one)
+        monkeypatch.setenv("PATH", claude_path(release, os.environ["PATH"])[0])
     real_project.config(config_doc(host=host, budget={"trials": 1, "maxTokens": 3000}))
     real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "steps.txt"}]))
     # cumulative input: 100, 200, 5200 (crosses 3000 on the third turn), then two turns that must never be asked for

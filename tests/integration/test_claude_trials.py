@@ -1,5 +1,8 @@
 """Whole eval trials through the real Claude Code CLI (2.1.197) and the scripted model.
 
+A smoke subset (pass, fail, session timeout, unauthenticated; token abort in test_budgets_real)
+also runs on the newest Claude Code release (``hosts-npm-newest``, the ``claude_release`` fixture).
+
 Every test here is one (or two) ``pytest --atlante-eval --atlante-scripted`` runs in a child
 process (pytester), with the pinned CLI on PATH; it reads the run's ``report.json`` back through
 the report's own model.  Several scenarios share a run to keep the file's runtime modest: each
@@ -21,12 +24,15 @@ from trial_helpers import (
     run_matrix,
     run_session_timeout,
     run_hiding_and_secrets,
+    ALL_CHECKS_FAIL,
     ALL_CHECKS_PASS,
     DONE,
     HostName,
     TrialCase,
     assert_clean_run,
     bash_turn,
+    expected_table,
+    outcome_table,
     run_eval,
     write_project,
 )
@@ -46,9 +52,21 @@ def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest
 # --------------------------------------------------------------------------- host session timeout
 
 
-@pytest.mark.usefixtures("on_path")
-def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
-    run_session_timeout(pytester, tmp_path, private_tmp, HOST, timeout_ms=8000)
+def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path,
+                                                      claude_release: str) -> None:
+    run = run_session_timeout(pytester, tmp_path, private_tmp, HOST, timeout_ms=8000)
+    assert run.report.host is not None and run.report.host.version == claude_release
+
+
+@pytest.mark.parametrize("claude_release", ["newest"], indirect=True)  # the pinned release runs the whole matrix above
+def test_pass_and_fail_on_the_newest_release(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path,
+                                            claude_release: str) -> None:
+    cases = [ALL_CHECKS_PASS, ALL_CHECKS_FAIL]
+    run = run_eval(pytester, write_project(tmp_path / "project", HOST, cases), tmp_path / "out")
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, cases) == expected_table(cases)
+    assert run.report.host is not None and run.report.host.version == claude_release
+    assert_clean_run(run, private_tmp)
 
 
 # --------------------------------------------------------------------------- agents
@@ -95,7 +113,7 @@ def test_agents_cannot_hide_changes_or_read_secrets(pytester: pytest.Pytester, t
 # --------------------------------------------------------------------------- no credentials
 
 
-@pytest.mark.usefixtures("on_path")
+@pytest.mark.usefixtures("claude_release")
 def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
     project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])

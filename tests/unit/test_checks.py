@@ -223,9 +223,9 @@ def test_file_contains_regex_when_asked(sb: Sandbox) -> None:
 def test_file_contains_missing_file_directory_and_fifo_fail_clearly(sb: Sandbox) -> None:
     spec = {"type": "file-contains", "pattern": "x"}
     assert check(sb, {**spec, "path": "nope.py"}).message == "file-contains nope.py: file not found"
-    assert check(sb, {**spec, "path": "src"}).message == "file-contains src: is a directory, not a file"
+    assert check(sb, {**spec, "path": "src"}).message == "file-contains src: is a directory, not a regular file"
     os.mkfifo(sb.root / "pipe")
-    assert check(sb, {**spec, "path": "pipe"}).message == "file-contains pipe: is not a regular file"
+    assert check(sb, {**spec, "path": "pipe"}).message == "file-contains pipe: is a FIFO (named pipe), not a regular file"
 
 
 def test_file_contains_reads_invalid_utf8_with_replacement(sb: Sandbox) -> None:

@@ -236,6 +236,46 @@ def test_interrupt_signal_is_configurable(tmp_path: Path) -> None:
     assert "final line" not in result.stdout
 
 
+# -- wrapped runs (namespace isolation) ------------------------------------------------------
+
+# A wrapper like bubblewrap: runs the command as its child and exits with its status; Python's
+# default SIGINT handling makes it kill the child at once if it is interrupted itself.
+WRAPPER = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))"
+
+
+def _wrap(argv: list[str]) -> list[str]:
+    return [PY, "-c", WRAPPER, *argv]
+
+
+def test_a_wrapped_run_interrupts_the_command_but_not_its_wrapper(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def callback(line: str) -> bool:
+        seen.append(line)
+        return line == "ready"
+
+    result = _run(_helper("graceful.py"), tmp_path, on_stdout_line=callback, grace_s=30.0, wrap=_wrap)
+    assert result.aborted and result.returncode == 0
+    assert seen == ["ready", "final line after SIGINT"]  # the wrapper did not kill it first
+
+
+def test_a_wrapped_run_reports_a_missing_program_as_a_start_error(tmp_path: Path) -> None:
+    called: list[list[str]] = []
+
+    def wrap(argv: list[str]) -> list[str]:
+        called.append(argv)
+        return _wrap(argv)
+
+    result = _run(["atlante-no-such-program-4711"], tmp_path, wrap=wrap)
+    assert result.start_error == "executable not found: atlante-no-such-program-4711"
+    assert called == []
+    script = tmp_path / "not-executable.sh"
+    script.write_text("echo hi\n")
+    assert _run(["./not-executable.sh"], tmp_path, wrap=wrap).start_error == "permission denied: ./not-executable.sh"
+    ran = _run([PY, "-c", "print('wrapped')"], tmp_path, wrap=wrap)
+    assert ran.returncode == 0 and ran.stdout == "wrapped\n" and len(called) == 1
+
+
 # -- timeout --------------------------------------------------------------------------------
 
 
@@ -275,6 +315,28 @@ def test_token_less_members_of_the_process_group_are_killed_too(tmp_path: Path) 
     _assert_tree_gone(result.stdout)
     with pytest.raises(ProcessLookupError):  # killed and reaped, not left as a zombie
         os.kill(int(_field(result.stdout, "tokenless")), 0)
+
+
+def test_a_descendant_without_token_or_group_is_killed_once_adopted(tmp_path: Path) -> None:
+    # `setsid env -i …`: neither the token nor the group finds it; it becomes our child (we are a
+    # child subreaper) when its parent exits, and a child we did not have before the run is the run's.
+    result = _run(_helper("tree.py", "--exit-after-spawn", "--escaped"), tmp_path)
+    assert result.returncode == 0
+    assert result.orphans_killed == 2  # the setsid grandchild and the escaped sleeper
+    _assert_tree_gone(result.stdout)
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(int(_field(result.stdout, "escaped")), 0)
+
+
+def test_children_this_process_had_before_the_run_are_left_alone(tmp_path: Path) -> None:
+    older = subprocess.Popen([PY, "-c", "import time; time.sleep(300)"], env=_env())
+    try:
+        result = _run(_helper("tree.py", "--exit-after-spawn", "--escaped"), tmp_path)
+        assert result.orphans_killed == 2
+        assert older.poll() is None  # still running
+    finally:
+        older.kill()
+        older.wait()
 
 
 def test_reaping_orphans_never_steals_an_unrelated_childs_status(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from pytest_atlante.provenance import (
     pack_report_view,
     provenance_view,
 )
-from pytest_atlante.records import TrialRecord, Usage, Verdict
+from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
 from pytest_atlante.report import BudgetRecord, HostIdentity, build_report
 
 START = datetime(2025, 6, 1, 8, 0, 0, tzinfo=timezone.utc)
@@ -46,7 +46,19 @@ def _trial(scenario: str, n: int, verdict: Verdict, ms: int, model: str | None =
         usage=Usage(inputTokens=100 * n, outputTokens=10) if ran else None,
         costUsd=0.01 * n if ran else None,
         modelIdentity=model if ran else None,
+        checks=_checks_for(verdict),
     )
+
+
+def _checks_for(verdict: Verdict) -> list[CheckResult]:
+    """Checks as the engine records them for ``verdict`` (a pass needs every check passed)."""
+    if verdict == "skipped-budget":
+        return []
+    passed = verdict in ("pass", "timeout")
+    return [
+        CheckResult(index=0, type="file-exists", passed=True, message="file-exists a.py: exists"),
+        CheckResult(index=1, type="command", passed=passed, message="command pytest: exit 0", exitCode=0 if passed else 1),
+    ]
 
 
 def valid_report(model_identity: str = MODEL) -> Doc:
@@ -325,6 +337,8 @@ def pack(tmp_path: Path) -> Path:
     root = tmp_path / "pack"
     (root / "eval").mkdir(parents=True)
     (root / "eval" / "report.json").write_bytes(_encode(valid_report()))
+    for name in ("adds-health-endpoint", "keeps-tests-green"):  # the suite the report must match
+        (root / "eval" / f"{name}.eval.json").write_text(json.dumps({"name": name}))
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "report.json").write_bytes(_encode(valid_report()))  # valid: only the path is wrong

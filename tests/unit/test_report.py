@@ -128,11 +128,18 @@ def test_skipped_trial_evidence_is_emptied() -> None:
     assert (recorded.checks, recorded.diff, recorded.changedPaths) == ([], None, [])
 
 
-def test_scenario_with_no_trial_records_aggregates_to_zero() -> None:
+def test_a_scenario_that_never_ran_is_not_run_not_zero_percent() -> None:
     report = report_of([], scenarios=[("a", "eval/scenarios/a.eval.json", "local", 3)])
     scenario = report.scenarios[0]
-    assert (scenario.passRate, scenario.meanDurationMs, scenario.expectedTrials) == (0.0, 0.0, 3)
+    assert (scenario.passRate, scenario.notRun, scenario.meanDurationMs, scenario.expectedTrials) == (None, 3, 0.0, 3)
     assert scenario.trials == []
+
+
+def test_trials_not_run_are_counted_and_left_out_of_the_pass_rate() -> None:
+    report = report_of([trial("a", 1, "pass"), trial("a", 2, "fail")], scenarios=[("a", "eval/scenarios/a.eval.json", "local", 4)])
+    assert (report.scenarios[0].passRate, report.scenarios[0].notRun) == (0.5, 2)
+    skipped = report_of([trial("a", 1, "skipped-budget")], scenarios=[("a", "eval/scenarios/a.eval.json", "local", 1)])
+    assert (skipped.scenarios[0].passRate, skipped.scenarios[0].notRun) == (0.0, 0)  # all skipped: 0 (reference)
 
 
 def test_interrupted_trial_is_kept_and_makes_the_run_incomplete() -> None:

@@ -49,7 +49,7 @@ def test_a_worker_runs_the_controllers_suite_without_discovering_it(pytester: py
     assert worker.sources == shared["sources"]  # the controller's copies of fixtures and build tree
     assert worker.suite is not None and [e.scenario.name for e in worker.suite.scenarios] == ["writes-hello"]
     assert config.stash[RUNNER_KEY] is worker
-    assert config.args == [str(atlante_project.root / "eval/scenarios/main.eval.json")]
+    assert config.args == [str(atlante_project.root / "eval/scenarios")]  # the directory holding the scenarios
 
 
 def test_role_for_picks_the_worker_only_with_workerinput(pytester: pytest.Pytester, atlante_project: Project) -> None:

@@ -434,8 +434,12 @@ def test_unreadable_entries_show_up_and_remove_copes_with_read_only_trees(tmp_pa
     work = Path(tempfile.mkdtemp(prefix="atlante-perm-"))
     try:
         write_tree(work / "fixture", {"secret.txt": "s\n", "locked/in.txt": "i\n", "ro/file.txt": "r\n"})
+        # A copy of the package the unprivileged user can read: the checkout may sit in a 0700
+        # directory (mktemp -d) or a 0750 home that `nobody` cannot enter.
+        shutil.copytree(REPO_ROOT / "pytest_atlante", work / "src" / "pytest_atlante",
+                        ignore=shutil.ignore_patterns("__pycache__"))
         env = {"PATH": os.environ["PATH"], "TMPDIR": str(work), "HOME": str(work),
-               "PYTHONPATH": str(REPO_ROOT)}
+               "PYTHONPATH": str(work / "src")}
         argv = [sys.executable, "-c", UNPRIVILEGED_SCRIPT, str(work / "fixture")]
         if os.getuid() == 0:
             shutil.chown(work, 65534, 65534)

@@ -188,4 +188,4 @@ def test_unreadable_file_is_a_diagnostic(tmp_path: Any) -> None:
         summarize_file(tmp_path / "missing.ndjson")
     (diag,) = info.value.diagnostics
     assert diag.code == "atlas-input-unreadable"
-    assert diag.message.startswith("cannot read input: No such file")
+    assert diag.message == "cannot read input: it does not exist"

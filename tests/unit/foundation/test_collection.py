@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from conftest import Project, copy_example, scenario_doc
+from conftest import Project, config_doc, copy_example, scenario_doc
 
 EXAMPLE_IDS = [
     "eval/scenarios/docs.eval.jsonc::documents-usage[trial-1]",
@@ -105,3 +106,26 @@ def test_example_query_cases_join_ordinary_runs_only(pytester: pytest.Pytester, 
     assert "tests/test_greeter.py::test_greet_uses_the_name" in ids
     assert "benchmarks/atlas/query-corpus.json::symbol-lookup" in ids
     assert not any("eval.json" in i for i in ids)
+
+
+def test_an_eval_run_collects_scenarios_only_even_beside_test_modules(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    # atlante passes the scenario directories to pytest; what else they hold stays out of the run
+    atlante_project.write("eval/scenarios/test_beside.py", "def test_beside():\n    assert False\n")
+    atlante_project.write("eval/scenarios/nested/deeper.eval.json", json.dumps(scenario_doc(name="deeper")))
+    atlante_project.write("eval/scenarios/nested/test_deeper.py", "def test_deeper():\n    assert False\n")
+    atlante_project.config(config_doc(scenarios="eval/**/*.eval.json"))
+    status, ids, text = collect(pytester, atlante_project.root)
+    assert status == 0, text
+    assert ids == ["eval/scenarios/main.eval.json::writes-hello[trial-1]",
+                   "eval/scenarios/nested/deeper.eval.json::deeper[trial-1]"]
+
+
+def test_collection_plan_walks_each_directory_once(tmp_path: Path) -> None:
+    from pytest_atlante.discovery import collection_plan
+
+    root = tmp_path / "root"
+    files = [root / "a/x.eval.json", root / "a/b/y.eval.json", root / "a/b/c/z.eval.json", root / "d/w.eval.json",
+             tmp_path / "pack/p.eval.json"]
+    args, allowed = collection_plan(files, root)
+    assert args == [str(root / "a"), str(root / "d"), str(tmp_path / "pack/p.eval.json")]
+    assert allowed == {*files, root / "a", root / "a/b", root / "a/b/c", root / "d"}

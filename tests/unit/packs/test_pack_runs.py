@@ -5,6 +5,7 @@ published report passes ``atlante pack report``."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -142,12 +143,17 @@ def test_the_example_project_includes_its_local_pack(pytester: pytest.Pytester, 
     assert len(ids) == 4
 
 
-def test_atlante_pack_report_reads_the_example_packs_published_report() -> None:
+def test_atlante_pack_report_refuses_what_the_example_pack_used_to_publish(tmp_path: Path) -> None:
+    """The example pack publishes no report: the one it shipped was a scripted replay."""
     pack = REPO_ROOT / "example_project/packs/docstring-pack"
     done = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "pack", "report", str(pack)],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stdout + done.stderr
-    view = json.loads(done.stdout)
-    assert view["label"] == "self-reported evaluation"
-    assert view["scenarios"] == [{"name": "adds-module-docstring", "passRate": 1.0}]
-    assert view["host"]["name"] in ("claude-code", "opencode")
+    assert (done.returncode, json.loads(done.stdout)["code"]) == (1, "report-not-declared"), done.stdout
+    copy = tmp_path / "pack"
+    shutil.copytree(pack, copy)
+    config = copy / "atlante.jsonc"
+    config.write_text(config.read_text().replace('"fixtures": "eval/fixtures",', '"fixtures": "eval/fixtures", "report": "eval/report.json",'))
+    shutil.copy(REPO_ROOT / "tests/boundaries/data/scripted-pack-report.json", copy / "eval/report.json")
+    done = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "pack", "report", str(copy)],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, json.loads(done.stdout)["code"]) == (1, "report-scripted"), done.stdout

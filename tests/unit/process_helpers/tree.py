@@ -1,11 +1,13 @@
 """A process tree like a host CLI's: this parent plus a grandchild in its own session.
 
-usage: tree.py [--ignore-signals] [--exit-after-spawn] [--tokenless-sibling]
+usage: tree.py [--ignore-signals] [--exit-after-spawn] [--tokenless-sibling] [--escaped]
 Prints "token <run token>", "grandchild <pid>" (once the grandchild ignores SIGINT and SIGTERM,
 like a tool shell started with setsid), then "ready", then sleeps 300 s or exits at once.
 --ignore-signals makes this parent ignore SIGINT and SIGTERM too, so only SIGKILL ends it.
 --tokenless-sibling also starts a sleeper whose environment lacks the run token that stays in
 this process group, and prints "tokenless <pid>" before "ready".
+--escaped also starts a sleeper that has neither the run token nor this process group (a new
+session and an emptied environment, as ``setsid env -i`` makes), and prints "escaped <pid>".
 """
 
 import os
@@ -44,6 +46,16 @@ if "--tokenless-sibling" in sys.argv:
     assert tokenless.stdout is not None
     assert tokenless.stdout.readline() == b"up\n"
     print("tokenless", tokenless.pid, flush=True)
+if "--escaped" in sys.argv:
+    escaped = subprocess.Popen(
+        [sys.executable, "-c", "print('up', flush=True); import time; time.sleep(300)"],
+        env={k: v for k, v in os.environ.items() if k == "ATLANTE_PROCESS_TEST"},
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert escaped.stdout is not None
+    assert escaped.stdout.readline() == b"up\n"
+    print("escaped", escaped.pid, flush=True)
 print("ready", flush=True)
 if "--exit-after-spawn" not in sys.argv:
     time.sleep(300)

@@ -12,7 +12,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import HostInfo, ScriptedEndpoint, SessionOutcome
@@ -95,6 +95,7 @@ class EchoHost:
     def new_monitor(self) -> EchoMonitor:
         return EchoMonitor()
 
-    def finalize(self, info: HostInfo, monitor: Any, *, env: Mapping[str, str], cwd: Path) -> SessionOutcome:
+    def finalize(self, info: HostInfo, monitor: Any, *, env: Mapping[str, str], cwd: Path,
+                 wrap: Callable[[list[str]], list[str]] | None = None) -> SessionOutcome:
         outcome: SessionOutcome = monitor.outcome()
         return outcome

@@ -1,0 +1,124 @@
+"""pytest's own selection options on eval trials, proven by the host sessions that actually ran.
+
+Node ids must parse the way pytest prints them: pytest >= 9.2 compares ids as structures, so a
+trial id ``file::name[trial-2]`` read back from the cache (``--lf``, ``--ff``, ``--nf``, ``--sw``) or
+the command line (``--deselect``, ``file::name[trial-2]``) must match the collected item.  Each test
+counts host sessions (the fake host logs one line per session), not pytest's summary.
+
+``scripts/test`` runs this file a second time under the lowest supported pytest 8 and xdist
+(``.venv-pytest8``), so both parsers are covered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import Project, config_doc
+from pytest_atlante.report import EvalReport
+from test_budgets import fake_project, fake_scenario  # noqa: F401 - fixture
+
+FLAKY = "eval/scenarios/a.eval.json"
+STEADY = "eval/scenarios/b.eval.json"
+
+
+@pytest.fixture
+def suite(fake_project: Project, tmp_path: Path) -> Project:  # noqa: F811 - the fixture above
+    """Two scenarios of three trials; ``flaky`` fails its second trial only."""
+    sessions = tmp_path / "sessions.log"
+    fake_project.config(config_doc(budget={"trials": 3}))
+    write = {"ok.txt": "ok\n"}
+    checks = [{"type": "file-exists", "path": "ok.txt"}]
+    fake_project.scenario(fake_scenario("flaky", {"usage": [10], "sessions": str(sessions), "write": write, "no_write_in": [2]},
+                                        checks=checks), FLAKY)
+    fake_project.scenario(fake_scenario("steady", {"usage": [10], "sessions": str(sessions), "write": write},
+                                        checks=checks), STEADY)
+    (fake_project.root / "eval/scenarios/main.eval.json").unlink()
+    fake_project.build()
+    fake_project.sessions = sessions  # type: ignore[attr-defined]
+    return fake_project
+
+
+def run_sessions(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, list[str], str]:
+    """One eval run with pytest's cache enabled; returns (exit, trial dirs whose host ran, output)."""
+    log: Path = project.sessions  # type: ignore[attr-defined]
+    log.unlink(missing_ok=True)
+    result = pytester.runpytest_inprocess("--atlante-eval", "--atlante-project", str(project.root),
+                                          "--atlante-out", str(pytester.path / "out"), "--rootdir", str(project.root),
+                                          "-p", "no:randomly", *args)
+    ran = log.read_text().split() if log.exists() else []
+    return int(result.ret), ran, result.stdout.str()
+
+
+ALL = ["flaky-1", "flaky-2", "flaky-3", "steady-1", "steady-2", "steady-3"]
+
+
+def test_printed_ids_are_parametrized_trials(pytester: pytest.Pytester, suite: Project) -> None:
+    result = pytester.runpytest_inprocess("--atlante-eval", "--atlante-project", str(suite.root), "--rootdir", str(suite.root),
+                                          "--collect-only", "-q")
+    assert f"{FLAKY}::flaky[trial-2]" in result.stdout.lines
+    items = pytester.inline_genitems("--atlante-eval", "--atlante-project", str(suite.root), "--rootdir", str(suite.root))[0]
+    trial = items[1]
+    assert (trial.name, trial.originalname, trial.callspec.id) == ("flaky[trial-2]", "flaky", "trial-2")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_last_failed_reruns_only_the_failed_trial(pytester: pytest.Pytester, suite: Project, workers: list[str]) -> None:
+    status, ran, _ = run_sessions(pytester, suite, *workers)
+    assert status == 1 and sorted(ran) == ALL
+    status, ran, text = run_sessions(pytester, suite, "--lf", *workers)
+    assert status == 1 and ran == ["flaky-2"], text
+    assert "not in selected tests" not in text
+    lastfailed = json.loads((suite.root / ".pytest_cache/v/cache/lastfailed").read_text())
+    assert list(lastfailed) == [f"{FLAKY}::flaky[trial-2]"]
+
+
+def test_failed_first_runs_the_failed_trial_before_the_others(pytester: pytest.Pytester, suite: Project) -> None:
+    run_sessions(pytester, suite)
+    status, ran, text = run_sessions(pytester, suite, "--ff")
+    assert status == 1 and ran[0] == "flaky-2" and sorted(ran) == ALL, text
+
+
+def test_new_first_runs_a_new_scenario_first(pytester: pytest.Pytester, suite: Project) -> None:
+    run_sessions(pytester, suite)
+    suite.scenario(fake_scenario("fresh", {"usage": [10], "sessions": str(suite.sessions)}), "eval/scenarios/c.eval.json")  # type: ignore[attr-defined]
+    suite.build()
+    status, ran, text = run_sessions(pytester, suite, "--nf")
+    assert sorted(ran[:3]) == ["fresh-1", "fresh-2", "fresh-3"] and sorted(ran[3:]) == ALL, text
+
+
+def test_stepwise_stops_at_the_failure_and_resumes_there(pytester: pytest.Pytester, suite: Project) -> None:
+    status, ran, _ = run_sessions(pytester, suite, "--sw")
+    assert status == 1 and ran == ["flaky-1", "flaky-2"]
+    status, ran, text = run_sessions(pytester, suite, "--sw")
+    assert status == 1 and ran == ["flaky-2"], text  # resumed at the failed trial, stopped there again
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--deselect", f"{FLAKY}::flaky[trial-2]"], ["flaky-1", "flaky-3", "steady-1", "steady-2", "steady-3"]),
+    (["-k", "trial-2"], ["flaky-2", "steady-2"]),
+    ([f"{STEADY}::steady"], ["steady-1", "steady-2", "steady-3"]),
+    ([f"{FLAKY}::flaky[trial-3]"], ["flaky-3"]),
+], ids=["deselect", "keyword", "file-scenario", "file-trial"])
+def test_selection_runs_exactly_the_selected_trials(pytester: pytest.Pytester, suite: Project, args: list[str],
+                                                    expected: list[str]) -> None:
+    if not args[0].startswith("-"):
+        args = [str(suite.root / args[0])]
+    status, ran, text = run_sessions(pytester, suite, *args)
+    assert sorted(ran) == expected, text
+    assert status == (1 if "flaky-2" in expected else 0), text
+
+
+@pytest.mark.parametrize("stop", ["-x", "--sw"])
+def test_trials_a_stop_left_unrun_are_not_run_not_zero_percent(pytester: pytest.Pytester, suite: Project, stop: str) -> None:
+    status, ran, text = run_sessions(pytester, suite, stop)
+    assert status == 1 and ran == ["flaky-1", "flaky-2"], text
+    report = EvalReport.model_validate_json((pytester.path / "out" / "report.json").read_text())
+    assert report.complete is False and report.interrupted is False and report.exitStatus == 1
+    rates = {s.name: (s.passRate, s.notRun, len(s.trials)) for s in report.scenarios}
+    assert rates == {"flaky": (0.5, 1, 2), "steady": (None, 3, 0)}
+    assert re.search(r"^steady +0 +not run ", text, re.M) and "(1 of 3 trials not run)" in text, text  # n = 0 ran
+    assert "4 not run; exit status 1" in text

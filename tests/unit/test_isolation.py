@@ -1,0 +1,146 @@
+"""Tests for pytest_atlante.isolation: the decision, the bubblewrap arguments, and real bubblewrap.
+
+The last tests run real bubblewrap through ``process.run``: CI installs it (scripts/setup) and the
+suite requires it, as the integration tests do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_atlante.isolation import Confinement, IsolationRecord, decide, hidden_roots, probe, warning_text
+from pytest_atlante.process import run
+
+
+def test_decide_follows_the_setting_and_the_probe() -> None:
+    assert decide("auto", None) == (IsolationRecord(mode="namespace"), None)
+    assert decide("namespace", None) == (IsolationRecord(mode="namespace"), None)
+    record, problem = decide("auto", "no bwrap")
+    assert record == IsolationRecord(mode="none", reason="no bwrap") and problem is None
+    record, problem = decide("namespace", "no bwrap")
+    assert record.mode == "none" and problem is not None
+    assert problem.code == "eval-isolation-unavailable" and "no bwrap" in problem.message and problem.hint
+    record, problem = decide("off", None)
+    assert record.mode == "none" and record.reason is not None and "off" in record.reason and problem is None
+
+
+def test_only_an_unintended_fallback_warns() -> None:
+    assert warning_text("auto", decide("auto", None)[0]) is None
+    assert warning_text("off", decide("off", None)[0]) is None
+    warning = warning_text("auto", decide("auto", "bubblewrap (bwrap) is not installed")[0])
+    assert warning is not None and "WARNING" in warning and "not installed" in warning
+
+
+def test_probe_says_why_bubblewrap_cannot_be_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert probe() == "bubblewrap (bwrap) is not installed"
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    reason = probe()
+    assert reason is not None and "setting up uid map: Permission denied" in reason
+
+
+def _mounts(args: list[str]) -> list[tuple[str, str]]:
+    """(option, path) of every tmpfs and bind in a bubblewrap argv, in order."""
+    found = []
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg in ("--tmpfs", "--ro-bind-try", "--bind"):
+            found.append((arg, args[index + 1]))
+    return found
+
+
+def test_hidden_directories_are_covered_and_what_the_command_needs_is_put_back(tmp_path: Path) -> None:
+    outer, inner = tmp_path / "tmp", tmp_path / "tmp" / "user-tmp"
+    trial = inner / "atlante-eval-x" / "t-1"
+    for path in (outer / "ci" / "venv" / "bin", inner / "tools" / "bin", trial / "sandbox", trial / "home"):
+        path.mkdir(parents=True)
+    program = outer / "ci" / "venv" / "bin" / "agent-cli"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    confinement = Confinement(writable=(trial / "sandbox", trial / "home"),
+                              hidden=(inner, outer, tmp_path / "does-not-exist"), trial_dir=trial, cwd=trial / "sandbox")
+    env = {"PATH": f"{outer / 'ci' / 'venv' / 'bin'}:{inner / 'tools' / 'bin'}:relative/bin",
+           "HOME": str(trial / "home"), "TMPDIR": str(inner)}
+    args = confinement.arguments(["agent-cli", "--flag"], env)
+    assert args[:2] == ["bwrap", "--unshare-all"] and "--die-with-parent" in args and "--share-net" in args
+    assert args[args.index("--") + 1:] == ["agent-cli", "--flag"]
+    assert args[args.index("--chdir") + 1] == str(trial / "sandbox")
+    # Parents first; each needed path is put back through its top directory below the hidden one;
+    # HOME and TMPDIR put nothing back; the missing directory is not mounted; writable paths last.
+    assert _mounts(args) == [
+        ("--tmpfs", str(outer)),
+        ("--ro-bind-try", str(outer / "ci")),
+        ("--tmpfs", str(inner)),
+        ("--ro-bind-try", str(inner / "tools")),
+        ("--bind", str(trial / "sandbox")),
+        ("--bind", str(trial / "home")),
+    ]
+
+
+def test_a_hidden_directory_the_command_needs_whole_stays_visible(tmp_path: Path) -> None:
+    trial = tmp_path / "run" / "t-1"
+    (trial / "sandbox").mkdir(parents=True)
+    confinement = Confinement(writable=(trial / "sandbox",), hidden=(tmp_path,), trial_dir=trial, cwd=trial / "sandbox")
+    args = confinement.arguments(["true"], {"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert _mounts(args) == [("--bind", str(trial / "sandbox"))]
+
+
+def test_hidden_roots_cover_temp_home_and_the_projects_private_directories(tmp_path: Path) -> None:
+    roots = hidden_roots(user_home=tmp_path / "home", project_root=tmp_path / "project", report_dir=tmp_path / "out")
+    assert Path("/tmp") in roots and tmp_path / "home" in roots and tmp_path / "out" in roots
+    assert tmp_path / "project" / ".atlante" in roots and tmp_path / "project" not in roots
+
+
+# -- real bubblewrap ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def trial(tmp_path: Path) -> Path:
+    path = tmp_path / "atlante-eval-x" / "t-1"
+    for name in ("sandbox", "home", "baseline.git"):
+        (path / name).mkdir(parents=True)
+    return path
+
+
+def _confined(trial: Path, project: Path, code: str) -> tuple[int | None, str]:
+    confinement = Confinement(writable=(trial / "sandbox", trial / "home"),
+                              hidden=hidden_roots(user_home=Path.home(), project_root=project, report_dir=None),
+                              trial_dir=trial, cwd=trial / "sandbox")
+    env = {"PATH": os.environ["PATH"], "HOME": str(trial / "home")}
+    result = run([sys.executable, "-c", code], cwd=trial / "sandbox", env=env, timeout_s=60, wrap=confinement.wrapper(env))
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_inside_the_sandbox_only_the_sandbox_and_home_are_writable(trial: Path, tmp_path: Path) -> None:
+    assert probe() is None, "bubblewrap must work here (scripts/setup installs it)"
+    project = Path(__file__).resolve().parents[2]  # read-only inside, not hidden
+    code = f"""
+import os, pathlib
+for target in ("inside.txt", {str(trial / 'home' / 'h.txt')!r}, {str(project / 'escape.txt')!r}, "/etc/escape.txt"):
+    try:
+        pathlib.Path(target).write_text("x")
+        print("wrote", target)
+    except OSError as exc:
+        print("refused", target, exc.strerror)
+print("trial", sorted(os.listdir({str(trial)!r})))
+print("pids", len([p for p in os.listdir("/proc") if p.isdigit()]))
+print("readable project", pathlib.Path({str(project / 'pyproject.toml')!r}).is_file())
+"""
+    status, output = _confined(trial, project, code)
+    assert status == 0, output
+    assert "wrote inside.txt" in output and f"wrote {trial / 'home' / 'h.txt'}" in output
+    assert f"refused {project / 'escape.txt'} Read-only file system" in output
+    assert "refused /etc/escape.txt Read-only file system" in output
+    assert "trial ['home', 'sandbox']" in output  # the baseline beside the sandbox is hidden
+    assert "readable project True" in output
+    pids = int(output.split("pids ", 1)[1].split()[0])
+    assert pids <= 3  # bubblewrap's init, this Python: the runner's processes are invisible
+    assert (trial / "sandbox" / "inside.txt").read_text() == "x"
+    assert not (project / "escape.txt").exists()
