@@ -136,7 +136,9 @@ def test_a_hostile_agent_gets_no_pass_no_dirty_next_trial_and_no_credential(
     project = write_project(project_root, host, all_cases)
     junit = tmp_path / "junit.xml"
 
-    run = run_eval(pytester, project, out, f"--junitxml={junit}")
+    # Isolation off: the audit must see what the agent did (under namespace isolation these writes
+    # are prevented instead; tests/integration for isolation cover that).
+    run = run_eval(pytester, project, out, f"--junitxml={junit}", "--atlante-isolation", "off")
 
     assert run.result.ret == 1, run.output()
     assert outcome_table(run, all_cases) == expected_table(all_cases)
