@@ -1,4 +1,4 @@
-"""The ``atlante`` command: build, eval, compare, benchmark and pack subcommands.
+"""The ``atlante`` command: build, eval, compare, view, benchmark and pack subcommands.
 
 Each subcommand is a thin adapter: parse arguments, call one function of a plain module, turn a
 ``DiagnosticError`` into readable stderr lines and an exit status.  No traceback reaches the user
@@ -73,6 +73,13 @@ def _compare(args: argparse.Namespace) -> int:
                            allow_changed=args.allow_changed_scenarios)
 
 
+def _view(args: argparse.Namespace) -> int:
+    from .view import latest_run, view_command
+
+    return view_command(Path(args.report) if args.report else latest_run(Path.cwd()), _opt_path(args.out),
+                        _opt_path(args.compare))
+
+
 def _opt_path(value: str | None) -> Path | None:
     """The ``--out`` file, refused before any work when it can only fail at the end."""
     if value is None:
@@ -121,6 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_options(ev)
     ev.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
     ev.set_defaults(func=_eval)
+
+    view = sub.add_parser("view", help="write one self-contained HTML page for an eval report")
+    view.add_argument("report", nargs="?", metavar="REPORT_OR_RUN_DIR",
+                      help="report.json or its run directory (default: the newest run under ./.atlante/eval/)")
+    view.add_argument("--compare", metavar="OTHER", help="a baseline report.json (or its run directory): show `atlante compare "
+                                                        "OTHER REPORT` side by side in the page")
+    view.add_argument("-o", "--out", metavar="FILE", help="where to write the page (default: report.html beside the report)")
+    view.set_defaults(func=_view)
 
     bench = sub.add_parser("benchmark", help="Atlas evaluation: validate, plan, summarize, score")
     bsub = bench.add_subparsers(dest="bench_command", required=True, metavar="ACTION")

@@ -171,7 +171,7 @@ def _percent_interval(interval: RateInterval | None) -> str:
     return "-" if interval is None else f"{interval.low * 100:.0f}-{interval.high * 100:.0f}%"
 
 
-def summary_lines(report: EvalReport, report_path: Path) -> list[str]:
+def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None = None) -> list[str]:
     """The terminal summary: one row per scenario, the suite line, and the baseline comparison.
 
     ``pass@n``/``pass^n`` are the k = n estimates (did any / every trial pass); the report holds
@@ -211,4 +211,6 @@ def summary_lines(report: EvalReport, report_path: Path) -> list[str]:
         lines.append("compared with the baseline (--atlante-baseline):")
         lines.extend("  " + line for line in render(report.comparison, "baseline", "this run"))
     lines.append(f"report: {report_path}")
+    if html_path is not None:
+        lines.append(f"html: {html_path}")  # last, so a terminal can open it with one click
     return lines

@@ -27,6 +27,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-out", metavar="DIR", default=None,
                     help="write report.json (and diagnostics.json) into DIR, as given (relative to the "
                          "working directory); default: <project>/.atlante/eval/<run-id>/")
+    group.addoption("--atlante-html", action="store_true", default=False,
+                    help="also write report.html (one self-contained page: scenarios, trials, diffs, transcripts) "
+                         "beside report.json at the end of the run")
     group.addoption("--atlante-keep", action="store_true", default=False,
                     help="keep trial sandboxes under $TMPDIR/atlante-eval-<run-id>/ for inspection")
     group.addoption("--atlante-project", metavar="DIR", default=None,

@@ -84,6 +84,10 @@ class TrialRecord(Record):
     # Paths outside the sandbox the trial changed (hermeticity audit): project-relative, ``~/`` for
     # the user's HOME, absolute otherwise.  A trial with escapes is never ``pass``.
     escapes: list[str] = Field(default_factory=list)
+    # Host-neutral transcript and raw host stream, relative to the report's directory (transcript.py)
+    transcript: str | None = None
+    hostStream: str | None = None
+    transcriptTruncated: bool = False
 
 
 def strongest(verdicts: list[Verdict]) -> Verdict:

@@ -68,6 +68,7 @@ class Options:
     isolation: IsolationSetting | None
     baseline: Path | None = None
     fail_on_regression: bool = False
+    html: bool = False
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "Options":
@@ -81,7 +82,8 @@ class Options:
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
                    bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
                    config.getoption("atlante_isolation"),
-                   Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")))
+                   Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")),
+                   bool(config.getoption("atlante_html")))
 
 
 def role_for(config: pytest.Config) -> "_TrialRole":
@@ -120,6 +122,7 @@ class _TrialRole:
 
     @property
     def out_dir(self) -> Path:
+        """The report's directory; workers write their trials' transcripts there too."""
         if self.options.out is not None:
             return self.options.out
         return self.options.project_root / ".atlante" / "eval" / self.run_id
@@ -178,7 +181,7 @@ class _TrialRole:
             assert self.suite is not None and self.host_info is not None
             self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
                                        keep=self.options.keep, sources=self.sources, report_dir=self.out_dir,
-                                       isolation=self.isolation)
+                                       isolation=self.isolation, out_dir=self.out_dir)
         return self._runner
 
     def _progress(self) -> Progress:
@@ -292,7 +295,7 @@ class Controller(_TrialRole):
         self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.report: EvalReport | None = None
         self.report_path: Path | None = None
-        self.isolation_warning: str | None = None  # said at the start and in the summary
+        self.html_path: Path | None = None
         self.digests: dict[str, tuple[str, str | None]] | None = None   # per scenario, after validation
         self.gate: Gate | None = None
 
@@ -547,6 +550,10 @@ class Controller(_TrialRole):
             default_out=self.options.out is None, other_failures=other_failures, digests=self.digests,
             gate=self.gate, isolation=self.isolation, keep=self.options.keep,
         )
+        if self.options.html:
+            from .view import write_view
+
+            self.html_path = write_view(self.report_path)
         return self.report.exitStatus
 
     @pytest.hookimpl(tryfirst=True)  # before other plugins read session.exitstatus
@@ -576,7 +583,7 @@ class Controller(_TrialRole):
 
         terminalreporter.section("atlante eval")
         if self.report is not None and self.report_path is not None:
-            for line in summary_lines(self.report, self.report_path):
+            for line in summary_lines(self.report, self.report_path, self.html_path):
                 terminalreporter.write_line(line)
         for problem in self.run_errors:
             terminalreporter.write_line(problem.render(), red=True)

@@ -35,6 +35,7 @@ from .redact import Secrets, secrets_in_env, secrets_in_file
 from .report import scrub_paths
 from .sources import RunSources, changed_in_copy, copy_of
 from .scenario import SETUP_TIMEOUT_MS
+from .transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
 
 __all__ = ["Facts", "Progress", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
 
@@ -118,6 +119,7 @@ class HostSession:
     outcome: SessionOutcome
     gate: TokenGate
     env: dict[str, str]
+    capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
 
 
 def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path, sources: RunSources) -> sandboxes.Sandbox:
@@ -190,6 +192,7 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
 
     def on_line(line: str) -> bool:
         monitor.feed(line)
+        capture.add(line)
         return gate.observe(monitor.cumulative_tokens)
 
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
@@ -199,6 +202,10 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
     secrets.add(secrets_in_env(env))
     for path in logins:
         secrets.add(secrets_in_file(path))
+    # The transcript's redactor knows what the trial knows now: the runner's and the session's
+    # credential variables and the copied login (a token refreshed mid-session is not in it).
+    capture = StreamCapture(Redactor([*secret_values(parent_env), *secrets.values],
+                                     [str(sb.root), str(sb.trial_dir), str(sb.home)]))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
     wrap = confined.wrapper(env) if confined else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
@@ -207,7 +214,7 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
     for path in logins:  # the copied login has done its job; no check may read it
         secrets.add(secrets_in_file(path))
         path.unlink(missing_ok=True)
-    return HostSession(process, outcome, gate, env)
+    return HostSession(process, outcome, gate, env, capture)
 
 
 def session_error(session: HostSession, budget: TrialBudget) -> str | None:
@@ -223,6 +230,26 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
         detail = session.outcome.error_message or tail(process.stderr, 500).strip() or "no error text"
         return f"host session failed (exit {process.returncode}): {detail}"
     return None
+
+
+def transcript(out_dir: Path | None, info: HostInfo, base: TrialRecord, session: HostSession,
+               budget: TrialBudget) -> dict[str, object]:
+    """Write the trial's transcript and raw stream beside the report; the record fields naming them."""
+    if out_dir is None:
+        return {}
+    process = session.process
+    abort = None
+    if process.timed_out:
+        abort = {"reason": "timeout", "message": session_error(session, budget)}
+    elif process.aborted:
+        abort = {"reason": "budget", "message": session_error(session, budget)}
+    events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
+                              trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+    try:
+        rel_transcript, rel_stream = write_trial_files(out_dir, session.capture, events, base.scenario, base.trial)
+    except OSError:  # a full disk loses the transcript, not the trial's verdict
+        return {}
+    return {"transcript": rel_transcript, "hostStream": rel_stream, "transcriptTruncated": session.capture.truncated}
 
 
 def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str],
@@ -298,7 +325,8 @@ class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
     def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
-                 sources: RunSources, report_dir: Path, isolation: IsolationRecord | None = None) -> None:
+                 sources: RunSources, report_dir: Path, isolation: IsolationRecord | None = None,
+                 out_dir: Path | None = None) -> None:
         assert suite.eval is not None
         self.suite = suite
         self.model = suite.eval.model
@@ -316,6 +344,7 @@ class TrialRunner:
         # Held for this process's life: a later run removes the run directory only once no process
         # of this run is alive (rundirs).
         self.claim = rundirs.claim(run_id)
+        self.out_dir = out_dir  # where this process writes each trial's transcript (beside the report)
 
     def close(self) -> None:
         self.claim.release()
@@ -376,10 +405,11 @@ class TrialRunner:
         progress("host session")
         confined = confinement(sb, self.isolation, self.hidden)
         session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined, secrets)
+        files = transcript(self.out_dir, self.info, base, session, budget)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
         results = checks(entry, sb, diff, parent_env, confined, secrets)
-        return record(base, session, budget, diff, results, self.audit.escapes(watched), secrets)
+        return record(base, session, budget, diff, results, self.audit.escapes(watched), secrets).model_copy(update=files)
 
 
 @contextmanager

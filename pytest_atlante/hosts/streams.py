@@ -50,7 +50,7 @@ def sum_usage(parts: list[Usage]) -> Usage:
     )
 
 
-def _claude_usage(raw: dict[str, Any]) -> Usage:
+def claude_usage(raw: dict[str, Any]) -> Usage:
     return Usage(
         inputTokens=_count(raw.get("input_tokens")),
         outputTokens=_count(raw.get("output_tokens")),
@@ -59,7 +59,7 @@ def _claude_usage(raw: dict[str, Any]) -> Usage:
     )
 
 
-def _claude_model_usage(raw: dict[str, Any]) -> Usage | None:
+def claude_model_usage(raw: dict[str, Any]) -> Usage | None:
     """Sum of ``result.modelUsage`` over every model (the main loop and each subagent model)."""
     entries = [_dict(entry) for entry in raw.values()]
     if not entries:
@@ -122,16 +122,16 @@ class ClaudeStreamMonitor:
         if isinstance(usage, dict) and model != SYNTHETIC_MODEL:
             self._usage_events += 1
             if isinstance(message_id, str):
-                self._per_message[message_id] = _claude_usage(usage)
+                self._per_message[message_id] = claude_usage(usage)
 
     def _result(self, event: dict[str, Any]) -> None:
         self._result_seen = True
         model_usage = _dict(event.get("modelUsage"))
         self._result_models = [name for name in model_usage if name != SYNTHETIC_MODEL]
         usage = event.get("usage")
-        final = _claude_model_usage(model_usage)
+        final = claude_model_usage(model_usage)
         if final is None and isinstance(usage, dict):
-            final = _claude_usage(usage)
+            final = claude_usage(usage)
         if final is not None:
             self._final = final
             self._usage_events += 1

@@ -1,0 +1,129 @@
+"""Transcripts on both real CLIs through the scripted model.
+
+One run per host with three scenarios: a script of several tool steps (whose transcript must replay
+the script's actions in order, host-neutrally, with usage that adds up to the trial's), a session
+aborted by ``maxTokens`` and one stopped by its timeout.  A credential-named variable of the run's
+environment is written into a file and echoed by the "model": its value must not reach either file.
+The run uses two xdist workers: each writes the transcripts of the trials it ran.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from conftest import Project, config_doc, scenario_doc
+from pytest_atlante.records import TrialRecord, Usage
+from pytest_atlante.report import EvalReport
+from pytest_atlante.transcript import REDACTED, TRANSCRIPT_SCHEMA
+
+pytestmark = pytest.mark.hosts
+SECRET = "atl-CREDENTIAL-9f1c2b7e44d0"
+STEPS: list[dict[str, Any]] = [
+    {"type": "write", "path": "notes.txt", "content": f"token={SECRET}\n"},
+    {"type": "bash", "command": f"echo {SECRET} > echoed.txt && echo ran"},
+    {"type": "read", "path": "notes.txt"},
+    {"type": "edit", "path": "notes.txt", "old": "token=", "new": "key="},
+]
+
+
+def steps_script() -> list[dict[str, Any]]:
+    # one action per turn: OpenCode runs one turn's calls concurrently, so order is only defined across turns
+    turns: list[dict[str, Any]] = [{"text": f"Step {i}.", "actions": [a], "usage": {"input": 100 + i, "output": 10 + i, "cache_read": i}}
+                                   for i, a in enumerate(STEPS)]
+    return [*turns, {"text": "Done.", "usage": {"input": 50, "output": 5}}]
+
+
+def expected_input(action: dict[str, Any]) -> dict[str, Any]:
+    """The host-neutral input a transcript must show for a script action: paths sandbox-relative,
+    the credential redacted."""
+    fields = {k: v.replace(SECRET, REDACTED) for k, v in action.items() if k != "type"}
+    if "path" in fields:
+        fields["path"] = "./" + fields["path"]
+    return fields
+
+
+def events(out: Path, trial: TrialRecord) -> list[dict[str, Any]]:
+    assert trial.transcript == f"trials/{trial.scenario}/1/transcript.jsonl"
+    assert trial.hostStream == f"trials/{trial.scenario}/1/host-stream.jsonl"
+    lines = (out / trial.transcript).read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+def test_transcripts_replay_the_script_and_record_aborts(
+    pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    monkeypatch.setenv("PATH", hosts_path())
+    monkeypatch.setenv("ATLANTE_TEST_API_TOKEN", SECRET)
+    project = atlante_project
+    project.config(config_doc(host=host, budget={"trials": 1, "maxTokens": 3000}))
+    project.scenario(scenario_doc("replays-steps", checks=[{"type": "file-exists", "path": "notes.txt"}]),
+                     file="eval/scenarios/main.eval.json")  # replaces the fixture's own scenario
+    project.script("replays-steps", steps_script())
+    project.scenario(scenario_doc("over-budget", checks=[{"type": "file-exists", "path": "README.md"}]),
+                     file="eval/scenarios/budget.eval.json")
+    project.script("over-budget", [
+        {"text": "small", "actions": [{"type": "bash", "command": "echo a"}], "usage": {"input": 100, "output": 1}},
+        {"text": "large", "actions": [{"type": "bash", "command": "echo b"}], "usage": {"input": 5000, "output": 1}},
+        *[{"text": f"never {n}", "actions": [{"type": "bash", "command": f"echo {n}"}], "usage": {"input": 10, "output": 1}} for n in range(4)],
+        {"text": "done"},
+    ])
+    project.scenario(scenario_doc("times-out", budget={"timeoutMs": 6000}, checks=[{"type": "file-exists", "path": "README.md"}]),
+                     file="eval/scenarios/slow.eval.json")
+    project.script("times-out", [{"text": "waiting", "actions": [{"type": "bash", "command": "sleep 300"}]}, {"text": "done"}])
+    project.build()
+    out = pytester.path / "out"
+    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
+                                           "--atlante-out", str(out), "--rootdir", str(project.root),
+                                           "-p", "no:cacheprovider", "-n", "2", timeout=600)
+    text = result.stdout.str()
+    report = EvalReport.model_validate_json((out / "report.json").read_text())
+    trials = {t.scenario: t for s in report.scenarios for t in s.trials}
+    assert {n: t.verdict for n, t in trials.items()} == {"replays-steps": "pass", "over-budget": "budget-exceeded",
+                                                       "times-out": "timeout"}, text
+
+    steps = trials["replays-steps"]
+    transcript = events(out, steps)
+    header = transcript[0]
+    assert (header["schema"], header["host"], header["truncated"]) == (TRANSCRIPT_SCHEMA, host, False)
+    calls = [e for e in transcript if e["type"] == "tool_call"]
+    assert [c["tool"] for c in calls] == [a["type"] for a in STEPS]
+    for call, action in zip(calls, STEPS):
+        wanted = expected_input(action)
+        assert {k: call["input"].get(k) for k in wanted} == wanted
+    results = [e for e in transcript if e["type"] == "tool_result"]
+    assert [r["id"] for r in results] == [c["id"] for c in calls]
+    assert any("ran" in r["text"] for r in results if r["tool"] == "bash")
+    assert [e["text"] for e in transcript if e["type"] == "text"][-1] == "Done."
+    turns = [e for e in transcript if e["type"] == "usage"]
+    (final,) = [e for e in transcript if e["type"] == "result"]
+    assert steps.usage is not None and Usage(**final["usage"]) == steps.usage
+    if host == "opencode":  # exact per step: the turns add up to the trial's usage
+        assert Usage(**{k: sum(u["usage"][k] for u in turns) for k in Usage.model_fields}) == steps.usage
+    else:  # Claude streams message_start usage: input and cache exact per turn, output only in the total
+        assert sum(u["usage"]["inputTokens"] for u in turns) == steps.usage.inputTokens
+        assert sum(u["usage"]["cacheReadTokens"] for u in turns) == steps.usage.cacheReadTokens
+    assert [e["t"] for e in transcript[1:]] == sorted(e["t"] for e in transcript[1:])
+
+    budget = events(out, trials["over-budget"])
+    crossed = [e for e in budget if e.get("budgetCrossed")]
+    assert len(crossed) == 1 and crossed[0]["turn"] == 2
+    assert budget[-1]["type"] == "abort" and budget[-1]["reason"] == "budget" and "maxTokens=3000" in budget[-1]["message"]
+
+    slow = events(out, trials["times-out"])
+    assert slow[-1]["type"] == "abort" and slow[-1]["reason"] == "timeout"
+    # OpenCode streams a step's text and tool calls only once they have finished (FACTS §8): the
+    # killed step leaves nothing but the abort
+    wanted = (["waiting"], ["sleep 300"]) if host == "claude-code" else ([], [])
+    assert ([e["text"] for e in slow if e["type"] == "text"], [e["input"]["command"] for e in slow if e["type"] == "tool_call"]) == wanted
+
+    for trial in trials.values():
+        for rel in (trial.transcript, trial.hostStream):
+            assert rel is not None
+            data = (out / rel).read_text()
+            assert SECRET not in data and "atlante-eval-" not in data, rel
+    assert REDACTED in (out / steps.hostStream).read_text()  # type: ignore[operator]

@@ -1,0 +1,143 @@
+"""Host-neutral transcripts built from the verbatim CLI streams in tests/unit/hosts/samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atlante.hosts.streams import ClaudeStreamMonitor, OpenCodeStreamMonitor
+from pytest_atlante.records import Usage
+from pytest_atlante.transcript import (
+    REDACTED,
+    TRANSCRIPT_SCHEMA,
+    Redactor,
+    StreamCapture,
+    build_transcript,
+    read_transcript,
+    secret_values,
+    write_trial_files,
+)
+
+SAMPLES = Path(__file__).parent / "hosts" / "samples"
+
+
+def capture_of(name: str, redactor: Redactor | None = None, cap: int = 2_000_000) -> StreamCapture:
+    capture = StreamCapture(redactor or Redactor([], []), cap_bytes=cap)
+    for line in (SAMPLES / name).read_text().splitlines():
+        capture.add(line)
+    return capture
+
+
+def events(name: str, host: str, **kw: Any) -> list[dict[str, Any]]:
+    dialect = "claude-code" if host == "claude-code" else "opencode-v1"
+    return build_transcript(capture_of(name), host=host, dialect=dialect, scenario="s", trial=1, **kw)
+
+
+def of_type(transcript: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in transcript if e["type"] == kind]
+
+
+def test_claude_write_stream_becomes_text_tool_call_result_and_totals() -> None:
+    transcript = events("claude-2.1.197-write-stream.jsonl", "claude-code")
+    header = transcript[0]
+    assert header["schema"] == TRANSCRIPT_SCHEMA and header["truncated"] is False and header["events"] == len(transcript) - 1
+    assert [e["seq"] for e in transcript[1:]] == list(range(1, len(transcript)))
+    calls = of_type(transcript, "tool_call")
+    assert [(c["tool"], c["hostTool"], sorted(c["input"])) for c in calls] == [("write", "Write", ["content", "path"])]
+    assert calls[0]["input"]["content"] == "hello from fake model\n"
+    results = of_type(transcript, "tool_result")
+    assert results[0]["id"] == calls[0]["id"] and results[0]["tool"] == "write" and results[0]["isError"] is False
+    assert [e["text"] for e in of_type(transcript, "text")][-1] == "Done: wrote hello.txt"
+    monitor = ClaudeStreamMonitor()
+    for line in (SAMPLES / "claude-2.1.197-write-stream.jsonl").read_text().splitlines():
+        monitor.feed(line)
+    (result,) = of_type(transcript, "result")
+    assert Usage(**result["usage"]) == monitor.outcome().usage
+    turns = of_type(transcript, "usage")
+    assert [u["turn"] for u in turns] == [1, 2] and not any(u["outputExact"] for u in turns)
+    # input and cache figures of the turns add up; output is only known in total (message_start says 1)
+    assert sum(u["usage"]["inputTokens"] for u in turns) == result["usage"]["inputTokens"]
+
+
+def test_claude_skill_and_subagent_calls_are_marked_with_their_agent() -> None:
+    transcript = events("claude-2.1.197-skill-subagent-stream.jsonl", "claude-code")
+    calls = of_type(transcript, "tool_call")
+    assert [c["tool"] for c in calls] == ["skill", "task", "write"]
+    assert calls[0]["input"] == {"name": "greet"}
+    assert calls[2]["agent"] == calls[1]["id"]  # the subagent's own call names its parent tool call
+    subagents = of_type(transcript, "subagent")
+    assert [(s["agent"], s["status"]) for s in subagents] == [("reviewer", "started"), (None, "completed")]
+
+
+def test_claude_sigint_abort_keeps_the_error_result() -> None:
+    transcript = events("claude-2.1.197-sigint-stream.jsonl", "claude-code", abort={"reason": "timeout", "message": "m"})
+    (result,) = of_type(transcript, "result")
+    assert result["isError"] is True
+    assert transcript[-1]["type"] == "abort" and transcript[-1]["reason"] == "timeout"
+
+
+def test_opencode_steps_are_turns_whose_usage_sums_to_the_total() -> None:
+    name = "opencode-1.18.33-write-stream.jsonl"
+    transcript = events(name, "opencode")
+    monitor = OpenCodeStreamMonitor()
+    for line in (SAMPLES / name).read_text().splitlines():
+        monitor.feed(line)
+    turns = of_type(transcript, "usage")
+    assert all(u["outputExact"] for u in turns) and [u["turn"] for u in turns] == [1, 2]
+    total = Usage(**{k: sum(u["usage"][k] for u in turns) for k in Usage.model_fields})
+    assert total == monitor.outcome().usage == Usage(**of_type(transcript, "result")[0]["usage"])
+    assert [(c["tool"], sorted(c["input"])) for c in of_type(transcript, "tool_call")] == [("write", ["content", "path"])]
+
+
+def test_opencode_subagent_error_and_denied_tool() -> None:
+    assert [s["agent"] for s in of_type(events("opencode-1.18.33-task-subagent-stream.jsonl", "opencode"), "subagent")] == ["reviewer"]
+    (error,) = of_type(events("opencode-1.18.33-http500-error.jsonl", "opencode"), "error")
+    assert "scripted error" in error["message"]
+    denied = of_type(events("opencode-1.18.33-permissions-ask-deny-stream.jsonl", "opencode"), "tool_result")
+    assert any(r["isError"] and "rejected permission" in r["text"] for r in denied)
+    assert any(not r["isError"] for r in denied)
+
+
+def test_budget_crossing_turn_is_marked_once() -> None:
+    transcript = events("opencode-1.18.33-write-stream.jsonl", "opencode", max_tokens=150)
+    crossed = [u for u in of_type(transcript, "usage") if u.get("budgetCrossed")]
+    assert [u["turn"] for u in crossed] == [2]
+
+
+def test_credentials_and_sandbox_paths_never_reach_the_files(tmp_path: Path) -> None:
+    secret = "s3cr3t-VALUE-0123456789"
+    env = {"MY_API_TOKEN": secret, "SHORT_KEY": "1", "PATH": "/usr/bin"}
+    assert secret_values(env) == [secret]
+    redact = Redactor(secret_values(env), ["/tmp/atlante-eval-x/t-1/sandbox"])
+    capture = StreamCapture(redact)
+    capture.add(json.dumps({"type": "text", "part": {"text": f"key {secret} in /tmp/atlante-eval-x/t-1/sandbox/a.txt, sk-ant-abcdefghijklmnopqrstu"}}))
+    transcript = build_transcript(capture, host="opencode", dialect="opencode-v2", scenario="s", trial=2)
+    rel_t, rel_s = write_trial_files(tmp_path, capture, transcript, "s", 2)
+    assert (rel_t, rel_s) == ("trials/s/2/transcript.jsonl", "trials/s/2/host-stream.jsonl")
+    for rel in (rel_t, rel_s):
+        text = (tmp_path / rel).read_text()
+        assert secret not in text and "sk-ant-" not in text and "atlante-eval-" not in text and REDACTED in text
+    assert of_type(read_transcript(tmp_path / rel_t), "text")[0]["text"] == f"key {REDACTED} in ./a.txt, {REDACTED}"
+
+
+def test_the_cap_keeps_the_head_and_the_end_and_says_so() -> None:
+    capture = capture_of("opencode-1.18.33-write-stream.jsonl", cap=600)
+    for _ in range(200):
+        capture.add(json.dumps({"type": "text", "part": {"text": "x" * 100}}))
+    capture.add(json.dumps({"type": "step_finish", "part": {"tokens": {"input": 1, "output": 1}}}))
+    assert capture.truncated and capture.kept_bytes <= 600
+    transcript = build_transcript(capture, host="opencode", dialect="opencode-v1", scenario="s", trial=1)
+    assert transcript[0]["truncated"] is True and transcript[0]["capBytes"] == 600
+    assert of_type(transcript, "truncated")[0]["droppedLines"] == capture.dropped_lines > 0
+    assert of_type(transcript, "usage")[-1]["usage"]["inputTokens"] == 1  # the end survived
+
+
+@pytest.mark.parametrize("junk", ["", "not json", "[]", '{"type": "assistant", "message": 3}', '{"type":"tool_use","part":{"state":7}}'])
+def test_junk_lines_never_raise(junk: str) -> None:
+    for host in ("claude-code", "opencode"):
+        capture = StreamCapture(Redactor([], []))
+        capture.add(junk)
+        assert build_transcript(capture, host=host, dialect="x", scenario="s", trial=1)[0]["type"] == "header"
