@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from . import costcap
 from . import isolation as isolations
 from . import rundirs
 from .build import tree_dir, verify
@@ -36,13 +37,14 @@ __all__ = ["finish_report", "prepare_isolation", "prepare_run", "prepare_run_sou
 
 
 def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
-             host_override: HostName | None = None) -> tuple[Suite, list[Diagnostic]]:
+             host_override: HostName | None = None, optional_scripts: bool = False) -> tuple[Suite, list[Diagnostic]]:
     """Everything checked before any machine state is looked at: the documents and the build.
 
     Returns the suite and every problem (sorted, without repeats); a run with problems exits 2
     before any trial.  The build check needs no machine state, so it joins the same report.
     """
-    suite = discover(project_root, scripted=scripted, names=names, host_override=host_override)
+    suite = discover(project_root, scripted=scripted, names=names, host_override=host_override,
+                     optional_scripts=optional_scripts)
     problems = list(suite.diagnostics)
     if suite.eval is not None:
         problems += verify(suite.project_root, suite.eval.host)
@@ -99,7 +101,7 @@ def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.
 def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
                   records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
                   out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
-                  other_failures: bool = False, digests: Mapping[str, tuple[str, str | None]] | None = None,
+                  other_failures: bool = False, max_cost: float | None = None, digests: Mapping[str, tuple[str, str | None]] | None = None,
                   gate: Gate | None = None, isolation: isolations.IsolationRecord | None = None,
                   keep: bool = False) -> tuple[EvalReport, Path]:
     """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
@@ -135,6 +137,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
         scenarios=requested_scenarios(suite, list(expected.values()), finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        cost_cap=None if max_cost is None else costcap.summary(max_cost, finished),
         isolation=isolation,
         digests=digests,
     )
@@ -207,6 +210,11 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
     not_run_total = sum(s.notRun for s in report.scenarios)
     counts += f", {not_run_total} not run" if not_run_total else ""
     lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
+    if report.costCap is not None:
+        cap = report.costCap
+        lines.append(f"cost cap: ${cap.spentUsd:.4f} recorded of ${cap.capUsd:g}"
+                     + (f"; {cap.skippedTrials} trial(s) skipped-budget" if cap.skippedTrials else "")
+                     + (f"; {cap.unpricedTrials} trial(s) reported no cost" if cap.unpricedTrials else ""))
     if report.comparison is not None:
         lines.append("compared with the baseline (--atlante-baseline):")
         lines.extend("  " + line for line in render(report.comparison, "baseline", "this run"))

@@ -74,6 +74,16 @@ class BudgetRecord(Record):
     maxTokens: NonNegativeInt
 
 
+class CostCapRecord(Record):
+    """``--atlante-max-cost``: the cap, the spend the run recorded, and what the cap skipped."""
+
+    capUsd: NonNegativeFloat
+    spentUsd: NonNegativeFloat
+    reached: bool
+    skippedTrials: NonNegativeInt = 0     # trials recorded skipped-budget because of the cap
+    unpricedTrials: NonNegativeInt = 0    # trials that ran but whose host reported no cost
+
+
 class ScenarioTotals(Record):
     tokens: NonNegativeInt
     # ``None`` when no trial of the scenario reported a cost (the host emitted none), which is
@@ -125,6 +135,7 @@ class EvalReport(Record):
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
+    costCap: CostCapRecord | None = None
     # How trials were contained beyond the tool-level policy; None in reports that predate it and
     # in runs that stopped before the probe.
     isolation: IsolationRecord | None = None
@@ -369,6 +380,7 @@ def build_report(
     interrupted: bool,
     exit_status: int,
     errors: Sequence[dict[str, JsonValue]],
+    cost_cap: CostCapRecord | None = None,
     digests: Mapping[str, tuple[str, str | None]] | None = None,
     isolation: IsolationRecord | None = None,
 ) -> EvalReport:
@@ -429,6 +441,7 @@ def build_report(
         verdicts=verdict_counts(ordered),
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
+        costCap=cost_cap,
         suite=suite_statistics(records),
         isolation=isolation,
     )

@@ -300,6 +300,18 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
     })
 
 
+def untouched_record(base: TrialRecord, diff: sandboxes.Diff, results: list[CheckResult]) -> TrialRecord:
+    """The record of a no-op trial (the self-test): the checks against the untouched fixture."""
+    diff_text, truncated = cap_diff(diff.text)
+    return base.model_copy(update={
+        "verdict": verdict(Facts(check_error=any(c.error for c in results), check_failed=any(not c.passed for c in results))),
+        "checks": results,
+        "diff": diff_text,
+        "diffTruncated": truncated,
+        "changedPaths": diff.changed_paths,
+    })
+
+
 def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> TrialRecord:
     """The record as it may leave the trial: no path of the trial's own directories (the report adds
     a pattern backstop), no known credential value."""
@@ -349,13 +361,16 @@ class TrialRunner:
     def close(self) -> None:
         self.claim.release()
 
-    def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
+    def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress,
+            *, with_host: bool = True) -> TrialRecord:
+        """One trial; ``with_host=False`` is the self-test's no-op trial: the same sandbox, host
+        configuration, setup, baseline, diff and checks, with no host session (zero tokens)."""
         base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
         if not budget.allocated:
             return base
         started = time.monotonic()
         try:
-            rec = self._allocated(entry, trial, base, budget, progress)
+            rec = self._allocated(entry, trial, base, budget, progress, with_host)
         except KeyboardInterrupt as exc:
             rec = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
                                           "error": INTERRUPTED_ERROR,
@@ -364,7 +379,7 @@ class TrialRunner:
         return rec.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
 
     def _allocated(self, entry: ScenarioEntry, trial: int, base: TrialRecord, budget: TrialBudget,
-                   progress: Progress) -> TrialRecord:
+                   progress: Progress, with_host: bool) -> TrialRecord:
         progress("sandbox")
         try:
             sb = assemble(self.run_id, entry, trial, self.overlay, self.sources)
@@ -377,10 +392,10 @@ class TrialRunner:
         for path in self.host.credential_files(Path.home(), parent_env):
             secrets.add(secrets_in_file(path))
         try:
-            with scripted_model(entry, sb, self.scripted) as (endpoint, turns):
+            with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns):
                 try:
                     clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
-                    rec = self._in_sandbox(entry, sb, base, budget, progress, endpoint, secrets)
+                    rec = self._in_sandbox(entry, sb, base, budget, progress, endpoint, secrets, with_host)
                 except StepFailed as exc:
                     rec = base.model_copy(update={"verdict": verdict(Facts(prepared=False)), "error": str(exc)})
                 except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
@@ -393,7 +408,8 @@ class TrialRunner:
                 sandboxes.remove(sb)
 
     def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
-                    progress: Progress, endpoint: ScriptedEndpoint | None, secrets: Secrets) -> TrialRecord:
+                    progress: Progress, endpoint: ScriptedEndpoint | None, secrets: Secrets,
+                    with_host: bool) -> TrialRecord:
         parent_env = dict(os.environ)
         self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
                           parent_env=parent_env, model=self.model, scripted=endpoint)
@@ -401,9 +417,14 @@ class TrialRunner:
             progress("setup")
             setup(entry, sb, parent_env)
         baseline(entry, sb)
+        # The checks run confined as in a real trial, with or without a host session before them.
+        confined = confinement(sb, self.isolation, self.hidden)
+        if not with_host:
+            progress("checks")
+            diff = sandboxes.collect_diff(sb, self.host.owned_dir)
+            return untouched_record(base, diff, checks(entry, sb, diff, parent_env, confined, secrets))
         watched = self.audit.start()  # the hermeticity audit's window: the session and the checks
         progress("host session")
-        confined = confinement(sb, self.isolation, self.hidden)
         session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined, secrets)
         files = transcript(self.out_dir, self.info, base, session, budget)
         progress("checks")
