@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 from . import costcap
 from . import isolation as isolations
 from . import rundirs
-from .build import verify
+from .build import tree_dir, verify
 from .diagnostics import Diagnostic, DiagnosticError
 from .discovery import Suite, discover
 from .exitcodes import decide
@@ -28,10 +28,12 @@ from .hosts.base import HostInfo
 from .hosts.registry import HostName
 from .records import TrialRecord
 from .report import BudgetRecord, EvalReport, HostIdentity, build_report, ensure_gitignore, write_report
+from .sources import RunSources, prepare_sources, remove_sources
 from .statrecords import RateInterval
 from .trial import TrialKey
 
-__all__ = ["finish_report", "prepare_isolation", "prepare_run", "requested_scenarios", "summary_lines", "validate"]
+__all__ = ["finish_report", "prepare_isolation", "prepare_run", "prepare_run_sources", "requested_scenarios",
+           "summary_lines", "validate"]
 
 
 def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
@@ -72,6 +74,21 @@ def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list
         if missing:
             return [], missing, None
     return [], [], info
+
+
+def source_roots(suite: Suite) -> list[Path]:
+    """What every trial copies: the scenarios' fixtures and the verified build tree."""
+    assert suite.eval is not None
+    roots = {entry.fixture for entry in suite.scenarios}
+    tree = tree_dir(suite.project_root, suite.eval.host)
+    if tree.is_dir():
+        roots.add(tree)
+    return sorted(roots)
+
+
+def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
+    """The controller's pristine copy of every source, made before any trial runs (OSError if it cannot)."""
+    return prepare_sources(source_roots(suite), run_id)
 
 
 def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
@@ -130,6 +147,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.
+    remove_sources(run_id)  # the run's copies of fixtures and build tree, kept or not
     rundirs.finish(run_id, keep=keep)
     return report, path
 

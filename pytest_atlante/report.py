@@ -252,9 +252,14 @@ def scenario_totals(trials: Sequence[TrialRecord]) -> ScenarioTotals:
 
 # --- path scrubbing --------------------------------------------------------------------------
 
-# A path-looking token (no whitespace, quotes or brackets) with an ``atlante-eval-*`` component.
+# An absolute path (no whitespace, quotes or brackets) through a run directory: a component that is
+# exactly ``atlante-eval-<id>``.  A relative path (``d/atlante-eval-notes.txt``, a file the agent
+# named so) or a longer name (``/tmp/atlante-eval-notes.txt``) is not a temp path and stays.
+_DELIMS = r"""\s'"`<>()\[\]{},;"""
 _SANDBOX_TOKEN = re.compile(
-    r"""[^\s'"`<>()\[\]{},;=]*[/\\]""" + re.escape(SANDBOX_DIR_PREFIX) + r"""[^\s'"`<>()\[\]{},;]*"""
+    rf"""(?<![^{_DELIMS}=])(?:[A-Za-z]:)?[/\\][^{_DELIMS}=]*?[/\\]"""
+    + re.escape(SANDBOX_DIR_PREFIX)
+    + rf"""[A-Za-z0-9_-]+(?![^{_DELIMS}/\\])[^{_DELIMS}]*"""
 )
 _INSIDE_SANDBOX = re.compile(r"[/\\]sandbox(?:[/\\](?P<rest>.*))?$")
 

@@ -123,6 +123,7 @@ class _TrialRole:
         self.suite: Suite | None = None
         self.run_id = ""
         self.host_info: HostInfo | None = None
+        self.sources: dict[str, Any] = {}  # the controller's copy of fixtures and build tree, and its record
         self.isolation: IsolationRecord | None = None
         self._runner: TrialRunner | None = None
         self.by_file: dict[Path, list[ScenarioEntry]] = {}
@@ -203,8 +204,8 @@ class _TrialRole:
         if self._runner is None:
             assert self.suite is not None and self.host_info is not None
             self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
-                                       keep=self.options.keep, isolation=self.isolation, report_dir=self.out_dir,
-                                       out_dir=self.out_dir)
+                                       keep=self.options.keep, sources=self.sources, report_dir=self.out_dir,
+                                       isolation=self.isolation, out_dir=self.out_dir)
         return self._runner
 
     def _progress(self) -> Progress:
@@ -299,6 +300,7 @@ class Worker(_TrialRole):
         super().__init__(config, options)
         self.run_id = shared["runId"]
         self.host_info = HostInfo(**shared["host"]) if shared["host"] else None
+        self.sources = shared["sources"]
         isolation = shared.get("isolation")
         self.isolation = IsolationRecord.model_validate(isolation) if isolation else None
         self._shared_suite: Suite = pickle.loads(base64.b64decode(shared["suite"]))
@@ -354,7 +356,7 @@ class Controller(_TrialRole):
     # -- set-up ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .evalrun import prepare_run
+        from .evalrun import prepare_run, prepare_run_sources
 
         self._handle_sigterm()
         suite, problems = self._validate()
@@ -374,6 +376,13 @@ class Controller(_TrialRole):
             return
         try:
             problems, run_error, info = prepare_run(suite, scripted=self.options.scripted)
+            if info is not None and not problems and not run_error:
+                self.sources = prepare_run_sources(suite, self.run_id)
+        except OSError as exc:
+            problems, info = [], None
+            run_error = [Diagnostic("", "", "eval-sources-copy-failed",
+                                    f"cannot copy the fixtures and the build tree for this run: {exc}",
+                                    "check the space and permissions of the temp directory ($TMPDIR)")]
         except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
             problems, info = [], None
             run_error = [internal_error(exc)]
@@ -482,6 +491,7 @@ class Controller(_TrialRole):
             "host": asdict(self.host_info) if self.host_info else None,
             "isolation": self.isolation.model_dump() if self.isolation is not None else None,
             "suite": base64.b64encode(pickle.dumps(self.suite)).decode("ascii"),
+            "sources": self.sources,
         }
 
     @pytest.hookimpl(optionalhook=True)
@@ -770,6 +780,8 @@ def failure_text(record: TrialRecord, max_sessions: int) -> str:
         if total > FAILURE_PATHS:
             shown += f", ... and {total - FAILURE_PATHS} more (see report.json)"
         lines += ["", "changed paths: " + shown]
+    if record.escapes:
+        lines += ["", "changed outside the sandbox (escapes): " + ", ".join(record.escapes[:FAILURE_PATHS])]
     text = "\n".join(lines)
     # Check messages and errors are bounded already; this keeps the sum of them bounded too.
     return text if len(text) <= FAILURE_TEXT_CAP else text[:FAILURE_TEXT_CAP] + "\n... (cut; see report.json)"
