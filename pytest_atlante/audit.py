@@ -20,7 +20,8 @@ checks ran:
   run's own output is redirected into), except the history and state files interactive tools
   rewrite all the time (``.claude.json``, ``.bash_history``, ... :data:`HOME_VOLATILE`);
 - the report directory: every file in it except under ``trials/`` (per-trial artifacts the runner
-  itself writes for other trials); its creation is not a change.
+  itself writes for other trials); its creation is not a change (nor, when it lies in HOME, the
+  appearance of the top HOME entry that holds it).
 
 Every difference becomes an *escape*: a project-relative path, ``~/name`` for HOME, or the
 absolute path for anything else.  Under ``pytest -n`` several trials run at once and the audit
@@ -128,7 +129,13 @@ class Audit:
                 watched.append(Watched(root, f"{root}/"))
         home_real = Path(os.path.realpath(home))
         if home_real != project:  # a project at $HOME is watched whole already
-            watched.append(Watched(home_real, "~/", top_only=True, skip=HOME_VOLATILE))
+            # The run itself creates its report directory (and temp dir) when they live in HOME
+            # (``--atlante-out ~/out``): the top entry holding them appears legitimately mid-run.
+            home_skip = set(HOME_VOLATILE)
+            for inside in (report, Path(os.path.realpath(run_temp))):
+                if inside.is_relative_to(home_real) and inside != home_real:
+                    home_skip.add(inside.relative_to(home_real).parts[0])
+            watched.append(Watched(home_real, "~/", top_only=True, skip=frozenset(home_skip)))
         return cls(watched)
 
     def start(self) -> list[Fingerprint]:

@@ -82,8 +82,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _view(args: argparse.Namespace) -> int:
     from .view import latest_run, view_command
 
+    # --compare names an input (a report or its run directory), not a file to write: no _opt_path.
     return view_command(Path(args.report) if args.report else latest_run(Path.cwd()), _opt_path(args.out),
-                        _opt_path(args.compare))
+                        Path(args.compare) if args.compare else None)
 
 
 def _opt_path(value: str | None) -> Path | None:

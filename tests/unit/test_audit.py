@@ -92,3 +92,16 @@ def test_the_runs_copy_of_a_source_is_checked_against_its_record(tmp_path: Path)
     finally:
         remove_sources(run_id)
         os.rmdir(copy.parent.parent)
+
+
+def test_a_report_directory_in_home_appearing_mid_run_is_no_escape(tmp_path: Path) -> None:
+    """``--atlante-out ~/out`` (pytester's HOME is its own directory): the run creates ``~/out``
+    while a trial runs; a sibling the agent creates is still an escape."""
+    project, home, _, run_temp = _layout(tmp_path)
+    report = home / "out" / "run"
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    started = audit.start()
+    (report / "trials" / "s" / "1").mkdir(parents=True)
+    (report / "trials" / "s" / "1" / "transcript.jsonl").write_text("{}")
+    (home / "outside").mkdir()
+    assert audit.escapes(started) == ["~/outside"]
