@@ -11,7 +11,9 @@ For fixtures of 10, 1,000 and 10,000 small files:
   * floor:  the same work done directly, no plugin: ``shutil.copytree`` of the fixture,
             ``git init`` + ``git add -A`` + ``git commit``, then ``git add -A`` + ``git diff --cached``
             and ``shutil.rmtree`` — the least a copy/snapshot/diff/cleanup trial can cost with git.
-Prints per-trial mean (and median) for both and the ratio plugin/floor.  Nothing is asserted: speed is
+Prints per-trial mean (and median) for both and the ratio plugin/floor, then the cost of the
+always-on integrity work (hermeticity audit, source-copy check, once-per-run source copy) measured
+directly on the same project, as a share of the plugin's per-trial time.  Nothing is asserted: speed is
 measured, never gated.  The goal reported against is plugin ≤ 1.25× floor at 1,000 files.
 
     python benchmarks/eval_overhead.py [--sizes 10,1000,10000] [--profile FILES]
@@ -59,6 +61,34 @@ def floor_trial(fixture: Path, work: Path) -> float:
     return time.perf_counter() - started
 
 
+def integrity_costs(project: Path, out: Path, repeats: int) -> dict[str, float]:
+    """ms of the always-on integrity work, done directly: the audit's two fingerprints of the
+    watched places per trial, the per-trial check of the run's source copies, and the once-per-run
+    copy itself."""
+    from pytest_atlante.audit import Audit
+    from pytest_atlante.build import tree_dir
+    from pytest_atlante.sandbox import remove_tree, run_dir
+    from pytest_atlante.sources import changed_in_copy, prepare_sources
+
+    roots = [project / FIXTURE_REL, tree_dir(project, "claude-code")]
+    run_id = f"bench-{os.getpid()}"
+    started = time.perf_counter()
+    sources = prepare_sources(roots, run_id)
+    copy_ms = (time.perf_counter() - started) * 1000
+    audit = Audit.for_run(project, home=Path.home(), report_dir=out, run_temp=run_dir(run_id))
+    audit_s, sources_s = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        audit.escapes(audit.start())
+        audit_s.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert not any(changed_in_copy(sources, root) for root in roots)
+        sources_s.append(time.perf_counter() - started)
+    remove_tree(run_dir(run_id))
+    return {"audit_mean": statistics.fmean(audit_s) * 1000, "sources_mean": statistics.fmean(sources_s) * 1000,
+            "copy_ms": copy_ms}
+
+
 def measure(files: int, trials: int, tmp: Path, bin_dir: Path) -> dict[str, float]:
     project = make_project(tmp / f"project-{files}", files=files, trials=trials)
     run = run_eval(project, bin_dir, tmp / f"out-{files}")
@@ -67,6 +97,7 @@ def measure(files: int, trials: int, tmp: Path, bin_dir: Path) -> dict[str, floa
     host_ms = [float(t["hostDurationMs"]) for t in run.trials]
     floor_ms = [floor_trial(project / FIXTURE_REL, tmp) * 1000 for _ in range(trials)]
     return {
+        **integrity_costs(project, tmp / f"out-{files}", trials),
         "plugin_mean": statistics.fmean(plugin_ms), "plugin_median": statistics.median(plugin_ms),
         "host_mean": statistics.fmean(host_ms),
         "floor_mean": statistics.fmean(floor_ms), "floor_median": statistics.median(floor_ms),
@@ -81,7 +112,7 @@ def profile_one(files: int, tmp: Path, bin_dir: Path) -> None:
 
     from pytest_atlante.budget import TrialBudget
     from pytest_atlante.discovery import discover
-    from pytest_atlante.evalrun import prepare_run
+    from pytest_atlante.evalrun import prepare_run, prepare_run_sources
     from pytest_atlante.report import new_run_id
     from pytest_atlante.trial import TrialRunner
 
@@ -92,7 +123,9 @@ def profile_one(files: int, tmp: Path, bin_dir: Path) -> None:
     assert not problems and not run_errors and info is not None, (problems, run_errors)
     from datetime import datetime, timezone
 
-    engine = TrialRunner(suite, new_run_id(datetime.now(timezone.utc)), info, scripted=True, keep=False)
+    run_id = new_run_id(datetime.now(timezone.utc))
+    engine = TrialRunner(suite, run_id, info, scripted=True, keep=False,
+                    sources=prepare_run_sources(suite, run_id), report_dir=tmp / f"profile-{files}-out")
     budget = TrialBudget(timeoutMs=60_000, maxTokens=400_000, maxSessions=2, trials=2, allocated=True)
     entry = suite.scenarios[0]
     engine.run(entry, 1, "warm-up", budget, lambda _: None)  # lazy imports out of the profile
@@ -129,6 +162,13 @@ def main() -> None:
                       f"{m['floor_mean']:>11.1f} {m['floor_median']:>8.1f} {m['plugin_mean'] / m['floor_mean']:>6.2f}")
             print("\nplugin = report.json durationMs (engine time of one trial, fake host included); "
                   "floor = copytree + git init/add/commit + git add/diff + rmtree")
+        if rows:
+            print(f"\n{'files':>7} {'audit':>8} {'sources':>8} {'per trial':>10} {'of trial':>9} {'copy/run':>9}  "
+                  "(ms; integrity work inside each trial's durationMs, and once per run)")
+            for files, _, m in rows:
+                per_trial = m["audit_mean"] + m["sources_mean"]
+                print(f"{files:>7} {m['audit_mean']:>8.1f} {m['sources_mean']:>8.1f} {per_trial:>10.1f} "
+                      f"{per_trial / m['plugin_mean']:>8.1%} {m['copy_ms']:>9.1f}")
         for files, _, m in rows:
             ratio = m["plugin_mean"] / m["floor_mean"]
             goal = f"  (goal <= 1.25x: {'met' if ratio <= 1.25 else 'NOT met'})" if files == 1_000 else ""

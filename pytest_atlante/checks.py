@@ -62,16 +62,21 @@ def run_checks(
     diff: Diff,
     env: Mapping[str, str],
     wrap: Wrap | None = None,
+    redact: Callable[[str], str] = str,
 ) -> list[CheckResult]:
-    """Run every check; command checks go through ``wrap`` (namespace isolation) when given."""
-    return [_run_one(index, check, sandbox, diff, env, wrap) for index, check in enumerate(checks)]
+    """Run every check; command checks go through ``wrap`` (namespace isolation) when given.
+
+    ``redact`` cleans a command's whole output before it is cut to its tail, so no credential
+    survives half-cut at the start of the kept text."""
+    return [_run_one(index, check, sandbox, diff, env, wrap, redact) for index, check in enumerate(checks)]
 
 
 def _run_one(
-    index: int, check: Check, sb: Sandbox, diff: Diff, env: Mapping[str, str], wrap: Wrap | None
+    index: int, check: Check, sb: Sandbox, diff: Diff, env: Mapping[str, str], wrap: Wrap | None,
+    redact: Callable[[str], str],
 ) -> CheckResult:
     if isinstance(check, CommandCheck):
-        return _command(index, check, sb, env, wrap)
+        return _command(index, check, sb, env, wrap, redact)
     if isinstance(check, FileExistsCheck):
         return _presence(index, check.type, check.path, sb, want=True)
     if isinstance(check, FileAbsentCheck):
@@ -84,7 +89,8 @@ def _run_one(
 
 
 def _command(
-    index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str], wrap: Wrap | None
+    index: int, check: CommandCheck, sb: Sandbox, env: Mapping[str, str], wrap: Wrap | None,
+    redact: Callable[[str], str],
 ) -> CheckResult:
     shown = f"command `{_shorten(shlex.join(check.run), 120)}`"
     result = run(check.run, cwd=sb.root, env=env, timeout_s=check.timeoutMs / 1000, wrap=wrap)
@@ -92,6 +98,8 @@ def _command(
     if combined and result.stderr and not combined.endswith("\n"):
         combined += "\n"
     combined += result.stderr
+    matched_on = combined  # the pattern sees the real output; what is kept is redacted
+    combined = redact(combined)
     output = tail(combined)
 
     def outcome(passed: bool, message: str, *, error: bool = False, timedOut: bool = False) -> CheckResult:
@@ -116,7 +124,7 @@ def _command(
         return outcome(False, f"{status} (expected {check.expectExit}){_last_line(combined)}")
     if check.outputMatches is not None:
         shown_pattern = _quote(check.outputMatches)
-        if re.search(check.outputMatches, combined) is None:
+        if re.search(check.outputMatches, matched_on) is None:
             why = f"output does not match {shown_pattern}{_last_line(combined)}"
             return outcome(False, f"exit {check.expectExit} as expected, but {why}")
         return outcome(True, f"exit {check.expectExit} and output matches {shown_pattern}")

@@ -36,6 +36,12 @@ def _eval(args: argparse.Namespace) -> int:
     return eval_command([*short, *args.pytest_args])
 
 
+def _selftest(args: argparse.Namespace) -> int:
+    from .evalcmd import eval_command
+
+    return eval_command(args.pytest_args, selftest=True)
+
+
 def _bench_validate(args: argparse.Namespace) -> int:
     from .atlas.e0 import cmd_validate
 
@@ -76,8 +82,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _view(args: argparse.Namespace) -> int:
     from .view import latest_run, view_command
 
+    # --compare names an input (a report or its run directory), not a file to write: no _opt_path.
     return view_command(Path(args.report) if args.report else latest_run(Path.cwd()), _opt_path(args.out),
-                        _opt_path(args.compare))
+                        Path(args.compare) if args.compare else None)
 
 
 def _report_merge(args: argparse.Namespace) -> int:
@@ -134,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_options(ev)
     ev.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
     ev.set_defaults(func=_eval)
+
+    st = sub.add_parser(
+        "selftest",
+        help="zero-token self-test of every scenario (`pytest --atlante-eval --atlante-selftest`): "
+             "vacuous, unsolvable and erroring checks; exit 0 when all are sound",
+    )
+    st.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
+    st.set_defaults(func=_selftest)
 
     view = sub.add_parser("view", help="write one self-contained HTML page for an eval report")
     view.add_argument("report", nargs="?", metavar="REPORT_OR_RUN_DIR",
@@ -194,11 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["eval"] and not {"-h", "--help"} & set(argv[1:2]):
+    if argv[:1] in (["eval"], ["selftest"]) and not {"-h", "--help"} & set(argv[1:2]):
         # Everything after `eval` belongs to pytest, options included; argparse would claim them.
         from .evalcmd import eval_command
 
-        return eval_command(argv[1:])
+        return eval_command(argv[1:], selftest=argv[0] == "selftest")
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func

@@ -147,7 +147,8 @@ def _script_for(document: Path, name: str) -> Path | None:
     return None
 
 
-def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_root: Path, host: HostName, scripted: bool) -> None:
+def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_root: Path, host: HostName, scripted: bool,
+                    optional_scripts: bool = False) -> None:
     root = suite.project_root
     for document in documents:
         display = display_path(document, root)
@@ -168,11 +169,11 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
             suite.diagnostics.extend(_fixture_problems(fixture_root, fixture, scenario.task.fixture, host, display, root))
         script = _script_for(document, scenario.name) if scripted else None
         if scripted:
-            if script is None:
+            if script is None and not optional_scripts:
                 suite.diagnostics.append(Diagnostic(display, "$.name", "eval-script-missing",
                                                     f"no scripted-model script for scenario {scenario.name!r}",
                                                     f"add scripted/{scenario.name}.json beside the scenario document"))
-            else:
+            elif script is not None:
                 suite.diagnostics.extend(_script_diagnostics(script, root))
         suite.scenarios.append(ScenarioEntry(scenario, document, display, loaded.line_of_key("name", scenario.name),
                                              # an unsafe path (a NUL) is already a diagnostic; never resolve it
@@ -203,7 +204,8 @@ def _duplicates(suite: Suite) -> None:
             seen[name] = entry
 
 
-def _load_pack_suites(suite: Suite, section: EvalSection, packages: list[str], config_display: str, scripted: bool) -> None:
+def _load_pack_suites(suite: Suite, section: EvalSection, packages: list[str], config_display: str, scripted: bool,
+                      optional_scripts: bool) -> None:
     """The suites ``eval.include`` opts in: scenarios, fixtures and scripts resolve from the pack root."""
     targets, problems = include_targets(suite.project_root, suite.packs, packages, section.include or [], config_display)
     suite.diagnostics.extend(problems)
@@ -221,12 +223,15 @@ def _load_pack_suites(suite: Suite, section: EvalSection, packages: list[str], c
                 suite.diagnostics.append(Diagnostic(display_path(document, suite.project_root), "", "eval-path-unsafe",
                                                     f"pack scenario document escapes the pack root {pack.display_root!r} through a symlink",
                                                     "pack scenario documents must be real files inside the pack root"))
-        _load_scenarios(suite, inside, pack.locator, pack.root, section.host, scripted)
+        _load_scenarios(suite, inside, pack.locator, pack.root, section.host, scripted, optional_scripts)
 
 
 def discover(project_root: Path, *, scripted: bool = False, names: list[str] | None = None, require_eval: bool = True,
-             host_override: HostName | None = None) -> Suite:
+             host_override: HostName | None = None, optional_scripts: bool = False) -> Suite:
     """Load and validate everything; ``suite.diagnostics`` is empty when the run may proceed.
+
+    ``optional_scripts`` (the self-test) loads and validates the scripts that exist without
+    requiring one per scenario: a scenario without a script is reported, not refused.
 
     ``host_override`` (``--atlante-host``) runs the same suite under the other host without editing
     the configuration; the version rule still applies (v0.1 admits only OpenCode).
@@ -254,8 +259,8 @@ def discover(project_root: Path, *, scripted: bool = False, names: list[str] | N
     host = suite.eval.host if suite.eval else config.eval.host
     if config.eval.scenarios is not None:
         documents = _glob_or_problem(suite, project_root, config.eval.scenarios, loaded.display, "$.eval.scenarios")
-        _load_scenarios(suite, documents, "local", project_root, host, scripted)
-    _load_pack_suites(suite, suite.eval or config.eval, config.packages, loaded.display, scripted)
+        _load_scenarios(suite, documents, "local", project_root, host, scripted, optional_scripts)
+    _load_pack_suites(suite, suite.eval or config.eval, config.packages, loaded.display, scripted, optional_scripts)
     _duplicates(suite)
     if names:
         known = {e.scenario.name for e in suite.scenarios}

@@ -50,8 +50,10 @@ def pytest_args(argv: Sequence[str]) -> list[str]:
     return args + rest
 
 
-def eval_command(argv: Sequence[str]) -> int:
-    status = int(pytest.main(pytest_args(argv)))
+def eval_command(argv: Sequence[str], *, selftest: bool = False) -> int:
+    """``atlante eval`` (and ``atlante selftest``: the same with ``--atlante-selftest``)."""
+    args = pytest_args(argv)
+    status = int(pytest.main(args[:1] + ["--atlante-selftest"] * selftest + args[1:]))
     if status == 5:
-        print("atlante eval: no trial was selected", file=sys.stderr)
+        print(f"atlante {'selftest: no scenario' if selftest else 'eval: no trial'} was selected", file=sys.stderr)
     return _MAPPED.get(status, status if 0 <= status <= 3 else 3)

@@ -14,9 +14,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from . import costcap
 from . import isolation as isolations
 from . import rundirs
-from .build import verify
+from .build import tree_dir, verify
 from .diagnostics import Diagnostic, DiagnosticError
 from .discovery import Suite, discover
 from .exitcodes import decide
@@ -27,21 +28,24 @@ from .hosts.base import HostInfo
 from .hosts.registry import HostName
 from .records import TrialRecord
 from .report import BudgetRecord, EvalReport, HostIdentity, ShardRef, build_report, ensure_gitignore, write_report
+from .sources import RunSources, prepare_sources, remove_sources
 from .statrecords import RateInterval
 from .shard import ShardSpec, environ_run_group, suite_digest
 from .trial import TrialKey
 
-__all__ = ["finish_report", "prepare_isolation", "prepare_run", "requested_scenarios", "summary_lines", "validate"]
+__all__ = ["finish_report", "prepare_isolation", "prepare_run", "prepare_run_sources", "requested_scenarios",
+           "summary_lines", "validate"]
 
 
 def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
-             host_override: HostName | None = None) -> tuple[Suite, list[Diagnostic]]:
+             host_override: HostName | None = None, optional_scripts: bool = False) -> tuple[Suite, list[Diagnostic]]:
     """Everything checked before any machine state is looked at: the documents and the build.
 
     Returns the suite and every problem (sorted, without repeats); a run with problems exits 2
     before any trial.  The build check needs no machine state, so it joins the same report.
     """
-    suite = discover(project_root, scripted=scripted, names=names, host_override=host_override)
+    suite = discover(project_root, scripted=scripted, names=names, host_override=host_override,
+                     optional_scripts=optional_scripts)
     problems = list(suite.diagnostics)
     if suite.eval is not None:
         problems += verify(suite.project_root, suite.eval.host)
@@ -73,6 +77,21 @@ def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list
     return [], [], info
 
 
+def source_roots(suite: Suite) -> list[Path]:
+    """What every trial copies: the scenarios' fixtures and the verified build tree."""
+    assert suite.eval is not None
+    roots = {entry.fixture for entry in suite.scenarios}
+    tree = tree_dir(suite.project_root, suite.eval.host)
+    if tree.is_dir():
+        roots.add(tree)
+    return sorted(roots)
+
+
+def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
+    """The controller's pristine copy of every source, made before any trial runs (OSError if it cannot)."""
+    return prepare_sources(source_roots(suite), run_id)
+
+
 def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
     """The run's isolation (bubblewrap probed once, on the controller), and trial directories of
     dead runs removed: both happen once per run, before any trial."""
@@ -83,7 +102,7 @@ def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.
 def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
                   records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
                   out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
-                  other_failures: bool = False, digests: Mapping[str, tuple[str, str | None]] | None = None,
+                  other_failures: bool = False, max_cost: float | None = None, digests: Mapping[str, tuple[str, str | None]] | None = None,
                   gate: Gate | None = None, isolation: isolations.IsolationRecord | None = None,
                   keep: bool = False, shard: ShardSpec | None = None,
                   run_group: str | None = None) -> tuple[EvalReport, Path]:
@@ -122,6 +141,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
         scenarios=requested_scenarios(suite, list(expected.values()), finished),
         trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
         exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        cost_cap=None if max_cost is None else costcap.summary(max_cost, finished),
         isolation=isolation,
         digests=digests,
         **shard_fields(suite, shard, run_group, scripted=scripted, digests=digests),
@@ -132,6 +152,7 @@ def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInf
     # Every trial has removed its own directory by now (the controller finishes after all workers);
     # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
     # under xdist another worker may be about to create its trial directory in it.
+    remove_sources(run_id)  # the run's copies of fixtures and build tree, kept or not
     rundirs.finish(run_id, keep=keep)
     return report, path
 
@@ -204,6 +225,11 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
     not_run_total = sum(s.notRun for s in report.scenarios)
     counts += f", {not_run_total} not run" if not_run_total else ""
     lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
+    if report.costCap is not None:
+        cap = report.costCap
+        lines.append(f"cost cap: ${cap.spentUsd:.4f} recorded of ${cap.capUsd:g}"
+                     + (f"; {cap.skippedTrials} trial(s) skipped-budget" if cap.skippedTrials else "")
+                     + (f"; {cap.unpricedTrials} trial(s) reported no cost" if cap.unpricedTrials else ""))
     if report.comparison is not None:
         lines.append("compared with the baseline (--atlante-baseline):")
         lines.extend("  " + line for line in render(report.comparison, "baseline", "this run"))

@@ -43,9 +43,12 @@ class TrialFailed(Exception):
     """A trial whose verdict is not ``pass``; its message is the whole readable failure."""
 
 
+SELFTEST_TRIAL = 0   # the trial number of a self-test item (one per scenario, see selftest_roles.py)
+
+
 def trial_name(entry: ScenarioEntry, trial: int) -> str:
     # The one place that names a trial item (the controller maps xdist's ids back through it);
-    # "trial-N" is TrialCallSpec's id.
+    # "trial-N" (or "selftest") is TrialCallSpec's id.
     return f"{entry.scenario.name}[{TrialCallSpec(trial).id}]"
 
 
@@ -74,7 +77,7 @@ class TrialCallSpec:
 
     @property
     def id(self) -> str:
-        return f"trial-{self.trial}"
+        return "selftest" if self.trial == SELFTEST_TRIAL else f"trial-{self.trial}"
 
 
 class TrialItem(pytest.Function):
@@ -89,7 +92,8 @@ class TrialItem(pytest.Function):
         self.config.stash[RUNNER_KEY].run_item(self)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.entry.file, self.entry.line - 1, f"{self.entry.scenario.name} trial {self.trial}"
+        what = "self-test" if self.trial == SELFTEST_TRIAL else f"trial {self.trial}"
+        return self.entry.file, self.entry.line - 1, f"{self.entry.scenario.name} {what}"
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, TrialFailed):
@@ -98,14 +102,14 @@ class TrialItem(pytest.Function):
 
 
 class ScenarioFile(pytest.File):
-    def __init__(self, *, entries: Sequence[ScenarioEntry], trials: int, **kwargs: Any) -> None:
+    def __init__(self, *, entries: Sequence[ScenarioEntry], trials: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entries = list(entries)
-        self.trials = trials
+        self.trials = list(trials)   # the trial numbers each scenario contributes
 
     def collect(self) -> Iterator[TrialItem]:
         for entry in self.entries:
-            for trial in range(1, self.trials + 1):
+            for trial in self.trials:
                 item = TrialItem.from_parent(self, name=trial_name(entry, trial), entry=entry, trial=trial,
                                              originalname=entry.scenario.name, callspec=TrialCallSpec(trial))
                 item.add_marker(pytest.mark.atlante)

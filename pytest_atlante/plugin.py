@@ -43,6 +43,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")
+    group.addoption("--atlante-selftest", action="store_true", default=False,
+                    help="zero-token self-test of every scenario: a no-op trial must fail the checks, the "
+                         "scripted reference trial must pass them; writes selftest.json (exit 0 when all are sound)")
+    group.addoption("--atlante-forecast", action="store_true", default=False,
+                    help="dry run: forecast sessions, tokens, cost and wall time from earlier reports in "
+                         ".atlante/eval/, print a table and exit 0 (no host session)")
+    group.addoption("--atlante-max-cost", metavar="USD", type=_usd, default=None,
+                    help="refuse to start when the forecast p95 cost exceeds USD (exit 2); once the recorded "
+                         "spend reaches USD, the remaining trials are skipped-budget")
     group.addoption("--atlante-baseline", metavar="REPORT", default=None,
                     help="after the run, compare it with this earlier report.json (as `atlante compare` does) "
                          "and record the comparison in the new report")
@@ -69,9 +78,26 @@ def _shard_arg(text: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
+def _usd(value: str) -> float:
+    import argparse
+    import math
+
+    try:
+        amount = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an amount in USD") from None
+    if not math.isfinite(amount) or amount < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: the cap must be a finite amount >= 0")
+    return amount
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "atlante: an atlante eval trial (added automatically)")
     config.addinivalue_line("markers", "atlante_pack: an eval trial from an included pack suite")
+    if not config.getoption("atlante_eval") and (config.getoption("atlante_selftest") or config.getoption("atlante_forecast")
+                                                 or config.getoption("atlante_max_cost") is not None):
+        raise pytest.UsageError("--atlante-selftest, --atlante-forecast and --atlante-max-cost need --atlante-eval "
+                                "(or use `atlante selftest` / `atlante eval`)")
     if config.getoption("atlante_eval"):
         # An eval run is the eval suite: its items, report and exit status are the trials'.
         from .roles import role_for

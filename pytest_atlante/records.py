@@ -81,6 +81,9 @@ class TrialRecord(Record):
     scriptedTurns: int | None = Field(default=None, description="turns the scripted model served (scripted runs)")
     error: str | None = None
     interrupted: bool = False
+    # Paths outside the sandbox the trial changed (hermeticity audit): project-relative, ``~/`` for
+    # the user's HOME, absolute otherwise.  A trial with escapes is never ``pass``.
+    escapes: list[str] = Field(default_factory=list)
     # Host-neutral transcript and raw host stream, relative to the report's directory (transcript.py)
     transcript: str | None = None
     hostStream: str | None = None

@@ -74,6 +74,16 @@ class BudgetRecord(Record):
     maxTokens: NonNegativeInt
 
 
+class CostCapRecord(Record):
+    """``--atlante-max-cost``: the cap, the spend the run recorded, and what the cap skipped."""
+
+    capUsd: NonNegativeFloat
+    spentUsd: NonNegativeFloat
+    reached: bool
+    skippedTrials: NonNegativeInt = 0     # trials recorded skipped-budget because of the cap
+    unpricedTrials: NonNegativeInt = 0    # trials that ran but whose host reported no cost
+
+
 class ScenarioTotals(Record):
     tokens: NonNegativeInt
     # ``None`` when no trial of the scenario reported a cost (the host emitted none), which is
@@ -140,6 +150,7 @@ class EvalReport(Record):
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
+    costCap: CostCapRecord | None = None
     # How trials were contained beyond the tool-level policy; None in reports that predate it and
     # in runs that stopped before the probe.
     isolation: IsolationRecord | None = None
@@ -262,9 +273,14 @@ def scenario_totals(trials: Sequence[TrialRecord]) -> ScenarioTotals:
 
 # --- path scrubbing --------------------------------------------------------------------------
 
-# A path-looking token (no whitespace, quotes or brackets) with an ``atlante-eval-*`` component.
+# An absolute path (no whitespace, quotes or brackets) through a run directory: a component that is
+# exactly ``atlante-eval-<id>``.  A relative path (``d/atlante-eval-notes.txt``, a file the agent
+# named so) or a longer name (``/tmp/atlante-eval-notes.txt``) is not a temp path and stays.
+_DELIMS = r"""\s'"`<>()\[\]{},;"""
 _SANDBOX_TOKEN = re.compile(
-    r"""[^\s'"`<>()\[\]{},;=]*[/\\]""" + re.escape(SANDBOX_DIR_PREFIX) + r"""[^\s'"`<>()\[\]{},;]*"""
+    rf"""(?<![^{_DELIMS}=])(?:[A-Za-z]:)?[/\\][^{_DELIMS}=]*?[/\\]"""
+    + re.escape(SANDBOX_DIR_PREFIX)
+    + rf"""[A-Za-z0-9_-]+(?![^{_DELIMS}/\\])[^{_DELIMS}]*"""
 )
 _INSIDE_SANDBOX = re.compile(r"[/\\]sandbox(?:[/\\](?P<rest>.*))?$")
 
@@ -385,6 +401,7 @@ def build_report(
     interrupted: bool,
     exit_status: int,
     errors: Sequence[dict[str, JsonValue]],
+    cost_cap: CostCapRecord | None = None,
     digests: Mapping[str, tuple[str, str | None]] | None = None,
     isolation: IsolationRecord | None = None,
     shard: ShardRef | None = None,
@@ -449,6 +466,7 @@ def build_report(
         verdicts=verdict_counts(ordered),
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
+        costCap=cost_cap,
         suite=suite_statistics(records),
         isolation=isolation,
         shard=shard,

@@ -18,6 +18,7 @@ classes only adapt them to pytest's hooks.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import faulthandler
 import json
 import os
@@ -28,7 +29,7 @@ import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Generator
+from typing import TYPE_CHECKING, Any, Generator
 
 import pytest
 
@@ -49,6 +50,9 @@ from .scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 from .shard import ShardSpec, expected_durations, split
 from .trial import Progress, TrialInterrupted, TrialKey, TrialRunner
 
+if TYPE_CHECKING:
+    from .forecast import Forecast
+
 WORKERINPUT_KEY = "atlante"
 RECORD_KEY = pytest.StashKey[TrialRecord]()
 GUARD_KEY = pytest.StashKey[threading.Timer]()
@@ -68,6 +72,9 @@ class Options:
     scripted: bool
     host: HostName | None
     isolation: IsolationSetting | None
+    selftest: bool = False
+    forecast: bool = False
+    max_cost: float | None = None
     baseline: Path | None = None
     fail_on_regression: bool = False
     html: bool = False
@@ -87,6 +94,8 @@ class Options:
                    Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
                    bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
                    config.getoption("atlante_isolation"),
+                   bool(config.getoption("atlante_selftest")), bool(config.getoption("atlante_forecast")),
+                   config.getoption("atlante_max_cost"),
                    Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")),
                    bool(config.getoption("atlante_html")),
                    ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"))
@@ -96,6 +105,16 @@ def role_for(config: pytest.Config) -> "_TrialRole":
     """The one decision about roles: an xdist worker has ``workerinput``, every other process controls."""
     options = Options.from_config(config)
     workerinput = getattr(config, "workerinput", None)
+    if options.selftest:
+        from .selftest_roles import SelftestController, SelftestWorker
+
+        # The reference trial is the scripted trial: scripted mode whatever the command line said.
+        # It spends no money, so the cost forecast and the cap do not apply.
+        options = dataclasses.replace(options, scripted=True, forecast=False, max_cost=None)
+
+        if workerinput is not None:
+            return SelftestWorker(config, options, workerinput[WORKERINPUT_KEY])
+        return SelftestController(config, options)
     if workerinput is not None:
         return Worker(config, options, workerinput[WORKERINPUT_KEY])
     return Controller(config, options)
@@ -110,6 +129,7 @@ class _TrialRole:
         self.suite: Suite | None = None
         self.run_id = ""
         self.host_info: HostInfo | None = None
+        self.sources: dict[str, Any] = {}  # the controller's copy of fixtures and build tree, and its record
         self.isolation: IsolationRecord | None = None
         self.durations: dict[str, float] = {}  # expected ms per scenario, for a sharded run's split
         self._runner: TrialRunner | None = None
@@ -158,11 +178,16 @@ class _TrialRole:
         entries = self.by_file.get(file_path)
         if not entries:
             return None
-        trials = self.suite.eval.budget.trials
+        trials = self.trial_numbers()
         if not file_path.is_relative_to(self.config.rootpath):
             # pytest would shorten an id outside the rootdir to "::name"; keep the pack visible.
             return ScenarioFile.from_parent(parent, path=file_path, nodeid=entries[0].display, entries=entries, trials=trials)
         return ScenarioFile.from_parent(parent, path=file_path, entries=entries, trials=trials)
+
+    def trial_numbers(self) -> list[int]:
+        """The trial numbers every scenario contributes (``1..trials``; the self-test has its own)."""
+        assert self.suite is not None and self.suite.eval is not None
+        return list(range(1, self.suite.eval.budget.trials + 1))
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -199,8 +224,8 @@ class _TrialRole:
         if self._runner is None:
             assert self.suite is not None and self.host_info is not None
             self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
-                                       keep=self.options.keep, isolation=self.isolation, report_dir=self.out_dir,
-                                       out_dir=self.out_dir)
+                                       keep=self.options.keep, sources=self.sources, report_dir=self.out_dir,
+                                       isolation=self.isolation, out_dir=self.out_dir)
         return self._runner
 
     def _progress(self) -> Progress:
@@ -227,18 +252,37 @@ class _TrialRole:
         item.stash[ATTEMPTED_KEY] = True
         if not item.budget.allocated:
             self._unallocated(item)
+        if self.options.max_cost is not None:
+            self._skip_over_cap(item, self.options.max_cost)
         try:
             record = self._trial_runner().run(item.entry, item.trial, item.nodeid, item.budget, self._progress())
         except TrialInterrupted as exc:
             self._interrupted(item, exc.record)
             raise
         item.stash[RECORD_KEY] = record
+        self._ran(item, record)
         if record.verdict != "pass":
             # Every verdict but pass is a pytest failure (see _unallocated for skipped-budget).
             raise TrialFailed(failure_text(record, item.budget.maxSessions))
 
     def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
         """Ctrl-C inside a trial (a worker's record dies with it; the controller sees it started)."""
+
+    def _ran(self, item: TrialItem, record: TrialRecord) -> None:
+        """A trial of this process finished (a worker remembers its own spend, see costcap.py)."""
+
+    def _spent(self) -> float:
+        """The run's spend as this process knows it just before a trial starts (see costcap.py)."""
+        return 0.0
+
+    def _skip_over_cap(self, item: TrialItem, cap: float) -> None:
+        from . import costcap
+
+        spent = self._spent()
+        if spent >= cap:
+            base = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="skipped-budget")
+            item.stash[RECORD_KEY] = costcap.skipped_record(base, cap, spent)
+            pytest.skip(item.stash[RECORD_KEY].error or "skipped-budget")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
@@ -276,6 +320,7 @@ class Worker(_TrialRole):
         super().__init__(config, options)
         self.run_id = shared["runId"]
         self.host_info = HostInfo(**shared["host"]) if shared["host"] else None
+        self.sources = shared["sources"]
         isolation = shared.get("isolation")
         self.isolation = IsolationRecord.model_validate(isolation) if isolation else None
         self.durations = dict(shared.get("durations", {}))
@@ -286,11 +331,22 @@ class Worker(_TrialRole):
             # host tree at once (process.run) and records the trial as interrupted.  A worker on a
             # socket gateway may not run in the main thread, where no handler can be installed.
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.own_records: dict[str, TrialRecord] = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._handle_sigterm()
         self._ready(self._shared_suite)
+
+    def _ran(self, item: TrialItem, record: TrialRecord) -> None:
+        self.own_records[item.nodeid] = record
+
+    def _spent(self) -> float:
+        # The controller's ledger plus this worker's own trials: its last trial's report may not
+        # have reached the controller yet.
+        from . import costcap
+
+        return costcap.spend_before_trial(self.run_id, self.own_records.values())
 
     def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
         super()._annotate(report, item)
@@ -323,11 +379,10 @@ class Controller(_TrialRole):
     # -- set-up ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .evalrun import prepare_run, validate
+        from .evalrun import prepare_run, prepare_run_sources
 
         self._handle_sigterm()
-        suite, problems = validate(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
-                                   host_override=self.options.host)
+        suite, problems = self._validate()
         self.suite = suite
         self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression)
         rerun_option = requested_reruns(self.config)
@@ -338,12 +393,21 @@ class Controller(_TrialRole):
             self._fail_validation(sorted(set(problems + gate_problems)))
         if self.options.shard is not None:
             self.durations = expected_durations(self.options.project_root)
+        if self.options.forecast:
+            self._forecast_only()
         if self.config.option.collectonly:
             # --collect-only (e.g. an IDE's test explorer) never needs the CLI: no probe.
             self._ready(suite)
             return
         try:
             problems, run_error, info = prepare_run(suite, scripted=self.options.scripted)
+            if info is not None and not problems and not run_error:
+                self.sources = prepare_run_sources(suite, self.run_id)
+        except OSError as exc:
+            problems, info = [], None
+            run_error = [Diagnostic("", "", "eval-sources-copy-failed",
+                                    f"cannot copy the fixtures and the build tree for this run: {exc}",
+                                    "check the space and permissions of the temp directory ($TMPDIR)")]
         except Exception as exc:  # noqa: BLE001 - a run-level error, reported, never a traceback
             problems, info = [], None
             run_error = [internal_error(exc)]
@@ -357,7 +421,50 @@ class Controller(_TrialRole):
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
+        if self.options.max_cost is not None:
+            self._refuse_over_cap(self.options.max_cost)
         self._ready(suite)
+
+    def _validate(self) -> tuple[Suite, list[Diagnostic]]:
+        from .evalrun import validate
+
+        return validate(self.options.project_root, scripted=self.options.scripted, names=self.options.names,
+                        host_override=self.options.host)
+
+    def _forecast(self) -> "Forecast":
+        from .forecast import forecast, requested
+
+        assert self.suite is not None and self.suite.eval is not None
+        numprocesses = getattr(self.config.option, "numprocesses", None)
+        # Validation verified fixtures and build: the digests say which history is the same experiment.
+        digests = self.digests or suite_digests(self.suite.scenarios, self.suite.project_root, self.suite.eval.host)
+        return forecast(requested(self.suite, digests), self.options.project_root / ".atlante" / "eval", host=self.suite.eval.host,
+                        model=self.suite.eval.model, scripted=self.options.scripted,
+                        workers=numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else 1)
+
+    def _forecast_only(self) -> None:
+        from .forecast import table_lines
+
+        writer = self.config.get_terminal_writer()
+        writer.line("")
+        for line in table_lines(self._forecast()):
+            writer.line(line)
+        pytest.exit("atlante: forecast only (--atlante-forecast); no trial was run", returncode=0)
+
+    def _refuse_over_cap(self, cap: float) -> None:
+        from .forecast import over_cap, table_lines
+
+        predicted = self._forecast()
+        problem = over_cap(predicted, cap)
+        writer = self.config.get_terminal_writer()
+        if problem is not None:
+            writer.line("")
+            for line in table_lines(predicted):
+                writer.line(line)
+            self._fail_validation([problem])
+        if predicted.cost_unknown:
+            writer.line(f"atlante: --atlante-max-cost {cap:g}: no cost history for {', '.join(predicted.cost_unknown)}; "
+                        "the forecast cannot cover them, the cap still stops the run once its recorded spend reaches it")
 
     def _decide_isolation(self) -> list[Diagnostic]:
         """Probe bubblewrap once for the run; warn, or refuse to start, as configured."""
@@ -410,14 +517,14 @@ class Controller(_TrialRole):
             "isolation": self.isolation.model_dump() if self.isolation is not None else None,
             "suite": base64.b64encode(pickle.dumps(self.suite)).decode("ascii"),
             "durations": self.durations,
+            "sources": self.sources,
         }
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # The xdist controller collects nothing itself; every worker reports the same ordered ids.
         assert self.suite is not None and self.suite.eval is not None
-        keys = {trial_name(e, t): TrialKey(e.scenario.name, t)
-                for e in self.suite.scenarios for t in range(1, self.suite.eval.budget.trials + 1)}
+        keys = {trial_name(e, t): TrialKey(e.scenario.name, t) for e in self.suite.scenarios for t in self.trial_numbers()}
         files = {os.path.relpath(e.file, self.config.rootpath).replace(os.sep, "/") for e in self.suite.scenarios}
         self.expected = {i: keys[i.rpartition("::")[2]] for i in ids
                          if i.split("::", 1)[0] in files and i.rpartition("::")[2] in keys}
@@ -446,6 +553,11 @@ class Controller(_TrialRole):
     def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
         self.records[item.nodeid] = record
 
+    def _spent(self) -> float:
+        from . import costcap
+
+        return costcap.spent(self.records.values())[0]
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         worker_pid = getattr(report, "atlante_worker_pid", None)
         if isinstance(worker_pid, int) and getattr(report, "atlante_worker_host", None) == socket.gethostname():
@@ -458,6 +570,10 @@ class Controller(_TrialRole):
             record = TrialRecord.model_validate_json(raw)
             self.records[report.nodeid] = record
             self._progress_line(record)
+            if self.options.max_cost is not None:
+                from . import costcap
+
+                costcap.publish(self.run_id, costcap.costs(self.records.values()))
         elif report.when in ("call", "???") and report.failed and report.nodeid in self.expected and report.nodeid not in self.records:
             # "???" is how xdist reports an item whose worker died under it.
             self.run_errors.append(Diagnostic("", report.nodeid, "eval-worker-crashed",
@@ -564,7 +680,7 @@ class Controller(_TrialRole):
             self.suite, self.run_id, self.started_at, self.host_info, self.records, self.expected,
             self.run_errors, self.out_dir, interrupted=interrupted, scripted=self.options.scripted,
             default_out=self.options.out is None, other_failures=other_failures, digests=self.digests,
-            gate=self.gate, isolation=self.isolation, keep=self.options.keep,
+            gate=self.gate, isolation=self.isolation, keep=self.options.keep, max_cost=self.options.max_cost,
             shard=self.options.shard, run_group=self.options.run_group,
         )
         if self.options.html:
@@ -694,6 +810,8 @@ def failure_text(record: TrialRecord, max_sessions: int) -> str:
         if total > FAILURE_PATHS:
             shown += f", ... and {total - FAILURE_PATHS} more (see report.json)"
         lines += ["", "changed paths: " + shown]
+    if record.escapes:
+        lines += ["", "changed outside the sandbox (escapes): " + ", ".join(record.escapes[:FAILURE_PATHS])]
     text = "\n".join(lines)
     # Check messages and errors are bounded already; this keeps the sum of them bounded too.
     return text if len(text) <= FAILURE_TEXT_CAP else text[:FAILURE_TEXT_CAP] + "\n... (cut; see report.json)"

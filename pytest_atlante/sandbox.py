@@ -4,16 +4,19 @@ Layout of a trial directory (``<tmp>/atlante-eval-<run_id>/<scenario>-<trial>/``
 
     sandbox/       the agent's working directory (the fixture plus the native outputs)
     home/          a private HOME for the host (credentials, trust entry, host config)
-    baseline.git/  a bare git repository holding the baseline snapshot
+    baseline.git/  a bare git repository holding the baseline's blobs (its tree id and entries are
+                   kept in memory: nothing in this repository is trusted after the session)
 
 Why the baseline is built the way it is: the agent has a shell and may run ``git init``,
 ``git reset --hard``, delete or forge a ``.git``, or write a ``.gitignore``/``.gitattributes`` that
 would make ``git add -A`` skip or rewrite files.  None of that may hide a change.  So git never
 looks at the sandbox at all: this module walks the sandbox itself (no ignore rules, no attribute
 filters, no nested-repository detection), writes every entry as a git blob object straight into the
-bare repository outside the sandbox, and builds the tree with ``update-index --index-info`` and
-``write-tree``.  The diff is then a plain tree-to-tree ``git diff`` in that bare repository, where
-no attribute or config from the sandbox applies.
+bare repository outside the sandbox, and keeps each path's mode and object id (and the tree id) in
+memory.  The agent can reach that repository too (``GIT_DIR=../baseline.git``), so after the
+session nothing in it is trusted: changed paths come from the in-memory entries, and the diff text
+is a tree-to-tree ``git diff`` in a repository created after the session from verified objects,
+where no attribute or config from the sandbox or the agent applies.
 
 What counts as a change (sorted relative POSIX paths in ``Diff.changed_paths``):
 
@@ -46,15 +49,17 @@ from pathlib import Path
 
 from .fsutil import sha256_file
 
-BASELINE_REF = "refs/heads/main"
-# Deterministic identity and date: the baseline commit id depends only on the sandbox content.
-_COMMIT_ENV = {
-    "GIT_AUTHOR_NAME": "atlante",
-    "GIT_AUTHOR_EMAIL": "atlante@localhost",
-    "GIT_AUTHOR_DATE": "@946684800 +0000",
-    "GIT_COMMITTER_NAME": "atlante",
-    "GIT_COMMITTER_EMAIL": "atlante@localhost",
-    "GIT_COMMITTER_DATE": "@946684800 +0000",
+# Entries of a tree: relative path -> (git mode, object id).
+Entry = tuple[str, str]
+# Config given on the environment (GIT_CONFIG_COUNT) wins over the repository's own config file.
+_FORCED = (
+    ("core.hooksPath", os.devnull),
+    ("core.attributesFile", os.devnull),
+    ("core.fsmonitor", "false"),
+    ("diff.external", ""),
+)
+_FORCED_CONFIG = {"GIT_CONFIG_COUNT": str(len(_FORCED))} | {
+    f"GIT_CONFIG_{kind}_{i}": value for i, pair in enumerate(_FORCED) for kind, value in zip(("KEY", "VALUE"), pair)
 }
 # Files up to this size are read once and kept in memory while their blob is written; larger ones
 # are streamed twice (hash first, then compress only if the object is new).
@@ -97,6 +102,9 @@ class Sandbox:
     home: Path
     git_dir: Path
     digests: dict[str, str | None] = field(default_factory=dict)
+    # The baseline as this process saw it: never re-read from anything the agent can write.
+    baseline_tree: str = ""
+    baseline_entries: dict[str, Entry] = field(default_factory=dict)
     # `.git` entries present at the baseline (relative path -> "dir" | "file" | "symlink").
     git_markers: dict[str, str] = field(default_factory=dict)
 
@@ -193,38 +201,35 @@ def copy_sparse(src: str, dst: str) -> str:
 
 
 def snapshot(sb: Sandbox, unchanged_paths: Iterable[str]) -> None:
-    """Record the baseline (after setup ran): a commit in the bare repo, and file digests."""
+    """Record the baseline (after setup ran): its entries and tree id in memory, blobs on disk.
+
+    The blobs go into the bare repository, which the agent can reach; what they should be (every
+    path's mode and object id, and the tree id) stays in this process, so a moved ref, a rewritten
+    tree or a swapped object cannot change what the trial is compared against.
+    """
     # --template= skips copying the sample hooks and info files: they are never used here.
-    _git(sb, "init", "--quiet", "--bare", "--template=", str(sb.git_dir), use_git_dir=False)
-    tree, sb.git_markers = _write_tree_or_fail(sb, ignore_dir=None)
-    commit = _git(sb, "commit-tree", "--no-gpg-sign", "-m", "atlante baseline", tree).strip()
-    _git(sb, "update-ref", BASELINE_REF, commit)
+    _init_repo(sb, sb.git_dir)
+    entries, sb.git_markers, _ = _scan_or_fail(sb, ignore_dir=None, objects=sb.git_dir / "objects")
+    sb.baseline_entries = entries
+    sb.baseline_tree = _tree_of(sb, sb.git_dir, entries)
     sb.digests = {path: path_digest(sb.root, path) for path in unchanged_paths}
 
 
 def collect_diff(sb: Sandbox, ignore_dir: str) -> Diff:
-    """Every change since the baseline, except inside the host-owned ``ignore_dir``."""
-    tree, markers = _write_tree_or_fail(sb, ignore_dir=ignore_dir)
-    excluded = f":(exclude,literal,top){ignore_dir}"
-    names = _git(
-        sb, "diff", "--name-only", "-z", "--no-renames", BASELINE_REF, tree, "--", excluded
-    )
-    changed = {name for name in names.split("\0") if name}
-    text = _git(
-        sb,
-        "-c",
-        "core.quotePath=false",
-        "diff",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--no-renames",
-        BASELINE_REF,
-        tree,
-        "--",
-        excluded,
-        limit=DIFF_READ_LIMIT,
-    )
+    """Every change since the baseline, except inside the host-owned ``ignore_dir``.
+
+    Changed paths come from comparing the in-memory baseline entries with a fresh walk.  The diff
+    text is made by git in a new repository created now (no config, hooks, attributes, alternates
+    or replace refs the agent could have planted), holding only verified objects: the baseline's
+    blobs of changed paths are checked against their ids before use, and a missing or altered
+    one is a ``SandboxError`` (the trial becomes ``infra-error``), never an empty diff.
+    """
+    if not sb.baseline_tree:
+        raise SandboxError("no baseline was recorded for this trial (internal error)")
+    current, markers, walked = _scan_or_fail(sb, ignore_dir=ignore_dir, objects=None)
+    baseline = {path: entry for path, entry in sb.baseline_entries.items() if not _under(path, ignore_dir)}
+    changed = sorted(path for path in baseline.keys() | current.keys() if baseline.get(path) != current.get(path))
+    text = _diff_text(sb, baseline, current, changed, walked) if changed else ""
     baseline_markers = {
         path: kind for path, kind in sb.git_markers.items() if not _under(path, ignore_dir)
     }
@@ -239,7 +244,49 @@ def collect_diff(sb: Sandbox, ignore_dir: str) -> Diff:
             for path in marker_changes
         ]
         text = text + ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
-    return Diff(changed_paths=sorted(changed | set(marker_changes)), text=text)
+    return Diff(changed_paths=sorted(set(changed) | set(marker_changes)), text=text)
+
+
+def _diff_text(sb: Sandbox, baseline: dict[str, Entry], current: dict[str, Entry], changed: list[str],
+               walked: dict[str, tuple[str, str]]) -> str:
+    # A random name the agent (whose processes are gone by now) could not have prepared.
+    git_dir = Path(tempfile.mkdtemp(prefix="diff-", suffix=".git", dir=sb.trial_dir))
+    _init_repo(sb, git_dir)
+    objects = git_dir / "objects"
+    for path in changed:
+        if path in baseline:
+            _copy_verified_blob(sb.git_dir / "objects", objects, baseline[path][1], path)
+        if path in current:
+            kind, where = walked[path]
+            if _store_entry(objects, path, kind, where)[1] != current[path][1]:
+                raise SandboxError(f"{path} changed while the diff was being taken")
+    old = _tree_of(sb, git_dir, baseline)
+    new = _tree_of(sb, git_dir, current)
+    return _git(
+        sb, "-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
+        "--no-renames", old, new, git_dir=git_dir, limit=DIFF_READ_LIMIT,
+    )  # fmt: skip
+
+
+def _copy_verified_blob(source: Path, target: Path, oid: str, path: str) -> None:
+    """Copy the loose baseline blob ``oid`` into ``target`` after checking its content hashes to it."""
+    name = oid[:2] + "/" + oid[2:]
+    what = f"the baseline copy of {path} (object {oid[:12]})"
+    hasher = hashlib.sha1()
+    inflate = zlib.decompressobj()
+    (target / oid[:2]).mkdir(exist_ok=True)
+    try:
+        with open(source / name, "rb") as handle, open(target / name, "wb") as out:
+            for chunk in iter(lambda: handle.read(_CHUNK), b""):
+                hasher.update(inflate.decompress(chunk))
+                out.write(chunk)
+            hasher.update(inflate.flush())
+    except FileNotFoundError as exc:
+        raise SandboxError(f"{what} is missing: the baseline repository was tampered with") from exc
+    except (OSError, zlib.error) as exc:
+        raise SandboxError(f"{what} is unreadable or corrupt: the baseline repository was tampered with") from exc
+    if hasher.hexdigest() != oid or not inflate.eof:
+        raise SandboxError(f"{what} does not match its id: the baseline repository was tampered with")
 
 
 def remove(sb: Sandbox) -> None:
@@ -314,38 +361,56 @@ def path_digest(root: Path, rel: str) -> str | None:
 # --- the tree writer ---------------------------------------------------------------------------
 
 
-def _write_tree_or_fail(sb: Sandbox, ignore_dir: str | None) -> tuple[str, dict[str, str]]:
+def _scan_or_fail(
+    sb: Sandbox, ignore_dir: str | None, objects: Path | None
+) -> tuple[dict[str, Entry], dict[str, str], dict[str, tuple[str, str]]]:
     try:
-        return _write_tree(sb, ignore_dir)
+        return _scan(sb.root, ignore_dir, objects)
     except OSError as exc:
         raise SandboxError(f"cannot read the sandbox: {exc}") from exc
 
 
-def _write_tree(sb: Sandbox, ignore_dir: str | None) -> tuple[str, dict[str, str]]:
-    """Store the sandbox as a git tree; return its id and the `.git` entries found."""
-    objects = sb.git_dir / "objects"
-    lines: list[bytes] = []
+def _scan(
+    root: Path, ignore_dir: str | None, objects: Path | None
+) -> tuple[dict[str, Entry], dict[str, str], dict[str, tuple[str, str]]]:
+    """Hash every entry of the sandbox as a git blob (stored in ``objects`` unless ``None``).
+
+    Returns ``{path: (mode, oid)}``, the ``.git`` entries found, and ``{path: (kind, abs path)}``.
+    """
+    entries: dict[str, Entry] = {}
     markers: dict[str, str] = {}
-    for rel, kind, path in _walk(sb.root, ignore_dir):
+    walked: dict[str, tuple[str, str]] = {}
+    for rel, kind, path in _walk(root, ignore_dir):
         if os.path.basename(rel).lower() == ".git":
             markers[rel] = kind
             continue
-        mode, oid = _store_entry(objects, rel, kind, path)
-        lines.append(f"{mode} {oid}\t".encode() + os.fsencode(rel) + b"\0")
-    index = sb.git_dir / "atlante-index"
+        entries[rel] = _store_entry(objects, rel, kind, path)
+        walked[rel] = (kind, path)
+    return entries, markers, walked
+
+
+def _tree_of(sb: Sandbox, git_dir: Path, entries: dict[str, Entry]) -> str:
+    """Write the tree object(s) for ``entries`` into ``git_dir``; blobs need not be present."""
+    lines = [f"{mode} {oid}\t".encode() + os.fsencode(rel) + b"\0" for rel, (mode, oid) in entries.items()]
+    index = git_dir / "atlante-index"
     index.unlink(missing_ok=True)
     # protectNTFS/HFS would silently drop names such as `GIT~1`, which are ordinary files on Linux.
     safe = ("-c", "core.protectNTFS=false", "-c", "core.protectHFS=false")
     env = {"GIT_INDEX_FILE": str(index)}
     warnings = _git(
         sb, *safe, "update-index", "-z", "--index-info",
-        stdin=b"".join(lines), env=env, want_stderr=True,
+        stdin=b"".join(lines), env=env, want_stderr=True, git_dir=git_dir,
     )  # fmt: skip
     if "Ignoring path" in warnings:
         raise SandboxError(f"git refused a sandbox path: {warnings.strip()}")
-    tree = _git(sb, *safe, "write-tree", env=env).strip()
+    tree = _git(sb, *safe, "write-tree", "--missing-ok", env=env, git_dir=git_dir).strip()
     index.unlink(missing_ok=True)
-    return tree, markers
+    return tree
+
+
+def _init_repo(sb: Sandbox, git_dir: Path) -> None:
+    # --template= skips copying the sample hooks and info files: they are never used here.
+    _git(sb, "init", "--quiet", "--bare", "--template=", git_dir=git_dir)
 
 
 def _walk(root: Path, ignore_dir: str | None) -> Iterator[tuple[str, str, str]]:
@@ -379,8 +444,8 @@ def _walk(root: Path, ignore_dir: str | None) -> Iterator[tuple[str, str, str]]:
                 yield rel, "special", entry.path
 
 
-def _store_entry(objects: Path, rel: str, kind: str, path: str) -> tuple[str, str]:
-    """Write one walked entry as a blob; return (git mode, object id)."""
+def _store_entry(objects: Path | None, rel: str, kind: str, path: str) -> Entry:
+    """Hash one walked entry as a blob (written into ``objects`` unless ``None``); return (git mode, object id)."""
     if kind == "symlink":
         target = os.fsencode(os.readlink(path))
         # git refuses a symlinked `.gitmodules`; keep the change visible as a placeholder file.
@@ -410,11 +475,11 @@ def _store_entry(objects: Path, rel: str, kind: str, path: str) -> tuple[str, st
     return _MODE_FILE, _store_bytes(objects, f"<atlante: {what}>\n".encode())
 
 
-def _store_bytes(objects: Path, data: bytes) -> str:
+def _store_bytes(objects: Path | None, data: bytes) -> str:
     return _store_blob(objects, lambda: iter((data,)), len(data))
 
 
-def _store_file(objects: Path, path: str, size: int) -> str:
+def _store_file(objects: Path | None, path: str, size: int) -> str:
     if size <= _IN_MEMORY_LIMIT:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -427,7 +492,7 @@ def _store_file(objects: Path, path: str, size: int) -> str:
     return _store_blob(objects, chunks, size)
 
 
-def _store_blob(objects: Path, chunks: Callable[[], Iterator[bytes]], size: int) -> str:
+def _store_blob(objects: Path | None, chunks: Callable[[], Iterator[bytes]], size: int) -> str:
     """Write a loose git blob object (zlib of ``blob <size>\\0<content>``) unless it exists."""
     header = b"blob %d\0" % size
     digest = hashlib.sha1(header)
@@ -438,6 +503,8 @@ def _store_blob(objects: Path, chunks: Callable[[], Iterator[bytes]], size: int)
     if seen != size:
         raise SandboxError("a sandbox file changed while the snapshot was being taken")
     oid = digest.hexdigest()
+    if objects is None:
+        return oid
     target = objects / oid[:2] / oid[2:]
     if target.exists():
         return oid
@@ -459,16 +526,18 @@ def _store_blob(objects: Path, chunks: Callable[[], Iterator[bytes]], size: int)
 def _git(
     sb: Sandbox,
     *args: str,
-    use_git_dir: bool = True,
+    git_dir: Path | None = None,
     stdin: bytes | None = None,
     env: dict[str, str] | None = None,
     limit: int | None = None,
     want_stderr: bool = False,
 ) -> str:
-    """Run git against the baseline repository only; return stdout (or stderr) as text.
+    """Run git against one of the runner's repositories (the baseline's unless ``git_dir``).
 
     The environment is built from scratch: no inherited GIT_* variable (GIT_DIR, GIT_INDEX_FILE,
-    GIT_OBJECT_DIRECTORY, ...) and no system or global config can redirect or alter it.
+    GIT_OBJECT_DIRECTORY, ...) and no system or global config can redirect or alter it; replace
+    refs, hooks, attribute files and fsmonitor are switched off for whatever the repository's own
+    config says.
     """
     full_env = {
         "PATH": os.environ.get("PATH", os.defpath),
@@ -479,11 +548,13 @@ def _git(
         "GIT_CEILING_DIRECTORIES": str(sb.trial_dir.parent),
         "GIT_TERMINAL_PROMPT": "0",
         "HOME": str(sb.home),
-        **_COMMIT_ENV,
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_OPTIONAL_LOCKS": "0",
+        **_FORCED_CONFIG,
         **(env or {}),
+        "GIT_DIR": str(git_dir or sb.git_dir),
     }
-    if use_git_dir:
-        full_env["GIT_DIR"] = str(sb.git_dir)
     try:
         proc = subprocess.Popen(
             ["git", *args],

@@ -12,14 +12,16 @@ pure :func:`verdict` over the :class:`Facts` the steps gathered.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
 from . import rundirs
 from . import sandbox as sandboxes
+from .audit import Audit
 from .budget import TokenGate, TrialBudget
 from .build import tree_dir
 from .checks import run_checks
@@ -29,7 +31,9 @@ from .hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
 from .isolation import Confinement, IsolationRecord, hidden_roots
 from .process import RunResult, allowlisted_environment, run
 from .records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
+from .redact import Secrets, secrets_in_env, secrets_in_file
 from .report import scrub_paths
+from .sources import RunSources, changed_in_copy, copy_of
 from .scenario import SETUP_TIMEOUT_MS
 from .transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
 
@@ -60,6 +64,7 @@ class Facts:
     host_failed: bool = False    # the host exited non-zero or reported an error result
     check_error: bool = False    # a check could not run
     check_failed: bool = False   # a check ran and failed
+    escaped: bool = False        # the trial changed something outside its sandbox (the audit)
 
 
 def verdict(facts: Facts) -> Verdict:
@@ -85,6 +90,8 @@ def verdict(facts: Facts) -> Verdict:
     if facts.check_error:
         found.append("infra-error")
     elif facts.check_failed:
+        found.append("fail")
+    if facts.escaped:
         found.append("fail")
     return strongest(found)
 
@@ -115,11 +122,29 @@ class HostSession:
     capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
 
 
-def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path) -> sandboxes.Sandbox:
+def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path, sources: RunSources) -> sandboxes.Sandbox:
+    """The sandbox, from the run's copies of the fixture and the build tree (never the project's own)."""
     try:
-        return sandboxes.assemble(run_id, entry.scenario.name, trial, entry.fixture, overlay)
+        return sandboxes.assemble(run_id, entry.scenario.name, trial, copy_of(sources, entry.fixture),
+                                  copy_of(sources, overlay))
     except (sandboxes.OverlayCollision, sandboxes.SandboxError, OSError) as exc:
         raise StepFailed(str(exc)) from exc
+
+
+def clean_sources(entry: ScenarioEntry, overlay: Path, sources: RunSources, project: Path) -> None:
+    """The copies this trial was assembled from still match the run's record (else ``StepFailed``)."""
+    problems = []
+    for what, root in (("fixture", entry.fixture), ("build tree", overlay)):
+        changed = changed_in_copy(sources, root)
+        if changed:
+            shown = root.relative_to(project).as_posix() if root.is_relative_to(project) else str(root)
+            problems.append(f"the run's copy of the {what} {shown} changed after the run made it: {_listed(changed)}")
+    if problems:
+        raise StepFailed("; ".join(problems) + " (a trial wrote into the run's temp directory; see the escapes of earlier trials)")
+
+
+def _listed(paths: list[str], limit: int = 10) -> str:
+    return ", ".join(paths[:limit]) + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
 def setup(entry: ScenarioEntry, sb: sandboxes.Sandbox, parent_env: dict[str, str]) -> None:
@@ -156,11 +181,14 @@ def host_tmp(sb: sandboxes.Sandbox) -> Path:
 
 def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes.Sandbox, budget: TrialBudget,
                  parent_env: dict[str, str], endpoint: ScriptedEndpoint | None, model: str | None,
-                 confined: Confinement | None) -> HostSession:
-    """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate."""
+                 confined: Confinement | None, secrets: Secrets) -> HostSession:
+    """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate.
+
+    The session's credentials join ``secrets``; the login copied into the trial HOME is read once
+    more (the host may have refreshed a token in it) and deleted when the session ends.
+    """
     monitor = host.new_monitor()
     gate = TokenGate(budget.maxTokens)
-    capture = StreamCapture(Redactor(secret_values(parent_env), [str(sb.root), str(sb.trial_dir), str(sb.home)]))
 
     def on_line(line: str) -> bool:
         monitor.feed(line)
@@ -170,11 +198,22 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
     env = host.environment(info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
     env["TMPDIR"] = str(host_tmp(sb))
+    logins = host.credential_files(sb.home, {})
+    secrets.add(secrets_in_env(env))
+    for path in logins:
+        secrets.add(secrets_in_file(path))
+    # The transcript's redactor knows what the trial knows now: the runner's and the session's
+    # credential variables and the copied login (a token refreshed mid-session is not in it).
+    capture = StreamCapture(Redactor([*secret_values(parent_env), *secrets.values],
+                                     [str(sb.root), str(sb.trial_dir), str(sb.home)]))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
     wrap = confined.wrapper(env) if confined else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                   interrupt_signal=host.interrupt_signal, wrap=wrap)
     outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
+    for path in logins:  # the copied login has done its job; no check may read it
+        secrets.add(secrets_in_file(path))
+        path.unlink(missing_ok=True)
     return HostSession(process, outcome, gate, env, capture)
 
 
@@ -214,27 +253,38 @@ def transcript(out_dir: Path | None, info: HostInfo, base: TrialRecord, session:
 
 
 def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str],
-           confined: Confinement | None) -> list[CheckResult]:
-    """Every check, even after one fails; checks get the allowlist without credentials."""
-    env = allowlisted_environment(parent_env, home=sb.home)
+           confined: Confinement | None, secrets: Secrets) -> list[CheckResult]:
+    """Every check, even after one fails; checks get the allowlist without credentials and an empty
+    HOME of their own (the trial HOME held the login and the host's state), under a random name the
+    agent cannot have prepared (a planted ``.gitconfig``, a symlink).  Under namespace isolation that
+    HOME is writable in place of the trial HOME, which checks do not see at all."""
+    home = Path(tempfile.mkdtemp(prefix="check-home-", dir=sb.trial_dir))
+    env = allowlisted_environment(parent_env, home=home)
+    if confined is not None:
+        confined = replace(confined, writable=(sb.root, home, host_tmp(sb)))
     return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=env,
-                      wrap=confined.wrapper(env) if confined else None)
+                      wrap=confined.wrapper(env) if confined else None, redact=secrets)
 
 
-def session_facts(session: HostSession, results: list[CheckResult]) -> Facts:
+def session_facts(session: HostSession, results: list[CheckResult], escapes: list[str]) -> Facts:
     process = session.process
     return Facts(host_started=not process.start_error, timed_out=process.timed_out, aborted=process.aborted,
                  host_failed=session.outcome.is_error or process.returncode != 0,
-                 check_error=any(c.error for c in results), check_failed=any(not c.passed for c in results))
+                 check_error=any(c.error for c in results), check_failed=any(not c.passed for c in results),
+                 escaped=bool(escapes))
+
+
+def escape_message(escapes: list[str]) -> str:
+    return f"the trial changed {len(escapes)} path(s) outside its sandbox: {_listed(escapes)}"
 
 
 def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: sandboxes.Diff,
-           results: list[CheckResult]) -> TrialRecord:
-    diff_text, truncated = cap_diff(diff.text)
+           results: list[CheckResult], escapes: list[str], secrets: Secrets) -> TrialRecord:
+    diff_text, truncated = cap_diff(secrets(diff.text))  # redacted before the cut: no half secret survives
     changed_paths, changed_total = cap_paths(diff.changed_paths)
     outcome = session.outcome
     return base.model_copy(update={
-        "verdict": verdict(session_facts(session, results)),
+        "verdict": verdict(session_facts(session, results, escapes)),
         "hostDurationMs": int(session.process.duration_s * 1000),
         "checks": results,
         "diff": diff_text,
@@ -245,19 +295,38 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "costUsd": outcome.cost_usd,
         "modelIdentity": outcome.model_identity,
         "budgetUnmonitored": outcome.budget_unmonitored,
-        "error": session_error(session, budget),
+        "error": session_error(session, budget) or (escape_message(escapes) if escapes else None),
+        "escapes": escapes,
     })
 
 
-def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox) -> TrialRecord:
-    """The trial's own directories never reach the report (the report adds a pattern backstop)."""
+def untouched_record(base: TrialRecord, diff: sandboxes.Diff, results: list[CheckResult]) -> TrialRecord:
+    """The record of a no-op trial (the self-test): the checks against the untouched fixture."""
+    diff_text, truncated = cap_diff(diff.text)
+    return base.model_copy(update={
+        "verdict": verdict(Facts(check_error=any(c.error for c in results), check_failed=any(not c.passed for c in results))),
+        "checks": results,
+        "diff": diff_text,
+        "diffTruncated": truncated,
+        "changedPaths": diff.changed_paths,
+    })
+
+
+def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> TrialRecord:
+    """The record as it may leave the trial: no path of the trial's own directories (the report adds
+    a pattern backstop), no known credential value."""
     roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
+
+    def text(value: str) -> str:
+        return secrets(scrub_paths(value, roots))
+
     return rec.model_copy(update={
-        "error": scrub_paths(rec.error, roots) if rec.error else None,
-        "diff": scrub_paths(rec.diff, roots) if rec.diff else rec.diff,
-        "checks": [c.model_copy(update={"message": scrub_paths(c.message, roots),
-                                        "output": scrub_paths(c.output, roots) if c.output else c.output})
+        "error": text(rec.error) if rec.error else None,
+        "diff": text(rec.diff) if rec.diff else rec.diff,
+        "checks": [c.model_copy(update={"message": text(c.message), "output": text(c.output) if c.output else c.output})
                    for c in rec.checks],
+        "changedPaths": [secrets(p) for p in rec.changedPaths],
+        "escapes": [secrets(p) for p in rec.escapes],
     })
 
 
@@ -268,7 +337,7 @@ class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
     def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
-                 isolation: IsolationRecord | None = None, report_dir: Path | None = None,
+                 sources: RunSources, report_dir: Path, isolation: IsolationRecord | None = None,
                  out_dir: Path | None = None) -> None:
         assert suite.eval is not None
         self.suite = suite
@@ -279,6 +348,9 @@ class TrialRunner:
         self.scripted = scripted
         self.keep = keep
         self.overlay = tree_dir(suite.project_root, suite.eval.host)
+        self.sources = sources
+        self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
+                                   run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs])
         self.isolation = isolation
         self.hidden = hidden_roots(user_home=Path.home(), project_root=suite.project_root, report_dir=report_dir)
         # Held for this process's life: a later run removes the run directory only once no process
@@ -289,13 +361,16 @@ class TrialRunner:
     def close(self) -> None:
         self.claim.release()
 
-    def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress) -> TrialRecord:
+    def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress,
+            *, with_host: bool = True) -> TrialRecord:
+        """One trial; ``with_host=False`` is the self-test's no-op trial: the same sandbox, host
+        configuration, setup, baseline, diff and checks, with no host session (zero tokens)."""
         base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
         if not budget.allocated:
             return base
         started = time.monotonic()
         try:
-            rec = self._allocated(entry, trial, base, budget, progress)
+            rec = self._allocated(entry, trial, base, budget, progress, with_host)
         except KeyboardInterrupt as exc:
             rec = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
                                           "error": INTERRUPTED_ERROR,
@@ -304,29 +379,37 @@ class TrialRunner:
         return rec.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
 
     def _allocated(self, entry: ScenarioEntry, trial: int, base: TrialRecord, budget: TrialBudget,
-                   progress: Progress) -> TrialRecord:
+                   progress: Progress, with_host: bool) -> TrialRecord:
         progress("sandbox")
         try:
-            sb = assemble(self.run_id, entry, trial, self.overlay)
+            sb = assemble(self.run_id, entry, trial, self.overlay, self.sources)
         except StepFailed as exc:
             return base.model_copy(update={"verdict": "infra-error", "error": str(exc)})
+        # Known credentials: the runner's secret variables and the user's stored login, whatever
+        # the trial does with them (the agent can read both through absolute paths).
+        parent_env = dict(os.environ)
+        secrets = Secrets(secrets_in_env(parent_env))
+        for path in self.host.credential_files(Path.home(), parent_env):
+            secrets.add(secrets_in_file(path))
         try:
-            with scripted_model(entry, sb, self.scripted) as (endpoint, turns):
+            with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns):
                 try:
-                    rec = self._in_sandbox(entry, sb, base, budget, progress, endpoint)
+                    clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
+                    rec = self._in_sandbox(entry, sb, base, budget, progress, endpoint, secrets, with_host)
                 except StepFailed as exc:
                     rec = base.model_copy(update={"verdict": verdict(Facts(prepared=False)), "error": str(exc)})
                 except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
                     rec = base.model_copy(update={"verdict": "infra-error", "error": f"{type(exc).__name__}: {exc}"})
                 if turns is not None:
                     rec = rec.model_copy(update={"scriptedTurns": turns()})
-            return scrubbed(rec, sb)
+            return scrubbed(rec, sb, secrets)
         finally:
             if not self.keep:
                 sandboxes.remove(sb)
 
     def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
-                    progress: Progress, endpoint: ScriptedEndpoint | None) -> TrialRecord:
+                    progress: Progress, endpoint: ScriptedEndpoint | None, secrets: Secrets,
+                    with_host: bool) -> TrialRecord:
         parent_env = dict(os.environ)
         self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
                           parent_env=parent_env, model=self.model, scripted=endpoint)
@@ -334,13 +417,20 @@ class TrialRunner:
             progress("setup")
             setup(entry, sb, parent_env)
         baseline(entry, sb)
-        progress("host session")
+        # The checks run confined as in a real trial, with or without a host session before them.
         confined = confinement(sb, self.isolation, self.hidden)
-        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined)
+        if not with_host:
+            progress("checks")
+            diff = sandboxes.collect_diff(sb, self.host.owned_dir)
+            return untouched_record(base, diff, checks(entry, sb, diff, parent_env, confined, secrets))
+        watched = self.audit.start()  # the hermeticity audit's window: the session and the checks
+        progress("host session")
+        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined, secrets)
         files = transcript(self.out_dir, self.info, base, session, budget)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        return record(base, session, budget, diff, checks(entry, sb, diff, parent_env, confined)).model_copy(update=files)
+        results = checks(entry, sb, diff, parent_env, confined, secrets)
+        return record(base, session, budget, diff, results, self.audit.escapes(watched), secrets).model_copy(update=files)
 
 
 @contextmanager

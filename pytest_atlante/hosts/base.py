@@ -128,6 +128,11 @@ class Host(Protocol):
         scripted: ScriptedEndpoint | None,
     ) -> dict[str, str]: ...
 
+    def credential_files(self, home: Path, env: Mapping[str, str]) -> list[Path]:
+        """Where the host keeps its stored login under ``home`` (``env`` may relocate it): the
+        trial's copies are deleted after the session, and their secrets are redacted."""
+        ...
+
     def new_monitor(self) -> StreamMonitor: ...
 
     def finalize(

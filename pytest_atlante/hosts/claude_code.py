@@ -43,41 +43,64 @@ SUPPORTED = ">=2.0.0 <3.0.0"
 TOOL_NAMES = {"read": "Read", "write": "Write", "edit": "Edit", "bash": "Bash", "glob": "Glob",
               "grep": "Grep", "skill": "Skill", "task": "Task"}
 
-#: Variables that carry Claude Code credentials or select a cloud-provider mode. They reach the
-#: host session (never the checks).
-CREDENTIAL_ENV: tuple[str, ...] = (
+#: Variables that carry Claude Code's own credentials: they reach the host session (never the checks).
+API_CREDENTIAL_ENV: tuple[str, ...] = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "CLAUDE_CODE_OAUTH_TOKEN",
     "ANTHROPIC_CUSTOM_HEADERS",
-    # Amazon Bedrock
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_SKIP_BEDROCK_AUTH",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_BEARER_TOKEN_BEDROCK",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    # Google Vertex AI
-    "CLAUDE_CODE_USE_VERTEX",
-    "CLAUDE_CODE_SKIP_VERTEX_AUTH",
-    "ANTHROPIC_VERTEX_PROJECT_ID",
-    "CLOUD_ML_REGION",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "GOOGLE_CLOUD_PROJECT",
-    "GCLOUD_PROJECT",
-    # Microsoft Foundry
-    "CLAUDE_CODE_USE_FOUNDRY",
-    "ANTHROPIC_FOUNDRY_API_KEY",
-    "ANTHROPIC_FOUNDRY_RESOURCE",
-    "AZURE_CLIENT_ID",
-    "AZURE_CLIENT_SECRET",
-    "AZURE_TENANT_ID",
 )
+
+#: Cloud-provider modes: the switch variable, and what that provider's SDK reads.  A provider's
+#: variables reach the host session only when its switch is on (a user's AWS keys have no
+#: business in a trial that talks to the Anthropic API).
+CLOUD_MODES: dict[str, tuple[str, ...]] = {
+    # Amazon Bedrock
+    "CLAUDE_CODE_USE_BEDROCK": (
+        "CLAUDE_CODE_SKIP_BEDROCK_AUTH",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+    ),
+    # Google Vertex AI
+    "CLAUDE_CODE_USE_VERTEX": (
+        "CLAUDE_CODE_SKIP_VERTEX_AUTH",
+        "ANTHROPIC_VERTEX_PROJECT_ID",
+        "CLOUD_ML_REGION",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_PROJECT",
+        "GCLOUD_PROJECT",
+    ),
+    # Microsoft Foundry
+    "CLAUDE_CODE_USE_FOUNDRY": (
+        "ANTHROPIC_FOUNDRY_API_KEY",
+        "ANTHROPIC_FOUNDRY_RESOURCE",
+        "AZURE_CLIENT_ID",
+        "AZURE_CLIENT_SECRET",
+        "AZURE_TENANT_ID",
+    ),
+}
+
+#: Every variable that may carry credentials or select a cloud mode into the host session.
+CREDENTIAL_ENV: tuple[str, ...] = API_CREDENTIAL_ENV + tuple(
+    name for switch, names in CLOUD_MODES.items() for name in (switch, *names)
+)
+
+
+def credential_variables(parent_env: Mapping[str, str]) -> dict[str, str]:
+    """The parent's credential variables for the host: the API ones, plus each selected cloud mode's."""
+    names = list(API_CREDENTIAL_ENV)
+    for switch, mode_names in CLOUD_MODES.items():
+        if _truthy(parent_env.get(switch)):
+            names += [switch, *mode_names]
+    return {name: parent_env[name] for name in names if parent_env.get(name)}
+
 
 #: Keep the session off the network except for model traffic (FACTS §3 "Network check").
 QUIET_ENV: dict[str, str] = {
@@ -243,10 +266,13 @@ class ClaudeCodeHost:
             env.update(QUIET_ENV)
             env.update(scripted.claude_env)
             return env
-        env.update({name: parent_env[name] for name in CREDENTIAL_ENV if parent_env.get(name)})
+        env.update(credential_variables(parent_env))
         env.update(_cloud_file_pointers(parent_env, env))
         env.update(QUIET_ENV)
         return env
+
+    def credential_files(self, home: Path, env: Mapping[str, str]) -> list[Path]:
+        return [_credentials_file(env, home)]
 
     def new_monitor(self) -> StreamMonitor:
         return ClaudeStreamMonitor()

@@ -245,6 +245,10 @@ class OpenCodeHost:
         env.update(QUIET_ENV)
         return env
 
+    def credential_files(self, home: Path, env: Mapping[str, str]) -> list[Path]:
+        store = data_dir(home, env)
+        return [store / "auth.json", store / "opencode.db"]
+
     def new_monitor(self) -> StreamMonitor:
         return OpenCodeStreamMonitor()
 

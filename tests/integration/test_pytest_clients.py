@@ -54,8 +54,10 @@ def teamcity(text: str, message: str) -> list[str]:
 
 def run(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, EvalReport | None, str]:
     out = pytester.path / "out"
+    # The fake host logs its sessions outside its sandbox, which namespace isolation would hide.
     result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-project", str(project.root), "--atlante-out", str(out),
-                                           "--rootdir", str(project.root), "-p", "no:cacheprovider", *args, timeout=300)
+                                           "--rootdir", str(project.root), "-p", "no:cacheprovider",
+                                           "--atlante-isolation", "off", *args, timeout=300)
     path = out / "report.json"
     report = EvalReport.model_validate_json(path.read_text()) if path.exists() else None
     return int(result.ret), report, result.stdout.str() + result.stderr.str()

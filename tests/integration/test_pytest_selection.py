@@ -46,9 +46,10 @@ def run_sessions(pytester: pytest.Pytester, project: Project, *args: str) -> tup
     """One eval run with pytest's cache enabled; returns (exit, trial dirs whose host ran, output)."""
     log: Path = project.sessions  # type: ignore[attr-defined]
     log.unlink(missing_ok=True)
+    # The fake host logs its sessions outside its sandbox, which namespace isolation would hide.
     result = pytester.runpytest_inprocess("--atlante-eval", "--atlante-project", str(project.root),
                                           "--atlante-out", str(pytester.path / "out"), "--rootdir", str(project.root),
-                                          "-p", "no:randomly", *args)
+                                          "-p", "no:randomly", "--atlante-isolation", "off", *args)
     ran = log.read_text().split() if log.exists() else []
     return int(result.ret), ran, result.stdout.str()
 

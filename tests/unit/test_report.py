@@ -400,3 +400,15 @@ def test_gitignore_with_non_utf8_bytes_is_kept_byte_for_byte(tmp_path: Path) -> 
     (tmp_path / ".gitignore").write_bytes(b"caf\xe9/\n")
     ensure_gitignore(tmp_path)
     assert (tmp_path / ".gitignore").read_bytes() == b"caf\xe9/\neval/\n"
+
+
+def test_only_real_temp_paths_are_rewritten() -> None:
+    # A file the agent named like a run directory is project content, not a temp path.
+    diff = "diff --git a/d/atlante-eval-notes.txt b/d/atlante-eval-notes.txt\n+++ b/d/atlante-eval-notes.txt\n+see /tmp/atlante-eval-notes.txt\n"
+    recorded = report_of([trial("a", 1, "pass", 1, diff=diff, changedPaths=["d/atlante-eval-notes.txt"])]).scenarios[0].trials[0]
+    assert recorded.changedPaths == ["d/atlante-eval-notes.txt"]
+    assert recorded.diff == diff
+    real = "/tmp/atlante-eval-20261130T083655Z-1a2b3c/a-1"
+    assert redact_sandbox_paths(f"at {real}/sandbox/d/atlante-eval-notes.txt, {real}/home") == (
+        "at ./d/atlante-eval-notes.txt, <atlante-temp>"
+    )

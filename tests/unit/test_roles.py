@@ -28,7 +28,8 @@ def shared_input(project: Project) -> dict[str, object]:
     suite = discovery.discover(project.root)
     assert not suite.diagnostics
     return {"runId": "20261201T000000Z-abcdef", "host": asdict(INFO),
-            "suite": base64.b64encode(pickle.dumps(suite)).decode("ascii")}
+            "suite": base64.b64encode(pickle.dumps(suite)).decode("ascii"),
+            "sources": {"copies": {}, "record": {}}}
 
 
 def no_discovery(*args: object, **kwargs: object) -> None:
@@ -45,6 +46,7 @@ def test_a_worker_runs_the_controllers_suite_without_discovering_it(pytester: py
     worker.pytest_sessionstart(pytest.Session.from_config(config))
     assert worker.run_id == shared["runId"]
     assert worker.host_info == INFO  # typed again, not a dict
+    assert worker.sources == shared["sources"]  # the controller's copies of fixtures and build tree
     assert worker.suite is not None and [e.scenario.name for e in worker.suite.scenarios] == ["writes-hello"]
     assert config.stash[RUNNER_KEY] is worker
     assert config.args == [str(atlante_project.root / "eval/scenarios")]  # the directory holding the scenarios

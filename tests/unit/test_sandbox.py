@@ -291,20 +291,79 @@ def test_awkward_names_and_special_files_are_reported(run_id: str, tmp_path: Pat
     assert "ünï cødé.txt" in diff.text
 
 
-def test_baseline_commit_is_deterministic(run_id: str, tmp_path: Path) -> None:
+def test_baseline_tree_is_deterministic_and_held_in_memory(run_id: str, tmp_path: Path) -> None:
     first = make(run_id, tmp_path, {"a.txt": "a\n", "b/c": "c"}, trial=1)
     second = make(run_id, tmp_path, {"a.txt": "a\n", "b/c": "c"}, trial=2)
-    time.sleep(1.1)  # a wall-clock date would differ now
-    commits = []
     for sb in (first, second):
         snapshot(sb, [])
-        commits.append(
-            subprocess.run(
-                ["git", "--git-dir", str(sb.git_dir), "rev-parse", "refs/heads/main"],
-                capture_output=True, text=True, check=True,
-            ).stdout
-        )
-    assert commits[0] == commits[1]
+    assert first.baseline_tree == second.baseline_tree and len(first.baseline_tree) == 40
+    assert set(first.baseline_entries) == {"a.txt", "b/c"}
+    # No ref names the baseline: there is nothing for the agent to move.
+    refs = subprocess.run(["git", "--git-dir", str(first.git_dir), "for-each-ref"], capture_output=True, text=True)
+    assert refs.stdout == ""
+
+
+def _agent_git(sb: Sandbox, *args: str) -> None:
+    """git as the agent would run it from the sandbox: GIT_DIR=../baseline.git."""
+    env = {**os.environ, "GIT_DIR": "../baseline.git", "GIT_WORK_TREE": ".", "GIT_INDEX_FILE": "../agent-index",
+           "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@x"}
+    subprocess.run(["git", *args], cwd=sb.root, env=env, check=True, capture_output=True)
+
+
+def test_a_forged_baseline_commit_ref_config_or_attributes_changes_nothing(run_id: str, tmp_path: Path) -> None:
+    sb = make(run_id, tmp_path, {"a.txt": "a\n"})
+    snapshot(sb, [])
+    (sb.root / "sneaky.txt").write_text("sneaky\n")
+    (sb.root / "a.txt").write_text("changed\n")
+    # The forge of issue 12: commit the current tree in the baseline repository and point refs at it.
+    _agent_git(sb, "add", "-A")
+    _agent_git(sb, "commit", "-qm", "forged")
+    _agent_git(sb, "update-ref", "refs/heads/main", "HEAD")
+    tree = subprocess.run(["git", "--git-dir", str(sb.git_dir), "rev-parse", "HEAD^{tree}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # ... make git replace the baseline tree with it, hide text diffs, and run an external diff.
+    _agent_git(sb, "replace", "-f", sb.baseline_tree, tree)
+    (sb.git_dir / "info").mkdir(exist_ok=True)
+    (sb.git_dir / "info" / "attributes").write_text("* -diff\n")
+    with (sb.git_dir / "config").open("a") as config:
+        config.write("[diff]\n\texternal = true\n[core]\n\tattributesFile = /dev/null\n")
+    diff = collect_diff(sb, ".claude")
+    assert diff.changed_paths == ["a.txt", "sneaky.txt"]
+    assert "-a\n+changed" in diff.text and "+sneaky" in diff.text
+
+
+@pytest.mark.parametrize("damage", ["delete", "overwrite", "swap"])
+def test_a_missing_or_altered_baseline_object_is_an_error(run_id: str, tmp_path: Path, damage: str) -> None:
+    sb = make(run_id, tmp_path, {"a.txt": "a\n", "b.txt": "b\n"})
+    snapshot(sb, [])
+    target = sb.git_dir / "objects" / sb.baseline_entries["a.txt"][1][:2] / sb.baseline_entries["a.txt"][1][2:]
+    other = sb.git_dir / "objects" / sb.baseline_entries["b.txt"][1][:2] / sb.baseline_entries["b.txt"][1][2:]
+    os.chmod(target, 0o600)
+    if damage == "delete":
+        target.unlink()
+    elif damage == "overwrite":
+        target.write_bytes(b"junk")
+    else:  # a valid object, but of other content: git would show it as the old a.txt
+        target.write_bytes(other.read_bytes())
+    (sb.root / "a.txt").write_text("changed\n")
+    with pytest.raises(SandboxError, match="baseline copy of a.txt .* tampered with"):
+        collect_diff(sb, ".claude")
+
+
+def test_git_variables_of_the_runner_do_not_reach_its_git(
+    run_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoy = tmp_path / "decoy.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(decoy)], check=True)
+    for name, value in {"GIT_DIR": str(decoy), "GIT_OBJECT_DIRECTORY": str(decoy / "objects"),
+                        "GIT_CONFIG_PARAMETERS": "'diff.noprefix'='true'", "GIT_EXTERNAL_DIFF": "false"}.items():
+        monkeypatch.setenv(name, value)
+    sb = make(run_id, tmp_path, {"a.txt": "a\n"})
+    snapshot(sb, [])
+    (sb.root / "a.txt").write_text("b\n")
+    diff = collect_diff(sb, ".claude")
+    assert diff.changed_paths == ["a.txt"] and "--- a/a.txt" in diff.text
+    assert list((decoy / "objects").glob("??/*")) == []
 
 
 def test_diff_output_is_cut_at_the_read_limit(

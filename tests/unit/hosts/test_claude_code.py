@@ -10,6 +10,7 @@ import pytest
 
 from pytest_atlante.hosts import ScriptedEndpoint, credential_env_names, host_for
 from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.hosts.claude_code import CLOUD_MODES
 from pytest_atlante.hosts.policy import claude_settings
 
 INFO = HostInfo("claude-code", "2.1.197", "claude-code", "/opt/bin/claude")
@@ -142,6 +143,23 @@ def test_environment_adds_credentials_and_quiet_switches(tmp_path: Path) -> None
     assert "OPENAI_API_KEY" not in env and "SECRET_TOKEN" not in env and "CLAUDE_CONFIG_DIR" not in env
     assert env["HOME"] == str(tmp_path / "home")
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and env["DISABLE_TELEMETRY"] == "1"
+
+
+@pytest.mark.parametrize("switch, names", [
+    ("CLAUDE_CODE_USE_BEDROCK", ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"]),
+    ("CLAUDE_CODE_USE_VERTEX", ["GOOGLE_APPLICATION_CREDENTIALS", "ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION"]),
+    ("CLAUDE_CODE_USE_FOUNDRY", ["AZURE_CLIENT_SECRET", "ANTHROPIC_FOUNDRY_API_KEY"]),
+])
+def test_cloud_variables_reach_the_host_only_in_their_mode(tmp_path: Path, switch: str, names: list[str]) -> None:
+    everything = {name: f"value-of-{name}" for mode in CLOUD_MODES.values() for name in mode}
+    parent = {"ANTHROPIC_API_KEY": "sk-real", "HOME": str(tmp_path / "nohome"), **everything}
+    base = {"PATH": "/usr/bin", "HOME": str(tmp_path / "home")}
+    plain = HOST.environment(INFO, base_env=base, parent_env=parent, home=tmp_path / "home", scripted=None)
+    assert not set(everything) & set(plain), "no cloud mode selected: no cloud variable"
+    chosen = HOST.environment(INFO, base_env=base, parent_env={**parent, switch: "1"}, home=tmp_path / "home", scripted=None)
+    assert all(chosen[name] == f"value-of-{name}" for name in names)
+    others = {name for other, mode in CLOUD_MODES.items() if other != switch for name in mode} - set(CLOUD_MODES[switch])
+    assert not others & set(chosen)
 
 
 def test_bedrock_profile_reads_the_users_aws_files_in_place(tmp_path: Path) -> None:

@@ -89,6 +89,9 @@ class EchoHost:
                     home: Path, scripted: ScriptedEndpoint | None) -> dict[str, str]:
         return dict(base_env)
 
+    def credential_files(self, home: Path, env: Mapping[str, str]) -> list[Path]:
+        return [home / ".echo-login.json"]
+
     def new_monitor(self) -> EchoMonitor:
         return EchoMonitor()
 

@@ -39,6 +39,7 @@ def expected_verdict(f: Facts) -> Verdict:
         (f.timed_out, "timeout"),
         (f.aborted, "budget-exceeded"),
         (f.check_failed, "fail"),
+        (f.escaped, "fail"),
     ]
     return next((v for hit, v in rows if hit), "pass")
 
@@ -82,7 +83,8 @@ def run_trial(project: Project, spec: dict[str, Any], *, info: HostInfo | None =
     assert not suite.diagnostics, suite.diagnostics
     phases: list[str] = []
     runner = TrialRunner(suite, new_run_id(__import__("datetime").datetime.now()),
-                         info or host_for(NAME).probe({}), scripted=False, keep=False)
+                         info or host_for(NAME).probe({}), scripted=False, keep=False, sources={},
+                         report_dir=project.root / ".atlante" / "eval" / "run")
     budget = TrialBudget(timeoutMs=timeout_ms, maxTokens=max_tokens, maxSessions=1, trials=1, allocated=allocated)
     record = runner.run(suite.scenarios[0], 1, "node", budget, phases.append)
     return record, phases
@@ -124,6 +126,23 @@ def test_each_way_a_trial_ends(echo: Project, spec: dict[str, Any], keywords: di
         assert error in (record.error or ""), record.error
     if want == "skipped-budget":
         assert record.checks == [] and record.durationMs == 0
+
+
+def test_a_write_outside_the_sandbox_is_an_escape_and_never_a_pass(echo: Project) -> None:
+    record, _ = run_trial(echo, {**WRITES_HELLO, "write": {"hello.txt": "hello\n", str(echo.root / "escaped.txt"): "x"}})
+    assert record.verdict == "fail" and record.escapes == ["escaped.txt"]
+    assert all(c.passed for c in record.checks)  # the escape alone fails it, and says where
+    assert record.error == "the trial changed 1 path(s) outside its sandbox: escaped.txt"
+
+
+def test_a_known_credential_never_leaves_the_trial(echo: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "tok-0123456789-parent"
+    monkeypatch.setenv("ATLANTE_TEST_TOKEN", secret)
+    record, _ = run_trial(echo, {"write": {"hello.txt": "hello\n", f"leak-{secret}.txt": f"key={secret}\n"}},
+                          checks=[{"type": "command", "run": ["cat", f"leak-{secret}.txt"], "outputMatches": "nothing"}])
+    assert secret not in record.model_dump_json()
+    assert "+key=<redacted>" in (record.diff or "") and "leak-<redacted>.txt" in record.changedPaths
+    assert record.checks[0].output == "key=<redacted>\n"
 
 
 def test_the_echo_host_is_reached_through_the_registry_only(echo: Project, tmp_path: Path) -> None:

