@@ -43,6 +43,15 @@ def checkout(atlante_project: Project, tmp_path: Path) -> tuple[Project, dict[st
     return atlante_project, env
 
 
+def machines(project: Project, tmp_path: Path, count: int) -> list[Path]:
+    """One checkout per shard, as each CI job has its own (shards sharing one checkout would see
+    each other's report writes as changes outside their sandboxes)."""
+    roots = [tmp_path / f"machine-{k}" for k in range(1, count + 1)]
+    for root in roots:
+        shutil.copytree(project.root, root)
+    return roots
+
+
 def run_side_by_side(scripts: list[tuple[str, Path, dict[str, str]]]) -> list[subprocess.CompletedProcess[str]]:
     procs = [(script, subprocess.Popen(["bash", "-e", "-c", script], cwd=cwd, env=env, stdout=subprocess.PIPE,
                                        stderr=subprocess.STDOUT, text=True)) for script, cwd, env in scripts]
@@ -79,12 +88,13 @@ def test_github_actions_workflow(checkout: tuple[Project, dict[str, str]], tmp_p
     merge_run = next(s for s in merge_job["steps"] if s.get("id") == "merge")["run"]
 
     github = {**env, "GITHUB_RUN_ID": "9001", "GITHUB_RUN_ATTEMPT": "1"}
-    results = run_side_by_side([(run.replace("${{ matrix.shard }}", str(k)), project.root, github) for k in shards])
+    roots = machines(project, tmp_path, len(shards))
+    results = run_side_by_side([(run.replace("${{ matrix.shard }}", str(k)), roots[k - 1], github) for k in shards])
     assert all(r.returncode == 0 for r in results), [r.stdout for r in results]
     workspace = tmp_path / "merge-job"
     for k in shards:  # download-artifact: one directory per artifact, named after it
         target = workspace / download["with"]["path"] / upload["with"]["name"].replace("${{ matrix.shard }}", str(k))
-        shutil.copytree(project.root / f"shard-reports/{k}", target)  # the directory's contents, as uploaded
+        shutil.copytree(roots[k - 1] / f"shard-reports/{k}", target)  # the directory's contents, as uploaded
     [merged] = run_side_by_side([(merge_run, workspace, github)])
     check_merged(workspace, merged, len(shards))
 
@@ -100,10 +110,12 @@ def test_gitlab_ci_pipeline(checkout: tuple[Project, dict[str, str]], tmp_path: 
     [merge_cmd] = [line for line in pipeline["merge"]["script"] if "atlante report merge" in line]
 
     gitlab = {**env, "CI_PIPELINE_ID": "77", "CI_NODE_TOTAL": str(count)}
-    results = run_side_by_side([(shard_cmd, project.root, {**gitlab, "CI_NODE_INDEX": str(k)})
+    roots = machines(project, tmp_path, count)
+    results = run_side_by_side([(shard_cmd, roots[k - 1], {**gitlab, "CI_NODE_INDEX": str(k)})
                                 for k in range(1, count + 1)])
     assert all(r.returncode == 0 for r in results), [r.stdout for r in results]
     workspace = tmp_path / "merge-job"  # GitLab extracts every eval job's artifacts into one workspace
-    shutil.copytree(project.root / "shard-reports", workspace / "shard-reports")
+    for root in roots:
+        shutil.copytree(root / "shard-reports", workspace / "shard-reports", dirs_exist_ok=True)
     [merged] = run_side_by_side([(merge_cmd, workspace, gitlab)])
     check_merged(workspace, merged, count)
