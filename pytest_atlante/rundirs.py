@@ -39,13 +39,27 @@ _YOUNG_S = 60.0
 class RunClaim:
     """A shared lock on a run directory, held until ``release`` or the process ends."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, run_id: str) -> None:
         self._fd: int | None = fd
+        self._run_id = run_id
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the only descriptor drops the lock
-            self._fd = None
+        """Drop the lock; the last process of the run out removes the run directory if nothing is
+        left in it.  Under xdist a worker can finish cleaning up its trial after the controller
+        finished the run (SIGTERM or Ctrl-C stops the controller first), and the controller's own
+        ``finish`` then found the directory still in use."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # another process of this run still holds it: the last one out cleans up
+            if not (run_dir(self._run_id) / KEPT_MARKER).exists():
+                finish(self._run_id, keep=False)
+        finally:
+            os.close(fd)  # closing the only descriptor drops the lock
 
 
 def claim(run_id: str) -> RunClaim:
@@ -55,7 +69,7 @@ def claim(run_id: str) -> RunClaim:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
     fcntl.flock(fd, fcntl.LOCK_SH)
     (path / CLAIMED_MARKER).touch()  # after the lock: a marked directory is always held while live
-    return RunClaim(fd)
+    return RunClaim(fd, run_id)
 
 
 def finish(run_id: str, *, keep: bool) -> None:

@@ -87,8 +87,15 @@ def test_no_process_survives_and_nothing_outside_is_written(
         written = [target for target in targets if target.exists()]
     finally:
         Path("/tmp", f"escape-{marker}.txt").unlink(missing_ok=True)
-    assert run.result.ret == 0, run.output()
-    assert run.trial("escapes").verdict == "pass"  # every escaping process really started
+    trial = run.trial("escapes")
+    assert all(check.passed for check in trial.checks), run.output()  # every escaping process really started
+    if isolation == "namespace":
+        assert (run.result.ret, trial.verdict, trial.escapes) == (0, "pass", []), run.output()
+    else:
+        # Without isolation the writes land, and the always-on audit fails the trial naming them
+        # (HOME and the project are watched; /tmp is not).
+        assert (run.result.ret, trial.verdict) == (1, "fail"), run.output()
+        assert trial.escapes == sorted([f"escape-{marker}.txt", f"~/escape-{marker}.txt"])
     assert run.report.isolation is not None
     assert run.report.isolation.mode == ("namespace" if isolation == "namespace" else "none")
     # None of them, whatever it did to its environment, session or signals, outlived the run.

@@ -116,10 +116,14 @@ def test_transcripts_replay_the_script_and_record_aborts(
 
     slow = events(out, trials["times-out"])
     assert slow[-1]["type"] == "abort" and slow[-1]["reason"] == "timeout"
-    # OpenCode streams a step's text and tool calls only once they have finished (FACTS §8): the
-    # killed step leaves nothing but the abort
-    wanted = (["waiting"], ["sleep 300"]) if host == "claude-code" else ([], [])
-    assert ([e["text"] for e in slow if e["type"] == "text"], [e["input"]["command"] for e in slow if e["type"] == "tool_call"]) == wanted
+    texts = [e["text"] for e in slow if e["type"] == "text"]
+    commands = [e["input"]["command"] for e in slow if e["type"] == "tool_call"]
+    if host == "claude-code":
+        assert (texts, commands) == (["waiting"], ["sleep 300"])
+    else:
+        # OpenCode streams a part only once it has finished (FACTS §8): the killed tool call never
+        # appears; the text before it appears when its part closed before the kill (timing).
+        assert commands == [] and texts in ([], ["waiting"]), (texts, commands)
 
     for trial in trials.values():
         for rel in (trial.transcript, trial.hostStream):

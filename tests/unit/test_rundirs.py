@@ -63,6 +63,7 @@ def test_a_claim_is_held_until_released(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     claim = rundirs.claim("r1")
     path = tmp_path / "atlante-eval-r1"
+    (path / "scenario-1").mkdir()  # a trial directory the run could not remove (it is not empty)
     os.utime(path, (HOUR_AGO, HOUR_AGO))
     # flock is per open file description: a second descriptor, even in this process, is refused.
     assert rundirs.remove_dead(tmp_path) == []
@@ -76,9 +77,22 @@ def test_finish_removes_an_emptied_run_directory_and_protects_kept_ones(tmp_path
     rundirs.claim("r2").release()
     rundirs.finish("r2", keep=False)
     assert not (tmp_path / "atlante-eval-r2").exists()
-    rundirs.claim("r3").release()
+    claim = rundirs.claim("r3")
     (tmp_path / "atlante-eval-r3" / "scenario-1").mkdir()
+    claim.release()
     rundirs.finish("r3", keep=True)
     os.utime(tmp_path / "atlante-eval-r3", (HOUR_AGO, HOUR_AGO))
     assert rundirs.remove_dead(tmp_path) == []
     assert (tmp_path / "atlante-eval-r3" / "scenario-1").is_dir()
+
+
+def test_the_last_process_of_a_run_out_removes_its_emptied_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under xdist a worker can finish after the controller finished the run (SIGTERM): whoever
+    releases last removes the directory once it is empty; an earlier release never does."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    path = tmp_path / "atlante-eval-r4"
+    controller_view, worker = rundirs.claim("r4"), rundirs.claim("r4")
+    controller_view.release()
+    assert path.is_dir()  # the worker still holds it
+    worker.release()
+    assert not path.exists()
