@@ -74,6 +74,9 @@ class Redactor:
         self._roots = list(roots)
         # Claude Code names its per-project store after the cwd with every "/" made "-" (FACTS §4).
         self._mangled = sorted({r.rstrip("/").replace("/", "-") for r in roots if r.strip("/")}, key=len, reverse=True)
+        # OpenCode titles a tool call with the path relative to its worktree, which is "/" when the
+        # sandbox is no git checkout: "tmp/atlante-eval-.../sandbox/notes.txt" (seen under bwrap).
+        self._relative = sorted({r.strip("/") for r in roots if r.strip("/")}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for secret in self._secrets:
@@ -81,7 +84,10 @@ class Redactor:
         for mangled in self._mangled:
             text = text.replace(mangled, "<sandbox>")
         text = _SECRET_SHAPES.sub(REDACTED, text)
-        return redact_sandbox_paths(scrub_paths(text, self._roots))
+        text = redact_sandbox_paths(scrub_paths(text, self._roots))
+        for relative in self._relative:
+            text = text.replace(relative, "<sandbox>")
+        return text
 
 
 @dataclass

@@ -114,6 +114,9 @@ def test_credentials_and_sandbox_paths_never_reach_the_files(tmp_path: Path) -> 
     redact = Redactor(secret_values(env), ["/tmp/atlante-eval-x/t-1/sandbox"])
     capture = StreamCapture(redact)
     capture.add(json.dumps({"type": "text", "part": {"text": f"key {secret} in /tmp/atlante-eval-x/t-1/sandbox/a.txt, sk-ant-abcdefghijklmnopqrstu"}}))
+    # OpenCode's tool title under bubblewrap: the path relative to "/" (no git worktree above it)
+    capture.add(json.dumps({"type": "tool_use", "part": {"type": "tool", "tool": "write", "state": {
+        "status": "completed", "input": {"filePath": "a.txt"}, "title": "tmp/atlante-eval-x/t-1/sandbox/a.txt"}}}))
     transcript = build_transcript(capture, host="opencode", dialect="opencode-v2", scenario="s", trial=2)
     rel_t, rel_s = write_trial_files(tmp_path, capture, transcript, "s", 2)
     assert (rel_t, rel_s) == ("trials/s/2/transcript.jsonl", "trials/s/2/host-stream.jsonl")
