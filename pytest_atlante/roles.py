@@ -29,7 +29,7 @@ import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator
+from typing import TYPE_CHECKING, Any, Generator, NoReturn
 
 import pytest
 
@@ -235,10 +235,15 @@ class _TrialRole:
         # In the call phase, not fixture setup: a failure there is a pytest "error", and JUnit and
         # IDEs would file skipped-budget apart from the other trials that did not pass.
         assert item.budget is not None
-        record = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="skipped-budget")
+        self._not_run(item, TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid,
+                                        verdict="skipped-budget"))
+
+    def _not_run(self, item: TrialItem, record: TrialRecord) -> NoReturn:
+        """A skipped-budget trial (session cap or cost cap). Every verdict but pass is a pytest
+        failure, skipped-budget included: the run exits 1, and so pytest's own exit status, the
+        terminal, JUnit, report-log and TeamCity all say "failed"."""
+        assert item.budget is not None
         item.stash[RECORD_KEY] = record
-        # Every verdict but pass is a pytest failure, skipped-budget included: the run exits 1, and
-        # so pytest's own exit status, the terminal, JUnit, report-log and TeamCity all say "failed".
         raise TrialFailed(failure_text(record, item.budget.maxSessions))
 
     def run_item(self, item: TrialItem) -> None:
@@ -281,8 +286,7 @@ class _TrialRole:
         spent = self._spent()
         if spent >= cap:
             base = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="skipped-budget")
-            item.stash[RECORD_KEY] = costcap.skipped_record(base, cap, spent)
-            pytest.skip(item.stash[RECORD_KEY].error or "skipped-budget")
+            self._not_run(item, costcap.skipped_record(base, cap, spent))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
@@ -783,8 +787,9 @@ def failure_text(record: TrialRecord, max_sessions: int) -> str:
     """One readable failure: the first line says what failed, details below."""
     failed = [c for c in record.checks if not c.passed]
     if record.verdict == "skipped-budget":
-        return (f"{record.scenario} trial {record.trial}: skipped-budget: maxSessions={max_sessions} exhausted before "
-                "this trial (it did not run; the run fails because not every requested trial passed)")
+        reason = record.error or f"maxSessions={max_sessions} exhausted before this trial"
+        return (f"{record.scenario} trial {record.trial}: skipped-budget: {reason} "
+                "(it did not run; the run fails because not every requested trial passed)")
     if record.verdict == "fail" and failed:
         head = f"{record.scenario} trial {record.trial}: fail: {failed[0].message}"
     elif record.error:
