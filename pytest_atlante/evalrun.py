@@ -60,7 +60,7 @@ def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list
     """
     assert suite.eval is not None
     if shutil.which("git") is None:
-        return [], [Diagnostic("", "", "eval-git-missing", "git is not on PATH; it records each trial's baseline",
+        return [], [Diagnostic("", "", "eval-git-missing", "git is not on PATH; it shows each trial's changes",
                                "install git (e.g. apt-get install git)")], None
     host = host_for(suite.eval.host)
     try:

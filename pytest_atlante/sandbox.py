@@ -23,7 +23,7 @@ What counts as a change (sorted relative POSIX paths in ``Diff.changed_paths``):
 - added, modified and deleted files, executable-bit changes, symlinks (their target is the content);
 - entries git cannot store as files are stored as a one-line placeholder blob, so they still show
   up: FIFOs, sockets and devices (``<atlante: fifo>``), unreadable files and unlistable directories;
-- files over ``LARGE_FILE_BYTES`` are stored as a one-line summary (size and SHA-256): a change
+- files over ``gitobjects.LARGE_FILE_BYTES`` are stored as a one-line summary (size and SHA-256): a change
   shows as that line changing, and nothing ever loads the file whole;
 - a ``.git`` entry (any letter case, file or directory, at any depth) created, removed, or changed
   between file and directory is reported as the path of that ``.git`` entry.  Its contents are git
@@ -36,21 +36,19 @@ The host-owned directory (``.claude`` or ``.opencode`` at the sandbox root) is e
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
 import subprocess
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import gitobjects
 from .fsutil import sha256_file
-
-# Entries of a tree: relative path -> (git mode, object id).
-Entry = tuple[str, str]
+from .gitobjects import CHUNK, Entry
 # Config given on the environment (GIT_CONFIG_COUNT) wins over the repository's own config file.
 _FORCED = (
     ("core.hooksPath", os.devnull),
@@ -61,22 +59,14 @@ _FORCED = (
 _FORCED_CONFIG = {"GIT_CONFIG_COUNT": str(len(_FORCED))} | {
     f"GIT_CONFIG_{kind}_{i}": value for i, pair in enumerate(_FORCED) for kind, value in zip(("KEY", "VALUE"), pair)
 }
-# Files up to this size are read once and kept in memory while their blob is written; larger ones
-# are streamed twice (hash first, then compress only if the object is new).
-_IN_MEMORY_LIMIT = 1 << 20
-_CHUNK = 1 << 16
 # `git diff` output beyond this is cut: the report keeps 20,000 characters anyway, and a trial that
 # writes a huge file must not make the runner hold all of it in memory.
 DIFF_READ_LIMIT = 2_000_000
-# A file larger than this is stored (in both snapshots) as a one-line summary holding its size and
-# SHA-256, so a change to it still shows, and the diff says what changed without git loading a
-# multi-GiB blob into memory (``core.bigFileThreshold`` does not stop a tree-to-tree diff from
-# reading it).  The report keeps 20,000 characters of diff; a larger file's text would not fit.
-LARGE_FILE_BYTES = 8 << 20
+# Files over ``gitobjects.LARGE_FILE_BYTES`` are stored (in both snapshots) as a one-line summary holding
+# their size and SHA-256: the diff says what changed without git loading a multi-GiB blob into
+# memory (``core.bigFileThreshold`` does not stop a tree-to-tree diff from reading it), and the
+# report keeps 20,000 characters of diff anyway.
 _GIT_TIMEOUT_S = 300.0
-_MODE_FILE = "100644"
-_MODE_EXEC = "100755"
-_MODE_LINK = "120000"
 
 
 class SandboxError(Exception):
@@ -185,7 +175,7 @@ def copy_sparse(src: str, dst: str) -> str:
                 target.seek(start)
                 remaining = end - start
                 while remaining > 0:
-                    chunk = source.read(min(remaining, _CHUNK * 16))
+                    chunk = source.read(min(remaining, CHUNK * 16))
                     if not chunk:
                         break
                     target.write(chunk)
@@ -207,11 +197,10 @@ def snapshot(sb: Sandbox, unchanged_paths: Iterable[str]) -> None:
     path's mode and object id, and the tree id) stays in this process, so a moved ref, a rewritten
     tree or a swapped object cannot change what the trial is compared against.
     """
-    # --template= skips copying the sample hooks and info files: they are never used here.
-    _init_repo(sb, sb.git_dir)
+    gitobjects.init_bare(sb.git_dir)
     entries, sb.git_markers, _ = _scan_or_fail(sb, ignore_dir=None, objects=sb.git_dir / "objects")
     sb.baseline_entries = entries
-    sb.baseline_tree = _tree_of(sb, sb.git_dir, entries)
+    sb.baseline_tree = gitobjects.write_tree(sb.git_dir / "objects", entries)
     sb.digests = {path: path_digest(sb.root, path) for path in unchanged_paths}
 
 
@@ -251,17 +240,21 @@ def _diff_text(sb: Sandbox, baseline: dict[str, Entry], current: dict[str, Entry
                walked: dict[str, tuple[str, str]]) -> str:
     # A random name the agent (whose processes are gone by now) could not have prepared.
     git_dir = Path(tempfile.mkdtemp(prefix="diff-", suffix=".git", dir=sb.trial_dir))
-    _init_repo(sb, git_dir)
+    gitobjects.init_bare(git_dir)
     objects = git_dir / "objects"
     for path in changed:
         if path in baseline:
             _copy_verified_blob(sb.git_dir / "objects", objects, baseline[path][1], path)
         if path in current:
             kind, where = walked[path]
-            if _store_entry(objects, path, kind, where)[1] != current[path][1]:
+            try:
+                stored = gitobjects.store_entry(objects, path, kind, where)[1]
+            except (OSError, gitobjects.ChangedWhileReading):
+                stored = ""
+            if stored != current[path][1]:
                 raise SandboxError(f"{path} changed while the diff was being taken")
-    old = _tree_of(sb, git_dir, baseline)
-    new = _tree_of(sb, git_dir, current)
+    old = gitobjects.write_tree(objects, baseline)
+    new = gitobjects.write_tree(objects, current)
     return _git(
         sb, "-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
         "--no-renames", old, new, git_dir=git_dir, limit=DIFF_READ_LIMIT,
@@ -270,23 +263,15 @@ def _diff_text(sb: Sandbox, baseline: dict[str, Entry], current: dict[str, Entry
 
 def _copy_verified_blob(source: Path, target: Path, oid: str, path: str) -> None:
     """Copy the loose baseline blob ``oid`` into ``target`` after checking its content hashes to it."""
-    name = oid[:2] + "/" + oid[2:]
     what = f"the baseline copy of {path} (object {oid[:12]})"
-    hasher = hashlib.sha1()
-    inflate = zlib.decompressobj()
-    (target / oid[:2]).mkdir(exist_ok=True)
     try:
-        with open(source / name, "rb") as handle, open(target / name, "wb") as out:
-            for chunk in iter(lambda: handle.read(_CHUNK), b""):
-                hasher.update(inflate.decompress(chunk))
-                out.write(chunk)
-            hasher.update(inflate.flush())
+        gitobjects.copy_verified(source, target, oid)
     except FileNotFoundError as exc:
         raise SandboxError(f"{what} is missing: the baseline repository was tampered with") from exc
     except (OSError, zlib.error) as exc:
         raise SandboxError(f"{what} is unreadable or corrupt: the baseline repository was tampered with") from exc
-    if hasher.hexdigest() != oid or not inflate.eof:
-        raise SandboxError(f"{what} does not match its id: the baseline repository was tampered with")
+    except ValueError as exc:
+        raise SandboxError(f"{what} does not match its id: the baseline repository was tampered with") from exc
 
 
 def remove(sb: Sandbox) -> None:
@@ -358,166 +343,15 @@ def path_digest(root: Path, rel: str) -> str | None:
         return None
 
 
-# --- the tree writer ---------------------------------------------------------------------------
-
-
 def _scan_or_fail(
     sb: Sandbox, ignore_dir: str | None, objects: Path | None
 ) -> tuple[dict[str, Entry], dict[str, str], dict[str, tuple[str, str]]]:
     try:
-        return _scan(sb.root, ignore_dir, objects)
+        return gitobjects.scan(sb.root, ignore_dir, objects)
+    except gitobjects.ChangedWhileReading as exc:
+        raise SandboxError("a sandbox file changed while the snapshot was being taken") from exc
     except OSError as exc:
         raise SandboxError(f"cannot read the sandbox: {exc}") from exc
-
-
-def _scan(
-    root: Path, ignore_dir: str | None, objects: Path | None
-) -> tuple[dict[str, Entry], dict[str, str], dict[str, tuple[str, str]]]:
-    """Hash every entry of the sandbox as a git blob (stored in ``objects`` unless ``None``).
-
-    Returns ``{path: (mode, oid)}``, the ``.git`` entries found, and ``{path: (kind, abs path)}``.
-    """
-    entries: dict[str, Entry] = {}
-    markers: dict[str, str] = {}
-    walked: dict[str, tuple[str, str]] = {}
-    for rel, kind, path in _walk(root, ignore_dir):
-        if os.path.basename(rel).lower() == ".git":
-            markers[rel] = kind
-            continue
-        entries[rel] = _store_entry(objects, rel, kind, path)
-        walked[rel] = (kind, path)
-    return entries, markers, walked
-
-
-def _tree_of(sb: Sandbox, git_dir: Path, entries: dict[str, Entry]) -> str:
-    """Write the tree object(s) for ``entries`` into ``git_dir``; blobs need not be present."""
-    lines = [f"{mode} {oid}\t".encode() + os.fsencode(rel) + b"\0" for rel, (mode, oid) in entries.items()]
-    index = git_dir / "atlante-index"
-    index.unlink(missing_ok=True)
-    # protectNTFS/HFS would silently drop names such as `GIT~1`, which are ordinary files on Linux.
-    safe = ("-c", "core.protectNTFS=false", "-c", "core.protectHFS=false")
-    env = {"GIT_INDEX_FILE": str(index)}
-    warnings = _git(
-        sb, *safe, "update-index", "-z", "--index-info",
-        stdin=b"".join(lines), env=env, want_stderr=True, git_dir=git_dir,
-    )  # fmt: skip
-    if "Ignoring path" in warnings:
-        raise SandboxError(f"git refused a sandbox path: {warnings.strip()}")
-    tree = _git(sb, *safe, "write-tree", "--missing-ok", env=env, git_dir=git_dir).strip()
-    index.unlink(missing_ok=True)
-    return tree
-
-
-def _init_repo(sb: Sandbox, git_dir: Path) -> None:
-    # --template= skips copying the sample hooks and info files: they are never used here.
-    _git(sb, "init", "--quiet", "--bare", "--template=", git_dir=git_dir)
-
-
-def _walk(root: Path, ignore_dir: str | None) -> Iterator[tuple[str, str, str]]:
-    """Yield (relative posix path, kind, absolute path) for every non-directory entry.
-
-    Kinds: file, symlink, special (fifo, socket, device), unreadable-dir; a `.git` entry is
-    yielded with kind dir/file/symlink and never descended into.
-    """
-    stack: list[tuple[str, str]] = [("", str(root))]
-    while stack:
-        prefix, directory = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            yield prefix.rstrip("/"), "unreadable-dir", directory
-            continue
-        for entry in entries:
-            rel = prefix + entry.name
-            if ignore_dir is not None and rel == ignore_dir:
-                continue
-            if entry.is_symlink():
-                yield rel, "symlink", entry.path
-            elif entry.is_dir(follow_symlinks=False):
-                if entry.name.lower() == ".git":
-                    yield rel, "dir", entry.path
-                else:
-                    stack.append((rel + "/", entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                yield rel, "file", entry.path
-            else:
-                yield rel, "special", entry.path
-
-
-def _store_entry(objects: Path | None, rel: str, kind: str, path: str) -> Entry:
-    """Hash one walked entry as a blob (written into ``objects`` unless ``None``); return (git mode, object id)."""
-    if kind == "symlink":
-        target = os.fsencode(os.readlink(path))
-        # git refuses a symlinked `.gitmodules`; keep the change visible as a placeholder file.
-        if os.path.basename(rel).lower() == ".gitmodules":
-            return _MODE_FILE, _store_bytes(objects, b"<atlante: symlink to " + target + b">\n")
-        return _MODE_LINK, _store_bytes(objects, target)
-    if kind == "file":
-        try:
-            info = os.stat(path, follow_symlinks=False)
-            mode = _MODE_EXEC if info.st_mode & stat.S_IXUSR else _MODE_FILE
-            if info.st_size > LARGE_FILE_BYTES:
-                summary = f"<atlante: large file, {info.st_size} bytes, sha256 {sha256_file(Path(path))}>\n"
-                return mode, _store_bytes(objects, summary.encode())
-            return mode, _store_file(objects, path, info.st_size)
-        except PermissionError:
-            return _MODE_FILE, _store_bytes(objects, b"<atlante: unreadable file>\n")
-    if kind == "unreadable-dir":
-        return _MODE_FILE, _store_bytes(objects, b"<atlante: unreadable directory>\n")
-    info = os.stat(path, follow_symlinks=False)
-    what = (
-        "fifo"
-        if stat.S_ISFIFO(info.st_mode)
-        else "socket"
-        if stat.S_ISSOCK(info.st_mode)
-        else "device"
-    )
-    return _MODE_FILE, _store_bytes(objects, f"<atlante: {what}>\n".encode())
-
-
-def _store_bytes(objects: Path | None, data: bytes) -> str:
-    return _store_blob(objects, lambda: iter((data,)), len(data))
-
-
-def _store_file(objects: Path | None, path: str, size: int) -> str:
-    if size <= _IN_MEMORY_LIMIT:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        return _store_bytes(objects, data)
-
-    def chunks() -> Iterator[bytes]:
-        with open(path, "rb") as handle:
-            yield from iter(lambda: handle.read(_CHUNK), b"")
-
-    return _store_blob(objects, chunks, size)
-
-
-def _store_blob(objects: Path | None, chunks: Callable[[], Iterator[bytes]], size: int) -> str:
-    """Write a loose git blob object (zlib of ``blob <size>\\0<content>``) unless it exists."""
-    header = b"blob %d\0" % size
-    digest = hashlib.sha1(header)
-    seen = 0
-    for chunk in chunks():
-        digest.update(chunk)
-        seen += len(chunk)
-    if seen != size:
-        raise SandboxError("a sandbox file changed while the snapshot was being taken")
-    oid = digest.hexdigest()
-    if objects is None:
-        return oid
-    target = objects / oid[:2] / oid[2:]
-    if target.exists():
-        return oid
-    target.parent.mkdir(exist_ok=True)
-    compressor = zlib.compressobj(1)
-    fd, tmp = tempfile.mkstemp(dir=target.parent)
-    with os.fdopen(fd, "wb") as out:
-        out.write(compressor.compress(header))
-        for chunk in chunks():
-            out.write(compressor.compress(chunk))
-        out.write(compressor.flush())
-    os.replace(tmp, target)
-    return oid
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -565,7 +399,7 @@ def _git(
             stderr=subprocess.PIPE,
         )
     except FileNotFoundError as exc:
-        raise SandboxError("git is not on PATH: eval needs git for the trial baseline") from exc
+        raise SandboxError("git is not on PATH: eval needs git to show a trial's changes") from exc
     with proc:  # closes the pipes whatever happens
         try:
             if limit is None:

@@ -395,13 +395,16 @@ def test_snapshot_records_digests_for_unchanged_paths(run_id: str, tmp_path: Pat
     assert path_digest(sb.root, "escape/x") is None
 
 
-def test_snapshot_without_git_on_path_is_a_sandbox_error(
+def test_diff_without_git_on_path_is_a_sandbox_error(
     run_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The baseline needs no git process (gitobjects writes the objects); the diff text does.
     sb = make(run_id, tmp_path, {"a.txt": "a\n"})
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    snapshot(sb, [])
+    (sb.root / "a.txt").write_text("b\n")
     with pytest.raises(SandboxError, match="git is not on PATH"):
-        snapshot(sb, [])
+        collect_diff(sb, ".claude")
 
 
 # --- cleanup -----------------------------------------------------------------------------------
