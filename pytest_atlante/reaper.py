@@ -58,11 +58,9 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 TOKEN_VARIABLE = "ATLANTE_RUN_TOKEN"
 
-_PROC = Path("/proc")
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 # How long one sweep keeps scanning for survivors before it gives up (a process stuck in
@@ -86,12 +84,30 @@ def _token_entry(token: str) -> bytes:
     return f"\0{TOKEN_VARIABLE}={token}\0".encode()
 
 
-def _carries_token(pid: int, entry: bytes) -> bool:
+def _read_proc(pid: int, name: str) -> bytes | None:
+    """``/proc/<pid>/<name>``, or None if the process is gone or the file unreadable.
+
+    Plain ``os`` calls rather than ``Path.read_bytes``: every trial scans every process of the
+    machine twice or more, and the ``Path`` objects were most of that scan's cost.
+    """
     try:
-        environ = (_PROC / str(pid) / "environ").read_bytes()
-    except OSError:  # gone, a zombie's unreadable memory, or another user's process
-        return False
-    return entry in b"\0" + environ
+        fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:  # a zombie's environ, or the process exited while being read
+        return None
+    finally:
+        os.close(fd)
+
+
+def _carries_token(pid: int, entry: bytes) -> bool:
+    environ = _read_proc(pid, "environ")  # None: gone, a zombie, or another user's process
+    return environ is not None and entry in b"\0" + environ
 
 
 def live_processes_with_token(token: str) -> list[int]:
@@ -107,7 +123,7 @@ def live_processes_with_token(token: str) -> list[int]:
 
 def _proc_pids() -> list[int]:
     try:
-        return [int(p.name) for p in _PROC.iterdir() if p.name.isdigit()]
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:  # no /proc (not Linux): nothing can be found
         return []
 
@@ -121,9 +137,8 @@ class _Stat:
 
 def _stat_if_alive(pid: int) -> _Stat | None:
     """Parent, group and start time of ``pid`` per /proc/<pid>/stat; None if gone or a zombie."""
-    try:
-        stat = (_PROC / str(pid) / "stat").read_bytes()
-    except OSError:
+    stat = _read_proc(pid, "stat")
+    if stat is None:
         return None
     # "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
     # stime cutime cstime priority nice num_threads itrealvalue starttime ...": comm may contain

@@ -39,7 +39,6 @@ from .discovery import ScenarioEntry, Suite, collection_plan
 from .digests import suite_digests
 from .exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from .fsutil import atomic_write_text
-from .gate import Gate, load_gate
 from .hosts.base import HostInfo
 from .hosts.registry import HostName
 from .isolation import IsolationRecord, IsolationSetting, warning_text
@@ -52,6 +51,7 @@ from .trial import Progress, TrialInterrupted, TrialKey, TrialRunner
 
 if TYPE_CHECKING:
     from .forecast import Forecast
+    from .gate import Gate
 
 WORKERINPUT_KEY = "atlante"
 RECORD_KEY = pytest.StashKey[TrialRecord]()
@@ -384,6 +384,8 @@ class Controller(_TrialRole):
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from .evalrun import prepare_run, prepare_run_sources
+        # Only the controller compares against a baseline: workers never import the gate.
+        from .gate import load_gate
 
         self._handle_sigterm()
         suite, problems = self._validate()

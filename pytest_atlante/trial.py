@@ -17,7 +17,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from . import rundirs
 from . import sandbox as sandboxes
@@ -36,6 +36,9 @@ from .report import scrub_paths
 from .sources import RunSources, changed_in_copy, copy_of
 from .scenario import SETUP_TIMEOUT_MS
 from .transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
+
+if TYPE_CHECKING:
+    from .scripted import Script
 
 __all__ = ["Facts", "Progress", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
 
@@ -357,6 +360,9 @@ class TrialRunner:
         # of this run is alive (rundirs).
         self.claim = rundirs.claim(run_id)
         self.out_dir = out_dir  # where this process writes each trial's transcript (beside the report)
+        # Scripts as first read by this process: validation read each one before the run, and
+        # every trial of a scenario then plays the same script without parsing it again.
+        self.scripts: dict[Path, Script] = {}
 
     def close(self) -> None:
         self.claim.release()
@@ -392,7 +398,7 @@ class TrialRunner:
         for path in self.host.credential_files(Path.home(), parent_env):
             secrets.add(secrets_in_file(path))
         try:
-            with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns):
+            with scripted_model(entry, sb, self.scripted and with_host, self.scripts) as (endpoint, turns):
                 try:
                     clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
                     rec = self._in_sandbox(entry, sb, base, budget, progress, endpoint, secrets, with_host)
@@ -434,12 +440,12 @@ class TrialRunner:
 
 
 @contextmanager
-def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
+def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool, scripts: dict[Path, Script]
                    ) -> Iterator[tuple[ScriptedEndpoint | None, Callable[[], int] | None]]:
     """The scripted model server for one trial (scripted runs only).
 
     Yields the endpoint the host is pointed at and a callable counting the turns served; for a
-    real-provider run both are ``None``.
+    real-provider run both are ``None``.  ``scripts`` caches the loaded scripts by path.
     """
     if not enabled:
         yield None, None
@@ -447,7 +453,9 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
     from .scripted import ScriptedModelServer, claude_env, load_script, opencode_provider_config
 
     assert entry.script is not None
-    server = ScriptedModelServer(load_script(entry.script), sandbox_root=sb.root)
+    if entry.script not in scripts:
+        scripts[entry.script] = load_script(entry.script)
+    server = ScriptedModelServer(scripts[entry.script], sandbox_root=sb.root)
     server.start()
     try:
         yield (ScriptedEndpoint(server.anthropic_base_url, server.openai_base_url, claude_env(server),
