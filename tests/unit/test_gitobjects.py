@@ -122,3 +122,29 @@ def test_a_streamed_file_that_changes_size_while_read_is_reported(
     monkeypatch.setattr(os, "stat", stale_stat)
     with pytest.raises(gitobjects.ChangedWhileReading):
         gitobjects.store_entry(None, "growing", "file", str(path))
+
+
+def test_random_deep_trees_match_git(tmp_path: Path) -> None:
+    # Names from characters that sort around "/" ("-", ".", "0", "a"), at varying depths, so the
+    # one-pass writer opens and closes directories in every order git's sorting produces.
+    import random
+
+    rng = random.Random(1234)
+    entries: dict[str, tuple[str, str]] = {}
+    for _ in range(400):
+        depth = rng.randint(1, 4)
+        parts = ["".join(rng.choice("-.0a") for _ in range(rng.randint(1, 3))) for _ in range(depth)]
+        rel = "/".join(parts)
+        if {".", ".."} & set(parts):
+            continue  # not names a directory walk can meet
+        if any(rel.startswith(p + "/") or p.startswith(rel + "/") for p in entries):
+            continue  # a path cannot be both a file and a directory
+        entries[rel] = (rng.choice([gitobjects.MODE_FILE, gitobjects.MODE_EXEC]), f"{rng.getrandbits(160):040x}")
+    repo = tmp_path / "theirs.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    env = {**os.environ, "GIT_DIR": str(repo), "GIT_INDEX_FILE": str(tmp_path / "index")}
+    index_info = b"".join(f"{mode} {oid}\t{rel}\0".encode() for rel, (mode, oid) in entries.items())
+    subprocess.run(["git", "update-index", "-z", "--index-info"], input=index_info, check=True, env=env)
+    expected = subprocess.run(["git", "write-tree", "--missing-ok"], capture_output=True, check=True, text=True,
+                              env=env).stdout.strip()
+    assert gitobjects.write_tree(None, entries) == expected
