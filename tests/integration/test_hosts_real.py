@@ -324,11 +324,19 @@ def test_a_copied_real_database_keeps_its_schema_and_is_accepted_by_the_cli(tmp_
 
 
 # The background plugin install needs the session to live a while (a 5 s session ends first).
-LONG_SCRIPT: list[dict[str, Any]] = [
-    {"text": "Waiting.", "actions": [{"type": "bash", "command": "sleep 30", "timeout_ms": 120000}]},
-    {"text": "Writing.", "actions": [{"type": "write", "path": "hello.txt", "content": "late\n"}]},
-    {"text": "Done."},
-]
+def long_script(wait: str) -> list[dict[str, Any]]:
+    """A session kept open by ``wait`` (a shell command), long enough for a plugin install to land."""
+    return [
+        {"text": "Waiting.", "actions": [{"type": "bash", "command": wait, "timeout_ms": 120000}]},
+        {"text": "Writing.", "actions": [{"type": "write", "path": "hello.txt", "content": "late\n"}]},
+        {"text": "Done."},
+    ]
+
+
+# The closed-registry session must stay open as long as an install would take to land: 30 s.
+LONG_SCRIPT = long_script("sleep 30")
+# The control stops waiting once the install has landed (within the same 30 s): CI time, not rigour.
+UNTIL_INSTALLED = long_script("for i in $(seq 150); do [ -d .opencode/node_modules ] && break; sleep 0.2; done")
 
 
 def test_opencode_plugin_install_stays_out_of_the_sandbox(tmp_path: Path, hosts_path: Callable[[], str]) -> None:
@@ -349,6 +357,6 @@ def test_control_without_the_closed_registry_opencode_installs_into_the_sandbox(
     path = hosts_path()
     host = host_for("opencode")
     info = host.probe(parent_env(path))
-    session = run_session(host, info, tmp_path, LONG_SCRIPT, path, drop_env=("npm_config_registry",))
+    session = run_session(host, info, tmp_path, UNTIL_INSTALLED, path, drop_env=("npm_config_registry",))
     assert (session.sandbox / "hello.txt").read_text() == "late\n"
     assert (session.sandbox / ".opencode" / "node_modules").is_dir(), "npm registry unreachable? see docstring"
