@@ -21,6 +21,18 @@ NEWEST_DIR = REPO_ROOT / "hosts-npm-newest"
 SCENARIO_SCHEMA = "https://atlante.sh/schema/v0.1/eval-scenario.json"
 
 
+def json_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path (keys and list indexes) to a value inside a JSON document, parents first."""
+    found = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += json_paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += json_paths(value, (*prefix, index))
+    return found
+
+
 def scenario_doc(name: str = "writes-hello", **overrides: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "$schema": SCENARIO_SCHEMA,

@@ -14,6 +14,7 @@ generated script itself.
 from __future__ import annotations
 
 import compileall
+import functools
 import json
 import os
 import shlex
@@ -171,8 +172,13 @@ def bench_env() -> dict[str, str]:
     and under ``-n 8`` that is every worker timing the compiler (about 0.1 s of CPU each here).
     The package is compiled once up front, as pip would.
     """
-    compileall.compile_dir(str(REPO_ROOT / "pytest_atlante"), quiet=1)
+    _compile_package()
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+@functools.cache
+def _compile_package() -> None:
+    compileall.compile_dir(str(REPO_ROOT / "pytest_atlante"), quiet=1)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import threading
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, NoReturn
+from typing import TYPE_CHECKING, Any, Generator, Iterable, NoReturn
 
 import pytest
 
@@ -192,18 +192,25 @@ class _TrialRole:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         assert self.suite is not None and self.suite.eval is not None
-        budget = self.suite.eval.budget
         trials = [i for i in items if isinstance(i, TrialItem)]
-        guard = self.config.pluginmanager.has_plugin("timeout")
         # maxSessions is allocated here, by a pure function of the ordered items, so every worker
         # (each collects the whole suite) and a serial run agree without talking to each other.
-        for item, allocated in allocate(trials, budget.maxSessions):
-            item.budget = trial_budget(budget, effective_timeout_ms(item.entry.scenario, budget.timeoutMs), allocated)
-            if guard and item.get_closest_marker("timeout") is None:
-                item.add_marker(pytest.mark.timeout(guard_seconds(item.entry, budget.timeoutMs), method="thread", func_only=True))
+        self._give_budgets(allocate(trials, self.suite.eval.budget.maxSessions))
         if self.options.shard is not None:
             trials = self._keep_shard(items, trials, self.options.shard)
         self._collected(trials)
+
+    def _give_budgets(self, allocation: Iterable[tuple[TrialItem, bool]], trials_per_item: int = 1) -> None:
+        """Each item's frozen budget, and pytest-timeout's guard unless the item has its own marker
+        (``trials_per_item`` trials' worth of it: the self-test runs two per item)."""
+        assert self.suite is not None and self.suite.eval is not None
+        budget = self.suite.eval.budget
+        guard = self.config.pluginmanager.has_plugin("timeout")
+        for item, allocated in allocation:
+            item.budget = trial_budget(budget, effective_timeout_ms(item.entry.scenario, budget.timeoutMs), allocated)
+            if guard and item.get_closest_marker("timeout") is None:
+                seconds = trials_per_item * guard_seconds(item.entry, budget.timeoutMs)
+                item.add_marker(pytest.mark.timeout(seconds, method="thread", func_only=True))
 
     def _keep_shard(self, items: list[pytest.Item], trials: list[TrialItem], shard: ShardSpec) -> list[TrialItem]:
         """Deselect the other shards' trials, after the global allocation (so budgets stay global)."""

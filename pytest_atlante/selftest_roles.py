@@ -16,14 +16,12 @@ from typing import Any
 import pytest
 
 from . import selftest
-from .budget import trial_budget
 from .diagnostics import Diagnostic
 from .discovery import Suite
 from .exitcodes import EXIT_RUN_ERROR
 from .items import SELFTEST_TRIAL, TrialFailed, TrialItem
 from .report import HostIdentity, ensure_gitignore
-from .roles import Controller, Worker, _TrialRole, guard_seconds
-from .scenario import effective_timeout_ms
+from .roles import Controller, Worker, _TrialRole
 from .trial import TrialKey
 
 RESULT_KEY = pytest.StashKey[selftest.SelftestScenario]()
@@ -40,17 +38,10 @@ class _SelftestRole(_TrialRole):
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        assert self.suite is not None and self.suite.eval is not None
-        budget = self.suite.eval.budget
         tests = [i for i in items if isinstance(i, TrialItem)]
-        guard = self.config.pluginmanager.has_plugin("timeout")
-        for item in tests:
-            # Zero tokens: never counted against maxSessions.
-            item.budget = trial_budget(budget, effective_timeout_ms(item.entry.scenario, budget.timeoutMs), True)
-            if guard and item.get_closest_marker("timeout") is None:
-                # Two trials per item (the no-op one without a host session, but with setup and checks).
-                seconds = 2 * guard_seconds(item.entry, budget.timeoutMs)
-                item.add_marker(pytest.mark.timeout(seconds, method="thread", func_only=True))
+        # Zero tokens: never counted against maxSessions.  Two trials per item for the guard (the
+        # no-op one without a host session, but with setup and checks).
+        self._give_budgets(((item, True) for item in tests), trials_per_item=2)
         self._collected(tests)
 
     def run_item(self, item: TrialItem) -> None:

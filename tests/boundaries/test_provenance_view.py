@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bounded import assert_clean, run_bounded, sparse
+from conftest import json_paths
 from pytest_atlante.provenance import MAX_REPORT_BYTES, Ignored, ProvenanceView, view_for_path
 from pytest_atlante.records import CHANGED_PATHS_CAP, DIFF_CAP_CHARS, CheckResult, TrialRecord, Usage
 from pytest_atlante.report import BudgetRecord, HostIdentity, build_report
@@ -185,17 +186,6 @@ def test_pack_report_boundary(tmp_path: Path, arrange: Arrange, code: str | None
 # --- the property ------------------------------------------------------------------------------
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += _paths(value, (*prefix, index))
-    return found
-
-
 def _writer_report() -> Doc:
     doc = big_report(scenarios=2, trials=3)
     # Make it a mix: one pass, a timeout, a skipped trial, so every rule has something to judge.
@@ -296,7 +286,7 @@ def test_whatever_the_view_displays_follows_from_the_trials(
     doc = copy.deepcopy(BASES[base])
     suite = {s["name"] for s in doc["scenarios"]}
     for _ in range(data.draw(st.integers(1, 3))):
-        _mutate(doc, data.draw(st.sampled_from(_paths(doc))), data.draw(VALUES))
+        _mutate(doc, data.draw(st.sampled_from(json_paths(doc))), data.draw(VALUES))
     if forge:
         _recompute(doc)
     pack = make_pack(tmp_path_factory.mktemp("pack"), doc, sorted(suite))

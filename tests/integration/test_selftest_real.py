@@ -15,13 +15,13 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pytest
 
 from conftest import REPO_ROOT, Project, scenario_doc
 from pytest_atlante.selftest import SelftestReport
-from trial_helpers import HostName, write_project, write_turn
+from trial_helpers import HostName, normalise, write_project, write_turn
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
@@ -72,17 +72,6 @@ def run_selftest(pytester: pytest.Pytester, project: Path, out: Path, *args: str
     path = out / "selftest.json"
     assert path.is_file(), "\n".join(result.outlines + result.errlines)
     return result, SelftestReport.model_validate_json(path.read_text())
-
-
-def stable(report: SelftestReport) -> Any:
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
-    return strip(report.model_dump(mode="json", by_alias=True))
 
 
 @pytest.mark.parametrize(("host", "also_xdist"), [("claude-code", True), ("opencode", False)],
@@ -136,7 +125,7 @@ def test_selftest_tells_every_kind_of_scenario_apart(pytester: pytest.Pytester, 
         return
     parallel, report_n2 = run_selftest(pytester, project, tmp_path / "parallel", "-n", "2")
     assert parallel.ret == 1, "\n".join(parallel.outlines)
-    assert stable(report_n2) == stable(report)
+    assert normalise(report_n2, VOLATILE) == normalise(report, VOLATILE)
 
 
 def test_atlante_selftest_exits_0_when_every_scenario_is_sound(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 
 from pytest_atlante.hosts.registry import HostName
 from pytest_atlante.records import CheckResult, TrialRecord, Verdict
@@ -381,12 +382,12 @@ def expected_table(cases: list[TrialCase]) -> OutcomeTable:
     return {case.name: (case.verdict, case.outcomes or ()) for case in cases}
 
 
-def normalise(report: EvalReport) -> Any:
-    """The report as plain JSON without the values that differ between runs of the same suite."""
+def normalise(report: BaseModel, volatile: frozenset[str] = VOLATILE_KEYS) -> Any:
+    """The report as plain JSON without the ``volatile`` values, which differ between runs of the same suite."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+            return {k: strip(v) for k, v in value.items() if k not in volatile}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import json_paths
 from pytest_atlante.exitcodes import decide
 from pytest_atlante.provenance import (
     MAX_REPORT_BYTES,
@@ -465,18 +466,7 @@ def test_cmd_reports_an_ignored_file(tmp_path: Path, capsys: pytest.CaptureFixtu
 VALID = valid_report()
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += _paths(value, (*prefix, index))
-    return found
-
-
-PATHS = _paths(VALID)
+PATHS = json_paths(VALID)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
