@@ -15,6 +15,14 @@ id is ``trial-N``): pytest >= 9.2 compares node ids as parsed structures (path, 
 parses ``x::name[trial-1]`` from its cache (``--lf``, ``--ff``, ``--nf``, ``--sw``) or a command line
 (``--deselect``) into the name ``name`` with the parameter ``trial-1``.  An item named
 ``name[trial-1]`` without a callspec would print the same string but never compare equal to it.
+
+The callspec is needed only while the node id is built (pytest 9.2 builds it in
+``Function.__init__``); ``TrialItem`` drops the attribute afterwards.  IDE adapters read a
+``callspec`` attribute as "a parametrized Python test" and take its node id apart at ``.py``
+(VS Code's ``vscode_pytest``: an ``IndexError`` for a ``.json`` document, and an empty test tree);
+without it, a trial is a plain item under its ``ScenarioFile``, listed at its scenario's line.
+pytest's own readers of ``callspec`` (parametrized fixtures) treat a missing one as "no params",
+which is what a trial has.
 """
 
 from __future__ import annotations
@@ -83,6 +91,8 @@ class TrialCallSpec:
 class TrialItem(pytest.Function):
     def __init__(self, *, entry: ScenarioEntry, trial: int, **kwargs: Any) -> None:
         super().__init__(callobj=_declares_fixtures, **kwargs)
+        # The node id is built: see the module docstring for why the callspec must not stay.
+        vars(self).pop("callspec", None)
         self.entry = entry
         self.trial = trial
         # Decided at collection (``allocate``); None until then, e.g. for an item built by hand.

@@ -63,7 +63,10 @@ def test_printed_ids_are_parametrized_trials(pytester: pytest.Pytester, suite: P
     assert f"{FLAKY}::flaky[trial-2]" in result.stdout.lines
     items = pytester.inline_genitems("--atlante-eval", "--atlante-project", str(suite.root), "--rootdir", str(suite.root))[0]
     trial = items[1]
-    assert (trial.name, trial.originalname, trial.callspec.id) == ("flaky[trial-2]", "flaky", "trial-2")  # type: ignore[attr-defined]
+    assert (trial.name, trial.originalname, trial.nodeid) == ("flaky[trial-2]", "flaky", f"{FLAKY}::flaky[trial-2]")
+    # The parametrization shapes the node id only; an IDE adapter would read a lasting callspec
+    # as a Python test's (test_vscode_adapter.py).
+    assert not hasattr(trial, "callspec")
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
@@ -123,3 +126,19 @@ def test_trials_a_stop_left_unrun_are_not_run_not_zero_percent(pytester: pytest.
     assert rates == {"flaky": (0.5, 1, 2), "steady": (None, 3, 0)}
     assert re.search(r"^steady +0 +not run ", text, re.M) and "(1 of 3 trials not run)" in text, text  # n = 0 ran
     assert "4 not run; exit status 1" in text
+
+
+def test_ide_adapters_see_plain_items_at_their_scenario_line(pytester: pytest.Pytester, suite: Project) -> None:
+    """What VS Code's ``vscode_pytest`` builds its tree from: an item with a ``callspec`` is taken
+    for a parametrized Python test and its node id is split at ``.py`` (an ``IndexError`` for a
+    scenario document, and an empty tree); any other item goes under its ``pytest.File`` parent at
+    ``location[1] + 1``.  The adapter itself is not on PyPI, so it is not installed here."""
+    items = pytester.inline_genitems("--atlante-eval", "--atlante-project", str(suite.root), "--rootdir", str(suite.root))[0]
+    assert [item.nodeid for item in items] == [f"{doc}::{name}[trial-{n}]" for doc, name in ((FLAKY, "flaky"), (STEADY, "steady"))
+                                               for n in (1, 2, 3)]
+    for item in items:
+        assert not hasattr(item, "callspec") or ".py" in item.nodeid.rsplit("::", 1)[0]
+        assert isinstance(item.parent, pytest.File) and item.path == item.parent.path
+        # The scenario's "name" key is on line 4 of the documents written here (json.dumps, indent 2).
+        lines = item.path.read_text().splitlines()
+        assert '"name"' in lines[item.location[1]], (item.location, lines[:6])
