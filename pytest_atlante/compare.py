@@ -126,6 +126,7 @@ def _scenario(base: ScenarioRecord, new: ScenarioRecord, allow_changed: bool) ->
         "difference": c_new / n_new - c_base / n_base,
         "interval": DifferenceInterval(low=interval.low, high=interval.high),
         "pValue": evalstats.fisher_two_sided(c_new, n_new, c_base, n_base),
+        "pValueTest": "fisher-exact-two-sided",
         "changed": changed,
         "notes": notes,
     })
@@ -224,6 +225,11 @@ def _signed(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+# How the table names each test (the JSON carries the key, as ``pValueTest``).
+P_VALUE_TESTS = {"fisher-exact-two-sided": "two-sided Fisher exact test (conditional on both margins, as "
+                                           "scipy.stats.fisher_exact; not Boschloo's: docs/statistics.md)"}
+
+
 def render(comparison: Comparison, base_label: str = "BASE", new_label: str = "NEW") -> list[str]:
     """The terminal table; the same lines follow an eval run given ``--atlante-baseline``."""
     lines = [f"{base_label}: run {comparison.baseRunId}   {new_label}: run {comparison.newRunId}"]
@@ -247,6 +253,9 @@ def render(comparison: Comparison, base_label: str = "BASE", new_label: str = "N
         lines.append(f"only in {base_label}: {name}")
     for name in comparison.onlyInNew:
         lines.append(f"only in {new_label}: {name}")
+    if any(r.pValueTest for r in comparison.scenarios):
+        lines.append(f"p: {P_VALUE_TESTS['fisher-exact-two-sided']}; p Holm: Holm's step-down adjustment "
+                     "of those p-values across the scenarios compared; CI: Newcombe's hybrid score interval")
     lines.extend(f"note: {note}" for note in comparison.notes)
     for r in comparison.scenarios:
         lines.extend(f"note: {r.name}: {note}" for note in r.notes)

@@ -72,7 +72,10 @@ class ScenarioComparison(Record):
     new: SideCounts
     difference: Difference | None = None          # p_new − p_base
     interval: DifferenceInterval | None = None
-    pValue: Rate | None = None                    # two-sided Fisher exact
+    pValue: Rate | None = None                    # the test named by pValueTest
+    # Named like the interval's ``method``: which exact test gave ``pValue`` (docs/statistics.md:
+    # Fisher's, not Boschloo's, and why); set whenever ``pValue`` is.
+    pValueTest: Literal["fisher-exact-two-sided"] | None = None
     pValueHolm: Rate | None = None                # Holm-adjusted across compared scenarios
     trialsNeeded: Annotated[int, Field(ge=1)] | None = None  # per side, for inconclusive ones
     trialsNeededExceeds: Annotated[int, Field(ge=1)] | None = None  # set when the search limit was hit

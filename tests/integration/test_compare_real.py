@@ -95,6 +95,7 @@ def test_a_harness_that_breaks_a_scenario_regresses_and_a_changed_fixture_is_ref
     cli = compare(pytester, base_path, new.out / "report.json")
     assert cli.ret == 1, cli.outlines + cli.errlines
     assert row(cli).split()[1:4] == ["4/4", "0/4", "-100%"] and "regressed" in row(cli)
+    assert any(line.startswith("p: two-sided Fisher exact test") for line in cli.outlines), cli.outlines
 
     # Three trials per side (the first three each run recorded) cannot decide; the table says how many could.
     short_base, short_new = tmp_path / "base-3.json", tmp_path / "new-3.json"
@@ -104,6 +105,7 @@ def test_a_harness_that_breaks_a_scenario_regresses_and_a_changed_fixture_is_ref
     assert cli.ret == 0, cli.outlines + cli.errlines
     data = json.loads("\n".join(cli.outlines))["scenarios"][0]
     assert (data["label"], data["pValue"], data["trialsNeeded"]) == ("inconclusive", pytest.approx(0.1), 4)
+    assert data["pValueTest"] == "fisher-exact-two-sided" and data["interval"]["method"] == "newcombe-hybrid-score"
 
     # A changed fixture changes what the scenario measures: refused (exit 2) unless allowed.
     changed = variant(tmp_path, "changed", trials=1, fixture_edit=True)

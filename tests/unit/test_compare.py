@@ -64,6 +64,17 @@ def test_labels_holm_and_trials_needed() -> None:
     assert [alpha.pValueHolm, beta.pValueHolm, gamma.pValueHolm] == pytest.approx(evalstats.holm(raw))  # type: ignore[arg-type]
     assert comparison.counts["regressed"] == 1 and exit_status(comparison) == 1
     assert comparison.changed == []
+    # Which exact test gave each p-value, as the interval names its method.
+    assert [r.pValueTest for r in (alpha, beta, gamma)] == ["fisher-exact-two-sided"] * 3
+    assert alpha.interval is not None and alpha.interval.method == "newcombe-hybrid-score"
+    table = "\n".join(render(comparison))
+    assert "p: two-sided Fisher exact test" in table and "not Boschloo's" in table and "Holm's step-down" in table
+
+
+def test_a_comparison_without_p_values_names_no_test() -> None:
+    comparison = compare_reports(run_of({"alpha": ["pass"]}), run_of({"alpha": ["skipped-budget"]}, run_id="r2"))
+    assert comparison.scenarios[0].pValueTest is None
+    assert not any(line.startswith("p: ") for line in render(comparison))
 
 
 def test_improvement_exits_zero() -> None:
