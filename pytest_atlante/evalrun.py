@@ -88,7 +88,11 @@ def source_roots(suite: Suite) -> list[Path]:
 
 
 def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
-    """The controller's pristine copy of every source, made before any trial runs (OSError if it cannot)."""
+    """The controller's pristine copy of every source, made before any trial runs (OSError if it cannot).
+
+    The controller holds the run directory from here to ``finish_report`` (``rundirs.hold``): while
+    the run lives, another run's ``rundirs.remove_dead`` never takes it for a dead run's."""
+    rundirs.hold(run_id)
     return prepare_sources(source_roots(suite), run_id)
 
 
