@@ -24,7 +24,8 @@ checks ran:
   appearance of the top HOME entry that holds it).
 
 Every difference becomes an *escape*: a project-relative path, ``~/name`` for HOME, or the
-absolute path for anything else.  Under ``pytest -n`` several trials run at once and the audit
+absolute path for anything else, in its shown form (:func:`pytest_atlante.pathnames.escape_path`).
+Under ``pytest -n`` several trials run at once and the audit
 cannot tell whose process wrote a file: a change is reported by every trial whose window saw it.
 Setup commands run outside their own trial's window; one that writes into a watched place (say a
 package manager creating ``~/.npm`` for the first time) while another trial runs shows up in that
@@ -40,6 +41,8 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from .pathnames import escape_path
 
 __all__ = ["HOME_VOLATILE", "Audit", "Fingerprint", "Stat", "Watched", "fingerprint"]
 
@@ -144,5 +147,5 @@ class Audit:
     def escapes(self, started: list[Fingerprint]) -> list[str]:
         found: list[str] = []
         for watched, before in zip(self.watched, started):
-            found += [watched.label + path for path in _changed(before, fingerprint(watched))]
+            found += [escape_path(watched.label + path) for path in _changed(before, fingerprint(watched))]
         return sorted(set(found))

@@ -18,7 +18,13 @@ Rules chosen where the reference leaves room:
 - diff-allowlist: an entry is a glob over relative POSIX paths: ``*``, ``?`` and ``[...]`` match
   within one path segment, ``**`` matches across segments.  An entry allows every path it matches
   and everything under a directory it matches, so ``src``, ``src/`` and ``src/*`` all allow
-  ``src/a/b.ts``, while ``src/*.ts`` allows ``src/a.ts`` but not ``src/a/b.ts``.
+  ``src/a/b.ts``, while ``src/*.ts`` allows ``src/a.ts`` but not ``src/a/b.ts``.  A path is
+  matched in both its forms: the name itself (a byte that is not UTF-8 is one character there, so
+  ``bad*.txt`` allows it) and its shown form in the report (``bad\\xff.txt``), so an entry copied
+  from a report allows what the report named.
+
+Paths in messages (a check's own ``path`` too) are in their shown form
+(:func:`pytest_atlante.pathnames.escape_path`), the one the report uses everywhere.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .fsutil import UnreadableFile, read_capped
+from .pathnames import escape_path
 from .process import run
 from .records import CheckResult, tail
 from .sandbox import Diff, Sandbox, is_inside, path_digest, resolve_inside
@@ -142,12 +149,12 @@ def _presence(index: int, kind: str, rel: str, sb: Sandbox, *, want: bool) -> Ch
         what = "a parent directory leads outside the sandbox (not a sandbox path)"
     else:
         what = "does not exist"
-    message = f"{kind} {rel}: {what}"
+    message = f"{kind} {escape_path(rel)}: {what}"
     return CheckResult(index=index, type=kind, passed=exists == want, message=message)
 
 
 def _unchanged(index: int, check: FileUnchangedCheck, sb: Sandbox) -> CheckResult:
-    prefix = f"{check.type} {check.path}"
+    prefix = f"{check.type} {escape_path(check.path)}"
     if check.path not in sb.digests:
         return CheckResult(
             index=index,
@@ -173,7 +180,7 @@ def _unchanged(index: int, check: FileUnchangedCheck, sb: Sandbox) -> CheckResul
 
 
 def _contains(index: int, check: FileContainsCheck, sb: Sandbox) -> CheckResult:
-    prefix = f"{check.type} {check.path}"
+    prefix = f"{check.type} {escape_path(check.path)}"
 
     def failed(why: str) -> CheckResult:
         return CheckResult(index=index, type=check.type, passed=False, message=f"{prefix}: {why}")
@@ -198,7 +205,8 @@ def _contains(index: int, check: FileContainsCheck, sb: Sandbox) -> CheckResult:
 
 def _allowlist(index: int, check: DiffAllowlistCheck, diff: Diff) -> CheckResult:
     matchers = [allow_entry_regex(entry) for entry in check.allow]
-    outside = [path for path in diff.changed_paths if not path_allowed(path, matchers)]
+    outside = [path for path in diff.changed_paths
+               if not (path_allowed(diff.name_of(path), matchers) or path_allowed(path, matchers))]
     if not outside:
         count = len(diff.changed_paths)
         return CheckResult(

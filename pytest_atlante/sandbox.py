@@ -18,7 +18,9 @@ session nothing in it is trusted: changed paths come from the in-memory entries,
 is a tree-to-tree ``git diff`` in a repository created after the session from verified objects,
 where no attribute or config from the sandbox or the agent applies.
 
-What counts as a change (sorted relative POSIX paths in ``Diff.changed_paths``):
+What counts as a change (sorted relative POSIX paths in ``Diff.changed_paths``, each in its shown
+form, :func:`pytest_atlante.pathnames.escape_path`: a name that is not UTF-8 or holds control
+characters is escaped there and in the diff text's headers alike):
 
 - added, modified and deleted files, executable-bit changes, symlinks (their target is the content);
 - entries git cannot store as files are stored as a one-line placeholder blob, so they still show
@@ -49,6 +51,8 @@ from pathlib import Path
 from . import gitobjects
 from .fsutil import sha256_file
 from .gitobjects import CHUNK, Entry
+from .pathnames import escape_path
+
 # Config given on the environment (GIT_CONFIG_COUNT) wins over the repository's own config file.
 _FORCED = (
     ("core.hooksPath", os.devnull),
@@ -101,8 +105,14 @@ class Sandbox:
 
 @dataclass(frozen=True)
 class Diff:
-    changed_paths: list[str]
+    changed_paths: list[str]  # sorted, each in its shown form (``escape_path``)
     text: str
+    # shown form -> the name as the walk saw it (a str with surrogate escapes), where the two differ
+    names: dict[str, str] = field(default_factory=dict)
+
+    def name_of(self, shown: str) -> str:
+        """The name itself behind one of ``changed_paths`` (what a glob is matched against)."""
+        return self.names.get(shown, shown)
 
 
 def run_dir(run_id: str) -> Path:
@@ -229,11 +239,12 @@ def collect_diff(sb: Sandbox, ignore_dir: str) -> Diff:
     )
     if marker_changes:
         notes = [
-            f"# {path}: {_describe_marker(baseline_markers.get(path), markers.get(path))}"
+            f"# {escape_path(path)}: {_describe_marker(baseline_markers.get(path), markers.get(path))}"
             for path in marker_changes
         ]
         text = text + ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
-    return Diff(changed_paths=sorted(set(changed) | set(marker_changes)), text=text)
+    shown = {escape_path(path): path for path in set(changed) | set(marker_changes)}
+    return Diff(changed_paths=sorted(shown), text=text, names={s: p for s, p in shown.items() if s != p})
 
 
 def _diff_text(sb: Sandbox, baseline: dict[str, Entry], current: dict[str, Entry], changed: list[str],
@@ -252,18 +263,102 @@ def _diff_text(sb: Sandbox, baseline: dict[str, Entry], current: dict[str, Entry
             except (OSError, gitobjects.ChangedWhileReading):
                 stored = ""
             if stored != current[path][1]:
-                raise SandboxError(f"{path} changed while the diff was being taken")
+                raise SandboxError(f"{escape_path(path)} changed while the diff was being taken")
     old = gitobjects.write_tree(objects, baseline)
     new = gitobjects.write_tree(objects, current)
     return _git(
         sb, "-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
         "--no-renames", old, new, git_dir=git_dir, limit=DIFF_READ_LIMIT,
+        decode=lambda out: shown_diff(out, changed),
     )  # fmt: skip
+
+
+# git's C-style quoting of a path (``quote_c_style`` with ``core.quotePath=false``): a path holding a
+# control character, DEL, ``"`` or ``\`` is written in double quotes with these escapes (octal for
+# the rest); bytes from 0x80 up are written as they are.
+_GIT_ESCAPES = {7: b"\\a", 8: b"\\b", 9: b"\\t", 10: b"\\n", 11: b"\\v", 12: b"\\f", 13: b"\\r",
+                0x22: b'\\"', 0x5C: b"\\\\"}
+_GIT_NULL = b"/dev/null"
+
+
+def git_quoted(raw: bytes) -> bytes:
+    """``raw`` as git writes a path in a diff header."""
+    if not any(byte < 0x20 or byte in (0x22, 0x5C, 0x7F) for byte in raw):
+        return raw
+    out = bytearray(b'"')
+    for byte in raw:
+        if byte in _GIT_ESCAPES:
+            out += _GIT_ESCAPES[byte]
+        elif byte < 0x20 or byte == 0x7F:
+            out += b"\\%03o" % byte
+        else:
+            out.append(byte)
+    return bytes(out + b'"')
+
+
+def shown_diff(out: bytes, paths: Iterable[str]) -> str:
+    """git's diff output as text, every path of its header lines in the shown form (``escape_path``).
+
+    git writes names as raw bytes (not always UTF-8) or C-quoted; the report shows each changed
+    path one way only, so the ``diff --git``, ``---``/``+++`` and ``Binary files`` lines of each
+    file are rewritten from the known changed paths (a name git wrote is looked up, never parsed
+    loosely).  Hunk lines are content and stay as they are (bytes that are not UTF-8 become U+FFFD).
+    """
+    old_side: dict[bytes, str] = {_GIT_NULL: "/dev/null"}
+    new_side: dict[bytes, str] = {_GIT_NULL: "/dev/null"}
+    for path in paths:
+        raw, shown = os.fsencode(path), escape_path(path)
+        old_side[git_quoted(b"a/" + raw)] = "a/" + shown
+        new_side[git_quoted(b"b/" + raw)] = "b/" + shown
+    lines: list[str] = []
+    in_header = False
+    for line in out.split(b"\n"):
+        if line.startswith(b"diff --git "):
+            in_header = True
+        elif line.startswith(b"@@"):
+            in_header = False
+        lines.append((_shown_header(line, old_side, new_side) if in_header else None)
+                     or line.decode("utf-8", "replace"))
+    return "\n".join(lines)
+
+
+def _shown_header(line: bytes, old_side: dict[bytes, str], new_side: dict[bytes, str]) -> str | None:
+    """One header line with its paths shown; ``None`` when it names no path (or none known)."""
+    def pair(old: bytes, new: bytes, between: str) -> str | None:
+        if old in old_side and new in new_side:
+            return old_side[old] + between + new_side[new]
+        return None
+
+    if line.startswith(b"diff --git "):
+        rest = line[len(b"diff --git "):]
+        # --no-renames: both sides name the same path, quoted alike, so the halves are equally long.
+        half = (len(rest) - 1) // 2
+        shown = pair(rest[:half], rest[half + 1:], " ") if rest[half:half + 1] == b" " else None
+        return None if shown is None else "diff --git " + shown
+    for prefix, side in ((b"--- ", old_side), (b"+++ ", new_side)):
+        if line.startswith(prefix):
+            name = line[len(prefix):]
+            tab = name.endswith(b"\t") and name not in side  # git ends a name holding a space with a tab
+            name = name[:-1] if tab else name
+            return prefix.decode() + side[name] + ("\t" if tab else "") if name in side else None
+    if line.startswith(b"Binary files ") and line.endswith(b" differ"):
+        rest = line[len(b"Binary files "):-len(b" differ")]
+        half = (len(rest) - len(b" and ")) // 2
+        splits = [(rest[:half], rest[half + 5:])]
+        if rest.startswith(_GIT_NULL + b" and "):
+            splits.append((_GIT_NULL, rest[len(_GIT_NULL) + 5:]))
+        if rest.endswith(b" and " + _GIT_NULL):
+            splits.append((rest[:-len(_GIT_NULL) - 5], _GIT_NULL))
+        for old, new in splits:
+            shown = pair(old, new, " and ")
+            if shown is not None:
+                return f"Binary files {shown} differ"
+    return None
 
 
 def _copy_verified_blob(source: Path, target: Path, oid: str, path: str) -> None:
     """Copy the loose baseline blob ``oid`` into ``target`` after checking its content hashes to it."""
-    what = f"the baseline copy of {path} (object {oid[:12]})"
+    what = f"the baseline copy of {escape_path(path)} (object {oid[:12]})"
     try:
         gitobjects.copy_verified(source, target, oid)
     except FileNotFoundError as exc:
@@ -351,7 +446,8 @@ def _scan_or_fail(
     except gitobjects.ChangedWhileReading as exc:
         raise SandboxError("a sandbox file changed while the snapshot was being taken") from exc
     except OSError as exc:
-        raise SandboxError(f"cannot read the sandbox: {exc}") from exc
+        where = f": {escape_path(exc.filename)}" if isinstance(exc.filename, (str, bytes)) else ""
+        raise SandboxError(f"cannot read the sandbox: {exc.strerror or exc}{where}") from exc
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -365,6 +461,7 @@ def _git(
     env: dict[str, str] | None = None,
     limit: int | None = None,
     want_stderr: bool = False,
+    decode: Callable[[bytes], str] | None = None,
 ) -> str:
     """Run git against one of the runner's repositories (the baseline's unless ``git_dir``).
 
@@ -413,7 +510,7 @@ def _git(
                 err = proc.stderr.read()
                 proc.wait(timeout=_GIT_TIMEOUT_S)
                 if proc.returncode < 0:
-                    return out.decode("utf-8", errors="replace") + "\n# (diff output cut)\n"
+                    return (decode or _text)(out) + "\n# (diff output cut)\n"
         except subprocess.TimeoutExpired as exc:
             proc.kill()
             raise SandboxError(
@@ -422,7 +519,11 @@ def _git(
     if proc.returncode != 0:
         message = err.decode("utf-8", errors="replace").strip()
         raise SandboxError(f"git {_subcommand(args)} failed: {message}")
-    return (err if want_stderr else out).decode("utf-8", errors="replace")
+    return _text(err) if want_stderr else (decode or _text)(out)
+
+
+def _text(out: bytes) -> str:
+    return out.decode("utf-8", errors="replace")
 
 
 def _subcommand(args: tuple[str, ...]) -> str:

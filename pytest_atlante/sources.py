@@ -24,6 +24,7 @@ from typing import Any
 
 from .audit import Fingerprint, Stat, Watched, fingerprint
 from .fsutil import sha256_file
+from .pathnames import escape_path
 from .sandbox import copy_sparse, remove_tree, run_dir
 
 __all__ = ["RunSources", "changed_in_copy", "copy_of", "prepare_sources", "remove_sources"]
@@ -63,12 +64,12 @@ def copy_of(sources: RunSources, original: Path) -> Path:
 
 
 def changed_in_copy(sources: RunSources, original: Path) -> list[str]:
-    """Paths of the run's copy of ``original`` that differ from what was recorded."""
+    """Paths of the run's copy of ``original`` that differ from what was recorded (shown form)."""
     copy = copy_of(sources, original)
     reference = sources.get("record", {}).get(str(copy))
     if reference is None:
         return []
-    return sorted(_differences(copy, reference, _scan(copy)))
+    return sorted(escape_path(rel) for rel in _differences(copy, reference, _scan(copy)))
 
 
 def remove_sources(run_id: str) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .fsutil import atomic_write_bytes
+from .pathnames import escape_path
 from .hosts.streams import SYNTHETIC_MODEL, claude_model_usage, claude_usage, opencode_usage, sum_usage
 from .hosts.streams import _dict, _event as _json  # the monitors' junk-tolerant readers
 from .records import Usage
@@ -148,7 +149,12 @@ class _Builder:
 
 
 def neutral_input(value: object) -> dict[str, Any]:
-    return {_ARGUMENTS.get(k, k): v for k, v in _dict(value).items()}
+    """A tool call's arguments with host-neutral names; a ``path`` in its shown form (``escape_path``),
+    as the report names it."""
+    fields = {_ARGUMENTS.get(k, k): v for k, v in _dict(value).items()}
+    if isinstance(fields.get("path"), str):
+        fields["path"] = escape_path(fields["path"])
+    return fields
 
 
 def _capped(text: str, limit: int) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from .discovery import ScenarioEntry, Suite
 from .hosts import host_for
 from .hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
 from .isolation import Confinement, IsolationRecord, hidden_roots
+from .pathnames import escape_surrogates
 from .process import RunResult, allowlisted_environment, run
 from .records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
 from .redact import Secrets, secrets_in_env, secrets_in_file
@@ -317,11 +318,13 @@ def untouched_record(base: TrialRecord, diff: sandboxes.Diff, results: list[Chec
 
 def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> TrialRecord:
     """The record as it may leave the trial: no path of the trial's own directories (the report adds
-    a pattern backstop), no known credential value."""
+    a pattern backstop), no known credential value, and nothing that cannot be encoded (paths come
+    in their shown form already; a name's surrogate escapes in free text, such as an exception's
+    message, become ``\\xNN`` here)."""
     roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
 
     def text(value: str) -> str:
-        return secrets(scrub_paths(value, roots))
+        return escape_surrogates(secrets(scrub_paths(value, roots)))
 
     return rec.model_copy(update={
         "error": text(rec.error) if rec.error else None,

@@ -28,6 +28,7 @@ from trial_helpers import (
     run_matrix,
     run_session_timeout,
     run_hiding_and_secrets,
+    run_odd_names,
     AGENT_CASE,
     ALL_CHECKS_PASS,
     DONE,
@@ -72,6 +73,17 @@ def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest
         sessions = [case.name for case in MATRIX if case.setup is None]
         assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL)
         assert run.trial("setup-fails").modelIdentity is None
+
+
+# --------------------------------------------------------------------------- odd file names
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize("isolation", ["namespace", "off"])
+def test_file_names_of_any_bytes_give_a_normal_fail_naming_them(pytester: pytest.Pytester, tmp_path: Path,
+                                                                private_tmp: Path, isolation: str) -> None:
+    # Issue 22 item 2: a name that is not UTF-8 used to end the whole run (INTERNALERROR, exit 3).
+    run_odd_names(pytester, tmp_path, private_tmp, HOST, isolation)
 
 
 # --------------------------------------------------------------------------- host session timeout

@@ -511,6 +511,62 @@ def run_hiding_and_secrets(pytester: pytest.Pytester, tmp_path: Path, monkeypatc
     return run
 
 
+# Issue 22 item 2: file names the agent makes from any bytes.  The bash command goes through the
+# tool's shell in double quotes (`\\\\` there is one `\\` for Python, which makes it one backslash);
+# Python turns `\xff`, `\n`, `\t`, `\x1b` into the raw bytes.  The write tool's path holds a tab.
+ODD_NAMES_COMMAND = ("python3 -c \"[open(n, 'wb').write(b'x') for n in "
+                     "(b'bad\\xff\\xfe.txt', b'nl\\nname\\t\\x1b.txt', b'back\\\\\\\\slash\\xff.txt', b'\\xff' * 255)]\"")
+ODD_NAMES_SHOWN = ["bad\\xff\\xfe.txt", "nl\\nname\\t\\x1b.txt", "back\\\\slash\\xff.txt", "\\xff" * 255, "tab\\there.txt"]
+ODD_NAMES = TrialCase(
+    name="odd-file-names",
+    turns=[bash_turn(ODD_NAMES_COMMAND), write_turn("tab\there.txt", "tab\n"), bash_turn("ls"), DONE],
+    checks=[{"type": "diff-allowlist", "allow": ["hello.txt"]},
+            {"type": "file-exists", "path": "nl\nname\t\x1b.txt"},
+            {"type": "file-contains", "path": "tab\there.txt", "pattern": "tab"}],
+    verdict="fail",
+    outcomes=("fail", "pass", "pass"),
+)
+
+
+def run_odd_names(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName, isolation: str) -> EvalRun:
+    """``ODD_NAMES`` beside a passing trial: a normal ``fail`` naming every path in its one shown form
+    (pathnames.escape_path) in report.json, the transcript and the HTML view; the other trial passes."""
+    cases = [ODD_NAMES, ALL_CHECKS_PASS]
+    run = run_eval(pytester, write_project(tmp_path / "project", host, cases), tmp_path / "out",
+                   "--atlante-html", "--atlante-isolation", isolation)
+    assert run.result.ret == 1, run.output()
+    assert "INTERNALERROR" not in run.output()
+    assert run.report.complete and run.report.exitStatus == 1
+    assert outcome_table(run, cases) == expected_table(cases)
+    assert run.report.isolation is not None and run.report.isolation.mode == ("namespace" if isolation == "namespace" else "none")
+    trial = run.trial(ODD_NAMES.name)
+    assert trial.changedPaths == sorted(ODD_NAMES_SHOWN), trial.changedPaths
+    assert trial.checks[0].message == ("diff-allowlist: 5 changed path(s) outside the allowlist: "
+                                       + ", ".join(sorted(ODD_NAMES_SHOWN)))
+    assert trial.checks[1].message == "file-exists nl\\nname\\t\\x1b.txt: file exists"
+    assert trial.diff is not None
+    for shown in ODD_NAMES_SHOWN:
+        assert f"diff --git a/{shown} b/{shown}\n" in trial.diff, shown
+    assert "\ufffd" not in trial.diff and '"' not in trial.diff  # no lossy or git-quoted name
+    # The transcript: valid UTF-8 JSON lines, the write tool's path in the shown form; the raw stream too.
+    assert trial.transcript is not None and trial.hostStream is not None
+    lines = (run.out / trial.transcript).read_bytes().decode("utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    paths = [e["input"].get("path") for e in events if e.get("type") == "tool_call"]
+    assert "./tab\\there.txt" in paths, paths
+    commands = [e["input"].get("command") for e in events if e.get("type") == "tool_call" and e["tool"] == "bash"]
+    assert ODD_NAMES_COMMAND in commands, commands
+    for line in (run.out / trial.hostStream).read_bytes().decode("utf-8").splitlines():
+        json.loads(line)
+    # The HTML view shows the same forms (html.escape leaves backslashes alone).
+    page = (run.out / "report.html").read_text(encoding="utf-8")
+    for shown in ODD_NAMES_SHOWN:
+        assert f"a/{shown}" in page, shown
+    assert "write ./tab\\there.txt" in page
+    assert_clean_run(run, private_tmp)
+    return run
+
+
 def run_matrix(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName) -> tuple[EvalRun, EvalRun]:
     """``MATRIX`` run serially (with JUnit XML) and with ``-n 2``: what must hold for every host."""
     project = write_project(tmp_path / "project", host, MATRIX)

@@ -94,6 +94,31 @@ def test_the_runs_copy_of_a_source_is_checked_against_its_record(tmp_path: Path)
         os.rmdir(copy.parent.parent)
 
 
+def test_escapes_and_changed_copies_name_any_byte_string_in_its_shown_form(tmp_path: Path) -> None:
+    project, home, report, run_temp = _layout(tmp_path)
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    started = audit.start()
+    for where, name in ((project, b"bad\xff\xfe.txt"), (project, b"nl\nname\x1b"), (home, b".rc\xc3")):
+        with open(os.fsencode(where) + b"/" + name, "wb") as handle:
+            handle.write(b"x")
+    escapes = audit.escapes(started)
+    assert escapes == sorted(["bad\\xff\\xfe.txt", "nl\\nname\\x1b", "~/.rc\\xc3"])
+    json.dumps(escapes).encode("utf-8")
+
+    fixture = tmp_path / "fixture"
+    fixture.mkdir()
+    run_id = "t" + uuid.uuid4().hex[:12]
+    try:
+        sources = json.loads(json.dumps(prepare_sources([fixture], run_id)))
+        copy = copy_of(sources, fixture)
+        with open(os.fsencode(copy) + b"/planted\xff\t", "wb") as handle:
+            handle.write(b"x")
+        assert changed_in_copy(sources, fixture) == ["planted\\xff\\t"]
+    finally:
+        remove_sources(run_id)
+        os.rmdir(copy.parent.parent)
+
+
 def test_a_report_directory_in_home_appearing_mid_run_is_no_escape(tmp_path: Path) -> None:
     """``--atlante-out ~/out`` (pytester's HOME is its own directory): the run creates ``~/out``
     while a trial runs; a sibling the agent creates is still an escape."""

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 from pytest_atlante.checks import run_checks
 from pytest_atlante.process import allowlisted_environment
 from pytest_atlante.records import CheckResult
-from pytest_atlante.sandbox import Diff, Sandbox, assemble, remove_tree, run_dir, snapshot
+from pytest_atlante.sandbox import Diff, Sandbox, assemble, collect_diff, remove_tree, run_dir, snapshot
 from pytest_atlante.scenario import Check
 
 CHECK: TypeAdapter[Check] = TypeAdapter(Check)
@@ -286,6 +286,34 @@ def test_allowlist_passes_for_an_empty_diff_and_caps_the_listed_paths(sb: Sandbo
     many = allow(sb, ["src"], [f"f{i:02}.txt" for i in range(13)])
     assert many.message.endswith("f09.txt, ... and 3 more")
     assert many.message.startswith("diff-allowlist: 13 changed path(s) outside the allowlist: f00.txt")
+
+
+def test_allowlist_matches_a_name_that_is_not_utf8_in_either_form_and_shows_it_escaped(sb: Sandbox) -> None:
+    root = os.fsencode(sb.root)
+    for name in (b"bad\xff\xfe.txt", b"bad\\xff\\xfe.txt", b"esc\x1b\nnl.txt"):
+        with open(root + b"/" + name, "wb") as handle:
+            handle.write(b"x")
+    diff = collect_diff(sb, ".claude")
+    assert diff.changed_paths == ["bad\\\\xff\\\\xfe.txt", "bad\\xff\\xfe.txt", "esc\\x1b\\nnl.txt"]
+    refused = check(sb, {"type": "diff-allowlist", "allow": ["other.txt"]}, diff)
+    assert refused.message == ("diff-allowlist: 3 changed path(s) outside the allowlist: "
+                               "bad\\\\xff\\\\xfe.txt, bad\\xff\\xfe.txt, esc\\x1b\\nnl.txt")
+    # The name itself: an undecodable byte is one character for a glob; a control character is itself.
+    assert check(sb, {"type": "diff-allowlist", "allow": ["bad??.txt", "bad\\xff\\xfe.txt", "esc\x1b\nnl.txt"]}, diff).passed
+    # The shown form, as copied from a report, allows what the report named, and nothing else.
+    copied = check(sb, {"type": "diff-allowlist", "allow": ["bad\\xff\\xfe.txt", "esc\\x1b\\nnl.txt"]}, diff)
+    assert copied.passed  # the honest backslash name is allowed by its own (unescaped) name here
+    only_bytes = check(sb, {"type": "diff-allowlist", "allow": ["bad\\\\xff\\\\xfe.txt", "esc*"]}, diff)
+    assert only_bytes.message == "diff-allowlist: 1 changed path(s) outside the allowlist: bad\\xff\\xfe.txt"
+
+
+def test_check_paths_are_shown_escaped_in_messages(sb: Sandbox) -> None:
+    # A scenario's path is valid Unicode (validation); a control character in it is shown escaped.
+    (sb.root / "tab\there\x1b").write_text("hello\n")
+    assert check(sb, {"type": "file-exists", "path": "tab\there\x1b"}).message == "file-exists tab\\there\\x1b: file exists"
+    assert check(sb, {"type": "file-absent", "path": "new\nline"}).message == "file-absent new\\nline: does not exist"
+    found = check(sb, {"type": "file-contains", "path": "tab\there\x1b", "pattern": "hello"})
+    assert found.passed and found.message == 'file-contains tab\\there\\x1b: pattern "hello" found'
 
 
 # --- all together --------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante import sandbox as sandbox_module
+from pytest_atlante.pathnames import escape_path, unescape_path
+from pytest_atlante.records import TrialRecord
 from pytest_atlante.sandbox import (
     OverlayCollision,
     Sandbox,
@@ -283,12 +285,82 @@ def test_awkward_names_and_special_files_are_reported(run_id: str, tmp_path: Pat
     (sb.root / ".gitmodules").symlink_to("/etc/passwd")
     os.mkfifo(sb.root / "pipe")
     diff = collect_diff(sb, ".claude")
+    # A newline is shown escaped (pathnames.escape_path), as in every report field.
     assert diff.changed_paths == sorted(
-        [".GIT", ".gitmodules", "GIT~1", "line\nbreak.txt", "pipe", "ünï cødé.txt"]
+        [".GIT", ".gitmodules", "GIT~1", "line\\nbreak.txt", "pipe", "ünï cødé.txt"]
     )
     assert "<atlante: fifo>" in diff.text
     assert "<atlante: symlink to /etc/passwd>" in diff.text
     assert "ünï cødé.txt" in diff.text
+
+
+def _bytes_path(root: Path, name: bytes) -> bytes:
+    return os.fsencode(root) + b"/" + name
+
+
+def _write_bytes_name(root: Path, name: bytes, content: bytes = b"x\n") -> None:
+    with open(_bytes_path(root, name), "wb") as handle:
+        handle.write(content)
+
+
+def test_names_that_are_not_utf8_or_hold_control_characters_are_shown_escaped(run_id: str, tmp_path: Path) -> None:
+    """Issue 22 item 2: every byte string a name can hold gives paths and diff headers in one
+    escaped form, and a record holding them serialises."""
+    sb = make(run_id, tmp_path, {"a.txt": "a\n"})
+    _write_bytes_name(sb.root, b"gone\x1b[1m.txt", b"old\n")
+    _write_bytes_name(sb.root, b"mode \xfe.sh", b"echo\n")
+    snapshot(sb, [])
+    os.unlink(_bytes_path(sb.root, b"gone\x1b[1m.txt"))
+    os.chmod(_bytes_path(sb.root, b"mode \xfe.sh"), 0o755)
+    _write_bytes_name(sb.root, b"bad\xff\xfe.txt")
+    _write_bytes_name(sb.root, b"bad\\xff\\xfe.txt")  # honest backslashes: shown apart
+    _write_bytes_name(sb.root, b"new\nline\tand space", b"y\n")  # git ends such a --- name with a tab
+    _write_bytes_name(sb.root, b'quote"d', b"\0binary\xff")
+    _write_bytes_name(sb.root, b"\xff" * 255)  # the longest name a filesystem allows
+    os.mkdir(_bytes_path(sb.root, b"dir\xc3"))
+    _write_bytes_name(sb.root, b"dir\xc3/inner\x7f")
+    os.symlink(b"target\xff", _bytes_path(sb.root, b"link\x01"))
+    os.mkdir(_bytes_path(sb.root, b"dir\xc3/.git"))
+    diff = collect_diff(sb, ".claude")
+    expected = {
+        "gone\\x1b[1m.txt": "deleted file mode 100644",
+        "mode \\xfe.sh": "old mode 100644\nnew mode 100755",
+        "bad\\xff\\xfe.txt": "+x",
+        "bad\\\\xff\\\\xfe.txt": "+x",
+        "new\\nline\\tand space": "+y",
+        'quote"d': "Binary files /dev/null and b/quote\"d differ",
+        "\\xff" * 255: "+x",
+        "dir\\xc3/inner\\x7f": "+x",
+        "link\\x01": "new file mode 120000",
+    }
+    assert diff.changed_paths == sorted([*expected, "dir\\xc3/.git"])
+    for shown, detail in expected.items():
+        assert f"diff --git a/{shown} b/{shown}\n" in diff.text, shown
+        assert detail in diff.text, (shown, detail)
+        assert diff.name_of(shown) == os.fsdecode(unescape_path(shown))
+    assert "--- a/gone\\x1b[1m.txt\n+++ /dev/null" in diff.text
+    assert "--- /dev/null\n+++ b/new\\nline\\tand space\t\n" in diff.text
+    assert "# dir\\xc3/.git: git metadata dir created by the trial" in diff.text
+    assert "\ufffd" not in diff.text.replace("+target\ufffd", "")  # only content keeps U+FFFD
+    record = TrialRecord(scenario="s", trial=1, nodeId="n", verdict="fail", changedPaths=diff.changed_paths, diff=diff.text)
+    assert TrialRecord.model_validate_json(record.model_dump_json()) == record
+
+
+def test_every_single_byte_in_a_name_matches_gits_own_quoting(run_id: str, tmp_path: Path) -> None:
+    sb = make(run_id, tmp_path, {"a.txt": "a\n"})
+    snapshot(sb, [])
+    names = [b"n" + bytes([byte]) + b"." for byte in range(1, 256) if byte != ord("/")]
+    for name in names:
+        _write_bytes_name(sb.root, name)
+    diff = collect_diff(sb, ".claude")
+    assert len(diff.changed_paths) == len(names)
+    for name in names:
+        shown = escape_path(name)
+        assert shown in diff.changed_paths
+        assert f"diff --git a/{shown} b/{shown}\nnew file mode 100644\n" in diff.text, name
+        tab = "\t" if b" " in name else ""  # git ends a ---/+++ name holding a space with a tab
+        assert f"--- /dev/null\n+++ b/{shown}{tab}\n" in diff.text, name
+    assert '"' not in diff.text.replace('n"', "")  # git's own quoting is gone everywhere
 
 
 def test_baseline_tree_is_deterministic_and_held_in_memory(run_id: str, tmp_path: Path) -> None:

@@ -126,6 +126,24 @@ def test_credentials_and_sandbox_paths_never_reach_the_files(tmp_path: Path) -> 
     assert of_type(read_transcript(tmp_path / rel_t), "text")[0]["text"] == f"key {REDACTED} in ./a.txt, {REDACTED}"
 
 
+@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+def test_tool_call_paths_are_shown_in_the_reports_escaped_form(tmp_path: Path, host: str) -> None:
+    root = "/tmp/atlante-eval-x/t-1/sandbox"
+    capture = StreamCapture(Redactor([], [root]))
+    name = f"{root}/tab\tnl\nesc\x1b\\back.txt"
+    if host == "claude-code":
+        capture.add(json.dumps({"type": "assistant", "message": {"id": "m1", "content": [
+            {"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": name, "content": "x"}}]}}))
+    else:
+        capture.add(json.dumps({"type": "tool_use", "part": {"type": "tool", "tool": "write", "callID": "t1", "state": {
+            "status": "completed", "input": {"filePath": name, "content": "x"}, "output": ""}}}))
+    transcript = build_transcript(capture, host=host, dialect="claude-code" if host == "claude-code" else "opencode-v1",
+                                  scenario="s", trial=1)
+    rel, _ = write_trial_files(tmp_path, capture, transcript, "s", 1)
+    (call,) = of_type(read_transcript(tmp_path / rel), "tool_call")
+    assert call["input"]["path"] == "./tab\\tnl\\nesc\\x1b\\\\back.txt"
+
+
 def test_the_cap_keeps_the_head_and_the_end_and_says_so() -> None:
     capture = capture_of("opencode-1.18.33-write-stream.jsonl", cap=600)
     for _ in range(200):

@@ -23,7 +23,7 @@ from pytest_atlante.discovery import discover
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.registry import register
-from pytest_atlante.records import Verdict
+from pytest_atlante.records import TrialRecord, Verdict
 from pytest_atlante.report import new_run_id
 from pytest_atlante.trial import Facts, TrialRunner, verdict
 
@@ -143,6 +143,23 @@ def test_a_known_credential_never_leaves_the_trial(echo: Project, monkeypatch: p
     assert secret not in record.model_dump_json()
     assert "+key=<redacted>" in (record.diff or "") and "leak-<redacted>.txt" in record.changedPaths
     assert record.checks[0].output == "key=<redacted>\n"
+
+
+def test_a_name_that_is_not_utf8_gives_a_normal_fail_that_names_it(echo: Project) -> None:
+    """Issue 22 item 2: such a name made the record unserialisable and ended the whole run."""
+    # JSON carries the surrogate escapes; the echo CLI's open() turns them back into the raw bytes.
+    outside = str(echo.root / "esc\udcff.txt")
+    record, _ = run_trial(echo, {"write": {"hello.txt": "hello\n", "bad\udcff\udcfe.txt": "x", "nl\nname\x1b.txt": "y",
+                                           outside: "z"}},
+                          checks=[{"type": "diff-allowlist", "allow": ["hello.txt"]},
+                                  {"type": "command", "run": ["ls"]}])
+    assert record.verdict == "fail", record
+    assert record.changedPaths == ["bad\\xff\\xfe.txt", "hello.txt", "nl\\nname\\x1b.txt"]
+    assert record.checks[0].message == ("diff-allowlist: 2 changed path(s) outside the allowlist: "
+                                        "bad\\xff\\xfe.txt, nl\\nname\\x1b.txt")
+    assert record.escapes == ["esc\\xff.txt"] and record.error is not None and "esc\\xff.txt" in record.error
+    assert record.diff is not None and "diff --git a/bad\\xff\\xfe.txt b/bad\\xff\\xfe.txt" in record.diff
+    assert TrialRecord.model_validate_json(record.model_dump_json()) == record
 
 
 def test_the_echo_host_is_reached_through_the_registry_only(echo: Project, tmp_path: Path) -> None:
