@@ -94,7 +94,7 @@ class Project:
         return self.write(f"eval/scenarios/scripted/{name}.json", {"schema": "atlante/scripted-model-v1", "turns": turns})
 
     def build(self) -> None:
-        from pytest_atlante.build import build
+        from pytest_atlante.suite.build import build
 
         build(self.root)
 

@@ -158,7 +158,7 @@ def make_project(root: Path, *, files: int, trials: int, max_tokens: int = 400_0
         (folder / f"{name}.eval.json").write_text(json.dumps(scenario, indent=2) + "\n", encoding="utf-8")
         (folder / "scripted" / f"{name}.json").write_text(json.dumps(script, indent=2) + "\n", encoding="utf-8")
     write_fixture(root / FIXTURE_REL, max(files, 1))
-    from pytest_atlante.build import build
+    from pytest_atlante.suite.build import build
 
     build(root)
     return root

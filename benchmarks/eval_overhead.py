@@ -65,10 +65,10 @@ def integrity_costs(project: Path, out: Path, repeats: int) -> dict[str, float]:
     """ms of the always-on integrity work, done directly: the audit's two fingerprints of the
     watched places per trial, the per-trial check of the run's source copies, and the once-per-run
     copy itself."""
-    from pytest_atlante.audit import Audit
-    from pytest_atlante.build import tree_dir
-    from pytest_atlante.sandbox import remove_tree, run_dir
-    from pytest_atlante.sources import changed_in_copy, prepare_sources
+    from pytest_atlante.sandbox.audit import Audit
+    from pytest_atlante.suite.build import tree_dir
+    from pytest_atlante.sandbox.trialdir import remove_tree, run_dir
+    from pytest_atlante.sandbox.sources import changed_in_copy, prepare_sources
 
     roots = [project / FIXTURE_REL, tree_dir(project, "claude-code")]
     run_id = f"bench-{os.getpid()}"
@@ -110,11 +110,11 @@ def profile_one(files: int, tmp: Path, bin_dir: Path) -> None:
     import cProfile
     import pstats
 
-    from pytest_atlante.budget import TrialBudget
-    from pytest_atlante.discovery import discover
-    from pytest_atlante.evalrun import prepare_run, prepare_run_sources
-    from pytest_atlante.report import new_run_id
-    from pytest_atlante.trial import TrialRunner
+    from pytest_atlante.trial.budget import TrialBudget
+    from pytest_atlante.suite.discovery import discover
+    from pytest_atlante.run.evalrun import prepare_run, prepare_run_sources
+    from pytest_atlante.report.model import new_run_id
+    from pytest_atlante.trial.runner import TrialRunner
 
     project = make_project(tmp / f"profile-{files}", files=files, trials=1)
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"

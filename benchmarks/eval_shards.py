@@ -29,9 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _fakehost import install_quick_claude, machine_line, make_project  # noqa: E402
 
-from pytest_atlante.merge import load_shard_reports, merge_reports  # noqa: E402
+from pytest_atlante.report.merge import load_shard_reports, merge_reports  # noqa: E402
 from pytest_atlante.records import TrialRecord  # noqa: E402
-from pytest_atlante.report import BudgetRecord, EvalReport, ShardRef, build_report  # noqa: E402
+from pytest_atlante.report.model import BudgetRecord, EvalReport, ShardRef, build_report  # noqa: E402
 
 
 def run_shards(project: Path, bin_dir: Path, out: Path, count: int, workers: int) -> tuple[list[float], float]:

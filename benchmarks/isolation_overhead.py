@@ -61,7 +61,7 @@ def start_cost(tmp: Path, count: int = 50) -> tuple[float, float]:
     import subprocess
     import time
 
-    from pytest_atlante.isolation import Confinement, hidden_roots
+    from pytest_atlante.sandbox.isolation import Confinement, hidden_roots
 
     trial = tmp / "atlante-eval-start" / "t-1"
     for name in ("sandbox", "home"):

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
 from view_helpers import browser, synthetic_report  # noqa: E402
 
-from pytest_atlante.view import write_view  # noqa: E402
+from pytest_atlante.report.view import write_view  # noqa: E402
 
 
 def main() -> None:

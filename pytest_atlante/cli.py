@@ -13,22 +13,22 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .diagnostics import Diagnostic, DiagnosticError, envelope
-from .hosts.registry import HOST_NAMES
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, envelope
+from pytest_atlante.hosts.registry import HOST_NAMES
 
 EXIT_VALIDATION = 2
 EXIT_INTERNAL = 3
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .build import build_command
+    from pytest_atlante.suite.build import build_command
 
     return build_command(Path(args.project), args.host)
 
 
 def _eval(args: argparse.Namespace) -> int:
     # Reached only when a global option precedes `eval` (main() hands plain `eval ...` to pytest as is).
-    from .evalcmd import eval_command
+    from pytest_atlante.run.evalcmd import eval_command
 
     short = [*(f"--scenario={name}" for name in args.scenario), *([f"--out={args.out}"] if args.out else []),
              *([f"--host={args.host}"] if args.host else []), *(["--keep"] if args.keep else []),
@@ -37,50 +37,50 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    from .evalcmd import eval_command
+    from pytest_atlante.run.evalcmd import eval_command
 
     return eval_command(args.pytest_args, selftest=True)
 
 
 def _bench_validate(args: argparse.Namespace) -> int:
-    from .atlas.e0 import cmd_validate
+    from pytest_atlante.atlas.e0 import cmd_validate
 
     return cmd_validate(Path(args.corpus))
 
 
 def _bench_plan(args: argparse.Namespace) -> int:
-    from .atlas.e0 import cmd_plan
+    from pytest_atlante.atlas.e0 import cmd_plan
 
     return cmd_plan(Path(args.corpus), _opt_path(args.out))
 
 
 def _bench_summarize(args: argparse.Namespace) -> int:
-    from .atlas.e0 import cmd_summarize
+    from pytest_atlante.atlas.e0 import cmd_summarize
 
     return cmd_summarize(Path(args.receipts), _opt_path(args.out))
 
 
 def _bench_score(args: argparse.Namespace) -> int:
-    from .atlas.score import cmd_score
+    from pytest_atlante.atlas.score import cmd_score
 
     return cmd_score(Path(args.corpus), Path(args.results), _opt_path(args.out))
 
 
 def _pack_report(args: argparse.Namespace) -> int:
-    from .provenance import cmd_pack_report
+    from pytest_atlante.report.provenance import cmd_pack_report
 
     return cmd_pack_report(Path(args.path))
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import compare_command
+    from pytest_atlante.report.compare import compare_command
 
     return compare_command(Path(args.base), Path(args.new), as_json=args.json,
                            allow_changed=args.allow_changed_scenarios)
 
 
 def _view(args: argparse.Namespace) -> int:
-    from .view import latest_run, view_command
+    from pytest_atlante.report.view import latest_run, view_command
 
     # --compare names an input (a report or its run directory), not a file to write: no _opt_path.
     return view_command(Path(args.report) if args.report else latest_run(Path.cwd()), _opt_path(args.out),
@@ -88,7 +88,7 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _report_merge(args: argparse.Namespace) -> int:
-    from .merge import cmd_merge
+    from pytest_atlante.report.merge import cmd_merge
 
     return cmd_merge([Path(p) for p in args.reports], Path(args.out))
 
@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.set_defaults(func=_build)
 
-    from .evalcmd import PASS_THROUGH_NOTE, add_eval_options
+    from pytest_atlante.run.evalcmd import PASS_THROUGH_NOTE, add_eval_options
 
     ev = sub.add_parser(
         "eval",
@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["eval"], ["selftest"]) and not {"-h", "--help"} & set(argv[1:2]):
         # Everything after `eval` belongs to pytest, options included; argparse would claim them.
-        from .evalcmd import eval_command
+        from pytest_atlante.run.evalcmd import eval_command
 
         return eval_command(argv[1:], selftest=argv[0] == "selftest")
     parser = build_parser()

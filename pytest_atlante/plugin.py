@@ -17,7 +17,7 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from .hosts.registry import HOST_NAMES
+    from pytest_atlante.hosts.registry import HOST_NAMES
 
     group = parser.getgroup("atlante", "pytest-atlante: evaluate agent harnesses")
     group.addoption("--atlante-eval", action="store_true", default=False,
@@ -100,7 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "(or use `atlante selftest` / `atlante eval`)")
     if config.getoption("atlante_eval"):
         # An eval run is the eval suite: its items, report and exit status are the trials'.
-        from .roles import role_for
+        from pytest_atlante.run.roles import role_for
 
         config.pluginmanager.register(role_for(config), "atlante-eval")
     else:
@@ -109,7 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _register_atlas(config: pytest.Config, project_root: Path) -> None:
-    from .fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
+    from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
 
     path = project_root / "atlante.jsonc"
     try:
@@ -122,12 +122,12 @@ def _register_atlas(config: pytest.Config, project_root: Path) -> None:
         # Cheap pre-check: a document without the word cannot have an atlas section, so the
         # configuration models (pydantic) are never imported for it.
         return
-    from .config import load_project_config
+    from pytest_atlante.suite.config import load_project_config
 
     project, _, problems = load_project_config(project_root)
     if project is None or project.atlas is None or problems:
         return
-    from .atlas.items import AtlasQueryPlugin
+    from pytest_atlante.atlas.items import AtlasQueryPlugin
 
     config.pluginmanager.register(
         AtlasQueryPlugin(project_root, project_root / project.atlas.queryCorpus, project_root / project.atlas.queryResults),
@@ -143,7 +143,7 @@ def atlante_budget(request: pytest.FixtureRequest) -> Any:
     budget decided at collection, so overriding this fixture changes what a reader sees, never
     what is enforced or reported.
     """
-    from .items import TrialItem
+    from pytest_atlante.run.items import TrialItem
 
     budget = request.node.budget if isinstance(request.node, TrialItem) else None
     if budget is None:

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from ..diagnostics import Diagnostic, DiagnosticError, json_path
-from ..fsutil import MAX_INPUT_BYTES, UnreadableFile, read_capped
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
+from pytest_atlante.fsutil import MAX_INPUT_BYTES, UnreadableFile, read_capped
 
 CORPUS_SCHEMA = "agent-spec/atlas-eval/corpus-v1"
 MIN_TRIALS_PER_ARM = 3

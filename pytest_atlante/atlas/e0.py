@@ -10,10 +10,10 @@ import json
 import sys
 from pathlib import Path
 
-from .corpus import corpus_summary, load_corpus
-from .output import emit
-from .plan import compile_plan
-from .summarize import summarize_file
+from pytest_atlante.atlas.corpus import corpus_summary, load_corpus
+from pytest_atlante.atlas.output import emit
+from pytest_atlante.atlas.plan import compile_plan
+from pytest_atlante.atlas.summarize import summarize_file
 
 
 def cmd_validate(corpus: Path) -> int:

@@ -17,16 +17,16 @@ from typing import Any, Iterator, cast
 
 import pytest
 
-from ..diagnostics import DiagnosticError
-from ..fsutil import MAX_INPUT_BYTES, read_capped
-from .query_runner import (
+from pytest_atlante.diagnostics import DiagnosticError
+from pytest_atlante.fsutil import MAX_INPUT_BYTES, read_capped
+from pytest_atlante.atlas.query_runner import (
     OBSERVATIONS_FIXTURE,
     QueryCaseFailed,
     QueryCaseRunner,
     case_lines,
     failure_message,
 )
-from .score import CaseScore
+from pytest_atlante.atlas.score import CaseScore
 
 SCORE_PROPERTY = "atlante_query_case"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from ..fsutil import atomic_write_bytes
+from pytest_atlante.fsutil import atomic_write_bytes
 
 
 def render(result: Any) -> bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .corpus import Corpus
+from pytest_atlante.atlas.corpus import Corpus
 
 RUN_PLAN_SCHEMA = "agent-spec/atlas-eval/run-plan-v1"
 ARMS = ("atlas", "baseline")

@@ -16,9 +16,9 @@ from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import from_json, to_json
 
-from ..diagnostics import Diagnostic, DiagnosticError
-from .context import ContextExpectation, expectation_problems
-from .query_loading import parse_model, read_bytes
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.atlas.context import ContextExpectation, expectation_problems
+from pytest_atlante.atlas.query_loading import parse_model, read_bytes
 
 QUERY_CORPUS_SCHEMA = "agent-spec/atlas-eval/query-corpus-v1"
 PREFIX = "atlas-query-corpus"

@@ -14,8 +14,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..diagnostics import Diagnostic, DiagnosticError, json_path
-from ..fsutil import MAX_INPUT_BYTES, UnreadableFile, read_capped
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
+from pytest_atlante.fsutil import MAX_INPUT_BYTES, UnreadableFile, read_capped
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -26,8 +26,8 @@ from typing import Annotated, BinaryIO, Iterator, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from ..diagnostics import Diagnostic, DiagnosticError
-from .corpus import pydantic_diagnostics
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.atlas.corpus import pydantic_diagnostics
 
 QUERY_METRICS_SCHEMA = "agent-spec/atlas-eval/query-metrics-v1"
 BASE_METRICS = ("file_reads", "graph_calls", "tool_calls", "duration_ms", "context_bytes")

@@ -19,11 +19,11 @@ from typing import Any, Iterator, Sequence, TypedDict
 from blake3 import blake3
 from pydantic import TypeAdapter
 
-from . import stats
-from .context import behaviour_failures
-from .output import emit
-from .query_corpus import DIAGNOSTIC_KINDS, FIXTURE_TIER, PINNED_TIER, QueryCase, QueryCorpus, load_corpus
-from .results import Observation, load_results
+from pytest_atlante.atlas import stats
+from pytest_atlante.atlas.context import behaviour_failures
+from pytest_atlante.atlas.output import emit
+from pytest_atlante.atlas.query_corpus import DIAGNOSTIC_KINDS, FIXTURE_TIER, PINNED_TIER, QueryCase, QueryCorpus, load_corpus
+from pytest_atlante.atlas.results import Observation, load_results
 
 QUERY_REGRESSION_SCHEMA = "agent-spec/atlas-eval/query-regression-v1"
 FINGERPRINT_ALGORITHM = "blake3-schema-order-json-v1"

@@ -21,10 +21,10 @@ from array import array
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..diagnostics import Diagnostic, DiagnosticError
-from ..fsutil import MAX_INPUT_BYTES, UnreadableFile, open_regular
-from .corpus import unreadable
-from .receipts import (
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.fsutil import MAX_INPUT_BYTES, UnreadableFile, open_regular
+from pytest_atlante.atlas.corpus import unreadable
+from pytest_atlante.atlas.receipts import (
     BASE_METRICS,
     CODE_RECEIPTS_EMPTY,
     CODE_RECEIPTS_UNGRADED,
@@ -33,7 +33,7 @@ from .receipts import (
     Receipt,
     ReceiptReader,
 )
-from .stats import distribution
+from pytest_atlante.atlas.stats import distribution
 
 ARM_ORDER = ("atlas", "baseline")
 

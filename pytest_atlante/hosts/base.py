@@ -22,7 +22,7 @@ from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.registry import HostName
 
 if TYPE_CHECKING:
-    from pytest_atlante.config import AgentSource
+    from pytest_atlante.suite.config import AgentSource
     from pytest_atlante.records import Usage
 
 HOST_MISSING = "eval-host-missing"

@@ -36,7 +36,7 @@ from pytest_atlante.hosts.registry import HostName
 from pytest_atlante.hosts.streams import ClaudeStreamMonitor
 
 if TYPE_CHECKING:
-    from pytest_atlante.config import AgentSource
+    from pytest_atlante.suite.config import AgentSource
 
 SUPPORTED = ">=2.0.0 <3.0.0"
 # Harness tool names → Claude Code's tool names in an agent's ``tools`` list.

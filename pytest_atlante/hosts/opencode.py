@@ -43,11 +43,11 @@ from pytest_atlante.hosts.opencode_store import (
 from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
 from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
 from pytest_atlante.hosts.registry import HostName
-from pytest_atlante.process import run
+from pytest_atlante.sandbox.process import run
 from pytest_atlante.records import Usage
 
 if TYPE_CHECKING:
-    from pytest_atlante.config import AgentSource
+    from pytest_atlante.suite.config import AgentSource
 
 SUPPORTED = ">=1.18.29 <2.0.0 (V1) or >=2.0.0 <3.0.0 (V2)"
 # OpenCode agents restrict tools through permission keys; write and edit share the ``edit`` key.

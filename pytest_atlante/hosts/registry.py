@@ -12,7 +12,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Callable, Literal, get_args
 
 if TYPE_CHECKING:
-    from .base import Host
+    from pytest_atlante.hosts.base import Host
 
 HostName = Literal["claude-code", "opencode"]
 HOST_NAMES: tuple[HostName, ...] = get_args(HostName)

@@ -20,7 +20,7 @@ import pytest
 from bounded import Outcome, assert_clean, run_bounded, sparse
 from conftest import Project, scenario_doc
 from pytest_atlante.records import CHANGED_PATHS_CAP
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 from tests.integration.fakehost import fake_env, install_fake_claude
 
 GIB = 1 << 30

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 from bounded import assert_clean, run_bounded, sparse
 from conftest import json_paths
-from pytest_atlante.provenance import MAX_REPORT_BYTES, Ignored, ProvenanceView, view_for_path
+from pytest_atlante.report.provenance import MAX_REPORT_BYTES, Ignored, ProvenanceView, view_for_path
 from pytest_atlante.records import CHANGED_PATHS_CAP, DIFF_CAP_CHARS, CheckResult, TrialRecord, Usage
-from pytest_atlante.report import BudgetRecord, HostIdentity, build_report
+from pytest_atlante.report.model import BudgetRecord, HostIdentity, build_report
 
 DATA = Path(__file__).parent / "data"
 SCENARIO = "adds-module-docstring"
@@ -216,7 +216,7 @@ def _mutate(doc: Doc, path: tuple[Any, ...], value: Any) -> None:
 
 def _recompute(doc: Doc) -> None:
     """What a careful forger does after a change: make every aggregate agree with the trials."""
-    from pytest_atlante.report import EvalReport
+    from pytest_atlante.report.model import EvalReport
 
     try:
         report = EvalReport.model_validate(doc)

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import LOOSENING_CONFTEST, Project, config_doc, scenario_doc
 from fakehost import fake_env, install_fake_claude
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 
 
 def fake_scenario(name: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Callable
 import pytest
 
 from conftest import LOOSENING_CONFTEST, Project, claude_path, config_doc, scenario_doc
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 
 pytestmark = pytest.mark.hosts
 HOSTS = ["claude-code", "opencode"]

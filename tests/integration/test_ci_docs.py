@@ -17,7 +17,7 @@ import yaml
 
 from conftest import REPO_ROOT, Project, config_doc
 from fakehost import fake_env, install_fake_claude
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 from test_shards import SCENARIOS, fake_scenario
 
 CI_DOC = REPO_ROOT / "docs" / "ci.md"

@@ -20,8 +20,8 @@ import json5
 import pytest
 
 from conftest import copy_example
-from pytest_atlante.build import build
-from pytest_atlante.report import EvalReport, pass_rate, scenario_statistics
+from pytest_atlante.suite.build import build
+from pytest_atlante.report.model import EvalReport, pass_rate, scenario_statistics
 from trial_helpers import EvalRun, run_eval
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]

@@ -15,8 +15,8 @@ from typing import Callable
 import pytest
 
 from conftest import Project, scenario_doc
-from pytest_atlante.forecast import RequestedScenario, forecast, nearest_rank_p95
-from pytest_atlante.report import EvalReport
+from pytest_atlante.run.forecast import RequestedScenario, forecast, nearest_rank_p95
+from pytest_atlante.report.model import EvalReport
 from trial_helpers import write_project, write_turn
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]

@@ -8,8 +8,8 @@ from typing import Callable
 import pytest
 
 from conftest import copy_example
-from pytest_atlante.build import build
-from pytest_atlante.report import EvalReport
+from pytest_atlante.suite.build import build
+from pytest_atlante.report.model import EvalReport
 
 pytestmark = pytest.mark.hosts
 

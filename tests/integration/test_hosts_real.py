@@ -21,8 +21,8 @@ from pytest_atlante.hosts import HostInfo, ScriptedEndpoint, SessionOutcome, hos
 from pytest_atlante.hosts.base import Host
 from pytest_atlante.hosts.opencode import PROJECT_CONFIG
 from pytest_atlante.hosts.opencode_store import data_dir
-from pytest_atlante.process import allowlisted_environment, run
-from pytest_atlante.scripted import RequestRecord, Script, ScriptedModelServer, claude_env, opencode_provider_config
+from pytest_atlante.sandbox.process import allowlisted_environment, run
+from pytest_atlante.trial.scripted import RequestRecord, Script, ScriptedModelServer, claude_env, opencode_provider_config
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(300)]
 

@@ -17,7 +17,7 @@ import json5
 import pytest
 
 from conftest import copy_example
-from pytest_atlante.build import build
+from pytest_atlante.suite.build import build
 from trial_helpers import check_outcome, logged_requests, run_eval, system_text, with_request_log
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]

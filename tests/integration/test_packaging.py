@@ -22,7 +22,7 @@ from typing import Callable
 import pytest
 
 from conftest import REPO_ROOT, copy_example
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 
 pytestmark = pytest.mark.hosts
 

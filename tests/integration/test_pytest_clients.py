@@ -18,7 +18,7 @@ import pytest
 from junitparser import JUnitXml
 
 from conftest import Project, config_doc
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 from test_budgets import fake_project, fake_scenario  # noqa: F401 - fixture
 
 GOOD = "eval/scenarios/a.eval.json"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Project, config_doc
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 from test_budgets import fake_project, fake_scenario  # noqa: F401 - fixture
 
 FLAKY = "eval/scenarios/a.eval.json"

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytest
 
 from pytest_atlante.diagnostics import DiagnosticError
-from pytest_atlante.scripted import (
+from pytest_atlante.trial.scripted import (
     DEFAULT_USAGE,
     EXHAUSTED_REPLY_TEXT,
     SIDE_REPLY_TEXT,
@@ -30,7 +30,7 @@ from pytest_atlante.scripted import (
     load_script,
     opencode_provider_config,
 )
-from pytest_atlante.scripted_dialects import parse_sse, sse_event
+from pytest_atlante.trial.dialects import parse_sse, sse_event
 
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE = REPO / "hosts-npm/node_modules/.bin/claude"

@@ -20,7 +20,7 @@ from typing import Callable
 import pytest
 
 from conftest import REPO_ROOT, Project, scenario_doc
-from pytest_atlante.selftest import SelftestReport
+from pytest_atlante.report.selftest import SelftestReport
 from trial_helpers import HostName, normalise, write_project, write_turn
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]

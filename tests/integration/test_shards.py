@@ -19,7 +19,7 @@ import pytest
 
 from conftest import Project, config_doc, scenario_doc
 from fakehost import fake_env, install_fake_claude
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 
 SCENARIOS = ("alpha", "beta", "gamma")
 

@@ -17,8 +17,8 @@ import pytest
 
 from conftest import Project, config_doc, scenario_doc
 from pytest_atlante.records import TrialRecord, Usage
-from pytest_atlante.report import EvalReport
-from pytest_atlante.transcript import REDACTED, TRANSCRIPT_SCHEMA
+from pytest_atlante.report.model import EvalReport
+from pytest_atlante.trial.transcript import REDACTED, TRANSCRIPT_SCHEMA
 
 pytestmark = pytest.mark.hosts
 SECRET = "atl-CREDENTIAL-9f1c2b7e44d0"

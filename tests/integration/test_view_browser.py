@@ -18,8 +18,8 @@ from typing import Callable
 import pytest
 
 from conftest import copy_example
-from pytest_atlante.build import build
-from pytest_atlante.view import write_view
+from pytest_atlante.suite.build import build
+from pytest_atlante.report.view import write_view
 from view_helpers import ARTIFACTS, browser, synthetic_report, watch_console
 
 HOSTILE = "<script>window.__pwned = 1</script>"

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from pytest_atlante.hosts.registry import HostName
 from pytest_atlante.records import CheckResult, TrialRecord, Verdict
-from pytest_atlante.report import SANDBOX_DIR_PREFIX, EvalReport
+from pytest_atlante.report.model import SANDBOX_DIR_PREFIX, EvalReport
 
 CheckOutcome = Literal["pass", "fail", "error", "timeout"]
 # ``{scenario: (verdict, per-check outcomes)}``
@@ -626,7 +626,7 @@ def pytest_configure(config: pytest.Config) -> None:
     log_dir = os.environ.get(REQUEST_LOG_ENV)
     if not log_dir:
         return
-    from pytest_atlante import scripted
+    from pytest_atlante.trial import scripted
 
     original_stop = scripted.ScriptedModelServer.stop
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.records import CheckResult, TrialRecord, Usage
-from pytest_atlante.report import BudgetRecord, HostIdentity, build_report, write_report
+from pytest_atlante.report.model import BudgetRecord, HostIdentity, build_report, write_report
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",

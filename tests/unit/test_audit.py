@@ -8,8 +8,8 @@ from pathlib import Path
 
 import uuid
 
-from pytest_atlante.audit import Audit
-from pytest_atlante.sources import changed_in_copy, copy_of, prepare_sources, remove_sources
+from pytest_atlante.sandbox.audit import Audit
+from pytest_atlante.sandbox.sources import changed_in_copy, copy_of, prepare_sources, remove_sources
 
 
 def _layout(tmp_path: Path) -> tuple[Path, Path, Path, Path]:

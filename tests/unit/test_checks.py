@@ -12,10 +12,10 @@ import pytest
 from pydantic import TypeAdapter
 
 from pytest_atlante.checks import run_checks
-from pytest_atlante.process import allowlisted_environment
+from pytest_atlante.sandbox.process import allowlisted_environment
 from pytest_atlante.records import CheckResult
-from pytest_atlante.sandbox import Diff, Sandbox, assemble, collect_diff, remove_tree, run_dir, snapshot
-from pytest_atlante.scenario import Check
+from pytest_atlante.sandbox.trialdir import Diff, Sandbox, assemble, collect_diff, remove_tree, run_dir, snapshot
+from pytest_atlante.suite.scenario import Check
 
 CHECK: TypeAdapter[Check] = TypeAdapter(Check)
 NO_DIFF = Diff(changed_paths=[], text="")

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from pytest_atlante import evalstats
+from pytest_atlante.report import stats as evalstats
 from pytest_atlante.cli import main
-from pytest_atlante.compare import compare_reports, exit_status, render
+from pytest_atlante.report.compare import compare_reports, exit_status, render
 from pytest_atlante.records import Usage, Verdict
-from pytest_atlante.report import EvalReport
+from pytest_atlante.report.model import EvalReport
 
 from test_report import report_of, trial
 
@@ -192,7 +192,7 @@ def test_render_lists_run_level_changes() -> None:
 
 
 def test_terminal_summary_shows_interval_pass_at_n_and_the_comparison(tmp_path: Path) -> None:
-    from pytest_atlante.evalrun import summary_lines
+    from pytest_atlante.run.evalrun import summary_lines
 
     base = run_of({"alpha": ["pass"] * 5, "beta": ["pass", "infra-error", "fail"]})
     new = run_of({"alpha": ["fail"] * 5, "beta": ["pass", "pass", "pass"]}, run_id="r2")
@@ -209,7 +209,7 @@ def test_terminal_summary_shows_interval_pass_at_n_and_the_comparison(tmp_path: 
 
 
 def test_terminal_summary_flags_unreliable_scenarios(tmp_path: Path) -> None:
-    from pytest_atlante.evalrun import summary_lines
+    from pytest_atlante.run.evalrun import summary_lines
 
     lines = summary_lines(run_of({"alpha": ["pass"] * 2, "beta": ["pass", "infra-error", "fail"]}), tmp_path / "report.json")
     assert next(line for line in lines if line.startswith("beta")).split()[2] == "33%!"

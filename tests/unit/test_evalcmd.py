@@ -10,7 +10,7 @@ import pytest
 
 from conftest import Project, scenario_doc
 from pytest_atlante.cli import main
-from pytest_atlante.evalcmd import pytest_args
+from pytest_atlante.run.evalcmd import pytest_args
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

@@ -15,7 +15,7 @@ from statsmodels.regression.linear_model import WLS
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from pytest_atlante import evalstats
+from pytest_atlante.report import stats as evalstats
 
 COUNTS = [(c, n) for n in (1, 2, 3, 5, 10, 50) for c in range(n + 1)]
 PAIRS = [(c1, n1, c2, n2) for c1, n1 in COUNTS[:40:3] for c2, n2 in COUNTS[::5]]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante import gitobjects
+from pytest_atlante.sandbox import gitobjects
 
 
 def git(repo: Path, *args: str, stdin: bytes | None = None) -> str:

@@ -1,4 +1,4 @@
-"""Tests for pytest_atlante.isolation: the decision, the bubblewrap arguments, and real bubblewrap.
+"""Tests for pytest_atlante.sandbox.isolation: the decision, the bubblewrap arguments, and real bubblewrap.
 
 The last tests run real bubblewrap through ``process.run``: CI installs it (scripts/setup) and the
 suite requires it, as the integration tests do.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.isolation import Confinement, IsolationRecord, decide, hidden_roots, probe, warning_text
-from pytest_atlante.process import run
+from pytest_atlante.sandbox.isolation import Confinement, IsolationRecord, decide, hidden_roots, probe, warning_text
+from pytest_atlante.sandbox.process import run
 
 
 def test_decide_follows_the_setting_and_the_probe() -> None:

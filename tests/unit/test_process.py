@@ -1,4 +1,4 @@
-"""Tests for pytest_atlante.process: real processes, real signals, real /proc scans.
+"""Tests for pytest_atlante.sandbox.process: real processes, real signals, real /proc scans.
 
 Wall time is never asserted except as a generous upper bound proving a kill happened
 (a 300 s sleep that ended within 60 s was killed).
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.process import (
+from pytest_atlante.sandbox.process import (
     ENVIRONMENT_ALLOWLIST,
     RunResult,
     allowlisted_environment,

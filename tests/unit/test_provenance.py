@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import json_paths
-from pytest_atlante.exitcodes import decide
-from pytest_atlante.provenance import (
+from pytest_atlante.report.exitcodes import decide
+from pytest_atlante.report.provenance import (
     MAX_REPORT_BYTES,
     Ignored,
     ProvenanceView,
@@ -26,7 +26,7 @@ from pytest_atlante.provenance import (
     provenance_view,
 )
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report import BudgetRecord, HostIdentity, build_report
+from pytest_atlante.report.model import BudgetRecord, HostIdentity, build_report
 
 START = datetime(2025, 6, 1, 8, 0, 0, tzinfo=timezone.utc)
 NOW = datetime(2025, 7, 1, tzinfo=timezone.utc)

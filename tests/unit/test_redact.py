@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_atlante.redact import REDACTED, Secrets, redact, secrets_in_env, secrets_in_file
+from pytest_atlante.sandbox.redact import REDACTED, Secrets, redact, secrets_in_env, secrets_in_file
 
 
 def test_secret_variables_are_redacted_and_ordinary_ones_are_not() -> None:

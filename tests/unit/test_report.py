@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from pytest_atlante import __version__
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report import (
+from pytest_atlante.report.model import (
     REPORT_SCHEMA,
     BudgetRecord,
     EvalReport,

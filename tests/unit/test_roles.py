@@ -16,10 +16,11 @@ from dataclasses import asdict
 import pytest
 
 from conftest import Project
-from pytest_atlante import discovery, evalrun
+from pytest_atlante.suite import discovery
+from pytest_atlante.run import evalrun
 from pytest_atlante.hosts.base import HostInfo
-from pytest_atlante.items import RUNNER_KEY
-from pytest_atlante.roles import Options, Worker, role_for
+from pytest_atlante.run.items import RUNNER_KEY
+from pytest_atlante.run.roles import Options, Worker, role_for
 
 INFO = HostInfo("claude-code", "2.1.197", "claude-code", "/usr/bin/claude")
 
@@ -84,7 +85,7 @@ def test_the_controller_forwards_ctrl_c_only_to_workers_on_its_own_machine(pytes
     """A remote worker's pid means nothing here: signalling it could hit an unrelated local process."""
     import socket
 
-    from pytest_atlante.roles import Controller
+    from pytest_atlante.run.roles import Controller
 
     config = pytester.parseconfig("--atlante-project", str(atlante_project.root))
     controller = Controller(config, Options.from_config(config))

@@ -1,4 +1,4 @@
-"""Tests for pytest_atlante.rundirs: only run directories nobody holds are removed."""
+"""Tests for pytest_atlante.sandbox.rundirs: only run directories nobody holds are removed."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atlante import rundirs
+from pytest_atlante.sandbox import rundirs
 
 HOUR_AGO = time.time() - 3600
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante import sandbox as sandbox_module
+from pytest_atlante.sandbox import trialdir as sandbox_module
 from pytest_atlante.pathnames import escape_path, unescape_path
 from pytest_atlante.records import TrialRecord
-from pytest_atlante.sandbox import (
+from pytest_atlante.sandbox.trialdir import (
     OverlayCollision,
     Sandbox,
     SandboxError,
@@ -486,7 +486,7 @@ UNPRIVILEGED_SCRIPT = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from pytest_atlante.sandbox import assemble, snapshot, collect_diff, remove
+    from pytest_atlante.sandbox.trialdir import assemble, snapshot, collect_diff, remove
     fixture = Path(sys.argv[1])
     sb = assemble("perm", "scn", 1, fixture, None)
     snapshot(sb, [])

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from pytest_atlante import costcap, selftest
-from pytest_atlante.forecast import RequestedScenario, _same_experiment, forecast, makespan, nearest_rank_p95, table_lines
+from pytest_atlante.run import costcap
+from pytest_atlante.report import selftest
+from pytest_atlante.run.forecast import RequestedScenario, _same_experiment, forecast, makespan, nearest_rank_p95, table_lines
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report import BudgetRecord, HostIdentity, build_report, write_report
+from pytest_atlante.report.model import BudgetRecord, HostIdentity, build_report, write_report
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -187,8 +188,8 @@ def test_the_new_options_need_an_eval_run(pytester: pytest.Pytester, option: str
 def test_the_forecast_allocates_sessions_in_collection_order_and_refuses_over_the_cap(atlante_project: Any,
                                                                                     tmp_path: Path) -> None:
     from conftest import config_doc, scenario_doc
-    from pytest_atlante.discovery import discover
-    from pytest_atlante.forecast import over_cap, requested
+    from pytest_atlante.suite.discovery import discover
+    from pytest_atlante.run.forecast import over_cap, requested
 
     atlante_project.config(config_doc(budget={"trials": 2, "maxSessions": 3}))
     atlante_project.scenario(scenario_doc("b-second"), "eval/scenarios/b.eval.json")

@@ -3,7 +3,7 @@ trial on exactly one shard; and the run group's default."""
 
 from __future__ import annotations
 
-from pytest_atlante.shard import default_run_group, split
+from pytest_atlante.run.shard import default_run_group, split
 
 
 def trials(spec: dict[str, int], allocated: int = 10**6) -> list[tuple[tuple[str, int], bool]]:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_atlante.hosts.streams import ClaudeStreamMonitor, OpenCodeStreamMonitor
 from pytest_atlante.records import Usage
-from pytest_atlante.transcript import (
+from pytest_atlante.trial.transcript import (
     REDACTED,
     TRANSCRIPT_SCHEMA,
     Redactor,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.cli import main
-from pytest_atlante.view import HTML_FILE, load_report, render
+from pytest_atlante.report.view import HTML_FILE, load_report, render
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from view_helpers import synthetic_report  # noqa: E402

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import Project, config_doc
-from pytest_atlante.build import build, tree_dir, verify
+from pytest_atlante.suite.build import build, tree_dir, verify
 
 
 def digests(project: Project, host: str) -> dict[str, str]:
@@ -78,7 +78,7 @@ def test_build_command_reports_bad_sources_without_a_traceback(atlante_project: 
 
 @pytest.mark.parametrize("tools", [["read", "teleport"]])
 def test_unknown_tool_names_are_config_errors(atlante_project: Project, tools: list[str]) -> None:
-    from pytest_atlante.discovery import discover
+    from pytest_atlante.suite.discovery import discover
 
     atlante_project.config(config_doc() | {"harness": {"agents": {"helper": {"description": "d", "prompt": "harness/helper.md", "tools": tools}}}})
     problems = discover(atlante_project.root).diagnostics

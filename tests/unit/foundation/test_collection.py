@@ -26,7 +26,7 @@ def collect(pytester: pytest.Pytester, root: Path, *args: str) -> tuple[int, lis
 
 
 def test_example_project_collects_the_expected_ids(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    from pytest_atlante.build import build
+    from pytest_atlante.suite.build import build
 
     root = copy_example(tmp_path)
     build(root)
@@ -121,7 +121,7 @@ def test_an_eval_run_collects_scenarios_only_even_beside_test_modules(pytester: 
 
 
 def test_collection_plan_walks_each_directory_once(tmp_path: Path) -> None:
-    from pytest_atlante.discovery import collection_plan
+    from pytest_atlante.suite.discovery import collection_plan
 
     root = tmp_path / "root"
     files = [root / "a/x.eval.json", root / "a/b/y.eval.json", root / "a/b/c/z.eval.json", root / "d/w.eval.json",

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import Project, config_doc, scenario_doc
-from pytest_atlante.discovery import discover
+from pytest_atlante.suite.discovery import discover
 
 EXAMPLES = 2000 if os.environ.get("CI") else 200
 

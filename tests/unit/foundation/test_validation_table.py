@@ -17,7 +17,7 @@ import pytest
 
 from conftest import Project, config_doc, scenario_doc
 from pytest_atlante.diagnostics import Diagnostic, envelope
-from pytest_atlante.evalrun import validate
+from pytest_atlante.run.evalrun import validate
 
 Mutation = Callable[[Project], Any]
 

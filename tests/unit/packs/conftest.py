@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import Project, config_doc, scenario_doc
-from pytest_atlante.discovery import Suite, discover
+from pytest_atlante.suite.discovery import Suite, discover
 
 PACK_SCENARIO = "pack-writes-notes"
 PACK_FIXTURE = "eval/fixtures/notes-app"

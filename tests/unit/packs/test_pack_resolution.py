@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.build import build, tree_dir
+from pytest_atlante.suite.build import build, tree_dir
 from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.packs import ResolvedPack, harness_layers, resolve_packages
+from pytest_atlante.suite.packs import ResolvedPack, harness_layers, resolve_packages
 
 from .conftest import PackProject, codes, only
 
@@ -169,7 +169,7 @@ def test_the_base_project_is_valid_and_only_is_strict(project: PackProject) -> N
 
 
 def test_editing_a_selected_packs_source_makes_the_build_stale(project: PackProject) -> None:
-    from pytest_atlante.build import verify
+    from pytest_atlante.suite.build import verify
 
     project.pack("packs/notes")
     project.select(["./packs/notes"])

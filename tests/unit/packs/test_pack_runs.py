@@ -133,7 +133,7 @@ def test_pack_trials_are_collected_under_the_pack_path(pytester: pytest.Pytester
 
 
 def test_the_example_project_includes_its_local_pack(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    from pytest_atlante.build import build
+    from pytest_atlante.suite.build import build
 
     root = copy_example(tmp_path)
     build(root)

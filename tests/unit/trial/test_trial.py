@@ -18,14 +18,14 @@ import pytest
 
 from conftest import Project, scenario_doc
 from echohost import NAME, EchoHost
-from pytest_atlante.budget import TrialBudget
-from pytest_atlante.discovery import discover
+from pytest_atlante.trial.budget import TrialBudget
+from pytest_atlante.suite.discovery import discover
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.registry import register
 from pytest_atlante.records import TrialRecord, Verdict
-from pytest_atlante.report import new_run_id
-from pytest_atlante.trial import Facts, TrialRunner, verdict
+from pytest_atlante.report.model import new_run_id
+from pytest_atlante.trial.runner import Facts, TrialRunner, verdict
 
 
 def expected_verdict(f: Facts) -> Verdict:

@@ -1,0 +1,511 @@
+"""The eval report: its models, the per-scenario aggregation, and the atomic writer.
+
+Only the controller builds the report, from the ``TrialRecord`` each trial produced (in serial and
+xdist runs alike), and writes it once as ``<out>/report.json``.  The report is also the document a
+pack may publish; ``provenance.py`` reads it back with these same models, so every invariant the
+writer guarantees (pass rates in 0..1, finite non-negative durations, UTC timestamps) is declared
+on the models rather than only followed by the code that fills them.
+
+Sandbox paths never reach the report: the trial engine calls :func:`scrub_paths` with the trial's
+own roots, and :func:`build_report` runs a second, pattern-based pass over every free-text field
+as a backstop, so a path the engine did not know about (a nested tool's temp dir) is still removed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import secrets
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Literal, Mapping, Sequence
+
+from pydantic import ConfigDict, Field, JsonValue, field_validator
+
+from pytest_atlante import __version__
+from pytest_atlante.report import stats as evalstats
+from pytest_atlante.suite.digests import fingerprint
+from pytest_atlante.fsutil import atomic_write_bytes, atomic_write_text, read_capped
+from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.sandbox.isolation import IsolationRecord
+from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
+from pytest_atlante.report.statrecords import Comparison, PassAtK, RateInterval, SuiteStats
+
+# The largest report any reader here accepts.  The project's own reports stay far below it
+# (changedPaths, diffs and output tails are capped); one this size still parses well within the
+# 250 MiB the runner is allowed.
+MAX_REPORT_BYTES = 32 * 1024 * 1024
+ReportSchema = Literal["atlante/eval-report-v1"]
+REPORT_SCHEMA: ReportSchema = "atlante/eval-report-v1"
+REPORT_FILE = "report.json"
+ALL_VERDICTS: tuple[Verdict, ...] = (
+    "pass",
+    "fail",
+    "timeout",
+    "budget-exceeded",
+    "infra-error",
+    "skipped-budget",
+)
+# ``2026-11-30T08:36:55.123Z``: the only timestamp shape the report uses, so readers (and the
+# provenance view) never meet offsets, naive times or locale-dependent formats.
+TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$"
+SANDBOX_DIR_PREFIX = "atlante-eval-"
+# A bare release version (``2.1.197``, ``1.0.0-beta.1``, ``0.2.0.dev3``), never the decorated
+# ``--version`` banner (``2.1.197 (Claude Code)``): readers compare and display it as is.
+VERSION_PATTERN = r"^\d{1,9}(?:\.\d{1,9}){1,3}(?:[-+.]?[0-9A-Za-z]{1,20}(?:[.+-][0-9A-Za-z]{1,20}){0,4})?$"
+
+NonNegativeInt = Annotated[int, Field(ge=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Timestamp = Annotated[str, Field(pattern=TIMESTAMP_PATTERN)]
+Version = Annotated[str, Field(pattern=VERSION_PATTERN, max_length=64)]
+
+
+class HostIdentity(Record):
+    name: HostName
+    version: Version
+    dialect: Literal["claude-code", "opencode-v1", "opencode-v2"]
+
+
+class BudgetRecord(Record):
+    trials: NonNegativeInt
+    timeoutMs: NonNegativeInt
+    maxSessions: NonNegativeInt
+    maxTokens: NonNegativeInt
+
+
+class CostCapRecord(Record):
+    """``--atlante-max-cost``: the cap, the spend the run recorded, and what the cap skipped."""
+
+    capUsd: NonNegativeFloat
+    spentUsd: NonNegativeFloat
+    reached: bool
+    skippedTrials: NonNegativeInt = 0     # trials recorded skipped-budget because of the cap
+    unpricedTrials: NonNegativeInt = 0    # trials that ran but whose host reported no cost
+
+
+class ScenarioTotals(Record):
+    tokens: NonNegativeInt
+    # ``None`` when no trial of the scenario reported a cost (the host emitted none), which is
+    # different from a run that cost nothing.
+    costUsd: NonNegativeFloat | None
+
+
+class ScenarioRecord(Record):
+    name: str
+    file: str
+    source: str
+    expectedTrials: NonNegativeInt
+    # ``None`` when none of the scenario's requested trials ran (-x, --sw, Ctrl-C, a crash): "not
+    # run" is not a 0 % pass rate.  A scenario whose every trial was skipped-budget has 0 (reference).
+    passRate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None
+    # requested trials that never ran and so have no record; the report is then not ``complete``
+    notRun: NonNegativeInt = 0
+    meanDurationMs: NonNegativeFloat
+    p95DurationMs: NonNegativeFloat
+    trials: list[TrialRecord]
+    totals: ScenarioTotals
+    # Statistics (docs/statistics.md) over the same trials as passRate; absent in older reports.
+    passInterval: RateInterval | None = None
+    passAtK: list[PassAtK] = Field(default_factory=list)
+    verdictCounts: dict[Verdict, NonNegativeInt] = Field(default_factory=dict)
+    unreliable: bool = False      # an infra-error trial: the pass rate undercounts the harness
+    scenarioDigest: str | None = None
+    harnessDigest: str | None = None
+
+
+class ShardRef(Record):
+    """Which part of a sharded run a partial report holds (``--atlante-shard K/N``)."""
+
+    index: Annotated[int, Field(ge=1)]
+    count: Annotated[int, Field(ge=1)]
+
+
+class MergedShard(ShardRef):
+    """One shard report a merged report was made from (``atlante report merge``)."""
+
+    runId: str
+    exitStatus: Annotated[int, Field(ge=0, le=3)]
+    complete: bool
+
+
+class EvalReport(Record):
+    # ``schema`` would shadow a BaseModel attribute, so the field is ``schema_`` in Python and
+    # ``schema`` on the wire, in both directions.
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True)
+
+    schema_: ReportSchema = Field(alias="schema")
+    runId: str
+    startedAt: Timestamp
+    finishedAt: Timestamp
+    atlanteVersion: Version
+    host: HostIdentity | None
+    model: str | None
+    modelVersion: str | None
+    scripted: bool
+    budget: BudgetRecord
+    complete: bool
+    interrupted: bool
+    exitStatus: Annotated[int, Field(ge=0, le=3)]
+    verdicts: dict[Verdict, NonNegativeInt]
+    scenarios: list[ScenarioRecord]
+    errors: list[dict[str, JsonValue]]
+    costCap: CostCapRecord | None = None
+    # How trials were contained beyond the tool-level policy; None in reports that predate it and
+    # in runs that stopped before the probe.
+    isolation: IsolationRecord | None = None
+    suite: SuiteStats | None = None
+    comparison: Comparison | None = None   # the --atlante-baseline gate's result
+    # Sharded runs (#18): a shard's partial report has ``shard``; a merged report has ``shards``.
+    # Both carry the suite's digest and the run group that ties a run's shards together.
+    shard: ShardRef | None = None
+    suiteDigest: str | None = None
+    runGroup: str | None = None
+    shards: list[MergedShard] | None = None
+
+    @field_validator("verdicts")
+    @classmethod
+    def _every_verdict_counted(cls, value: dict[Verdict, int]) -> dict[Verdict, int]:
+        # A fixed key set keeps consumers from confusing "absent" with "zero".
+        missing = [v for v in ALL_VERDICTS if v not in value]
+        if missing:
+            raise ValueError(f"verdict counts are missing {', '.join(missing)}")
+        return value
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2) + "\n"
+
+
+# --- aggregation -----------------------------------------------------------------------------
+
+
+def counted(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The trials that count towards pass rate and durations: every one that was not skipped."""
+    return [t for t in trials if t.verdict != "skipped-budget"]
+
+
+def pass_rate(trials: Sequence[TrialRecord]) -> float:
+    """Passed / non-skipped trials; 0.0 when every trial was skipped (or there are none)."""
+    ran = counted(trials)
+    if not ran:
+        return 0.0
+    return sum(1 for t in ran if t.verdict == "pass") / len(ran)
+
+
+def mean_duration(trials: Sequence[TrialRecord]) -> float:
+    ran = counted(trials)
+    if not ran:
+        return 0.0
+    return sum(t.durationMs for t in ran) / len(ran)
+
+
+def p95_duration(trials: Sequence[TrialRecord]) -> float:
+    """Nearest-rank p95: the ceil(0.95 * n)-th smallest duration of the non-skipped trials.
+
+    Nearest-rank always names a duration that was actually observed (no interpolation), so with
+    the small trial counts of an eval (3 by default) the p95 is simply the slowest trial.
+    """
+    durations = sorted(t.durationMs for t in counted(trials))
+    if not durations:
+        return 0.0
+    rank = math.ceil(0.95 * len(durations))
+    return float(durations[rank - 1])
+
+
+def verdict_counts(trials: Sequence[TrialRecord]) -> dict[Verdict, int]:
+    seen = Counter(t.verdict for t in trials)
+    return {v: seen.get(v, 0) for v in ALL_VERDICTS}
+
+
+def most_frequent_model(trials: Sequence[TrialRecord]) -> str | None:
+    """The model identity most trials observed; ties go to the one seen first in trial order."""
+    seen = Counter(t.modelIdentity for t in trials if t.modelIdentity)
+    if not seen:
+        return None
+    best = max(seen.values())
+    return next(t.modelIdentity for t in trials if t.modelIdentity and seen[t.modelIdentity] == best)
+
+
+def passed_and_ran(trials: Sequence[TrialRecord]) -> tuple[int, int]:
+    """(passed, ran): the counts every statistic of a scenario is computed from."""
+    ran = counted(trials)
+    return sum(1 for t in ran if t.verdict == "pass"), len(ran)
+
+
+def scenario_statistics(trials: Sequence[TrialRecord]) -> dict[str, Any]:
+    """The statistics fields of one ``ScenarioRecord``: interval, pass@k for k = 1..n, counts."""
+    c, n = passed_and_ran(trials)
+    interval = evalstats.wilson(c, n)
+    counts = verdict_counts(trials)
+    return {
+        "passInterval": None if interval is None else RateInterval(low=interval.low, high=interval.high, method="wilson"),
+        "passAtK": [PassAtK(k=k, passAtK=evalstats.pass_at_k(c, n, k), passHatK=evalstats.pass_hat_k(c, n, k))
+                    for k in range(1, n + 1)],
+        "verdictCounts": counts,
+        "unreliable": counts["infra-error"] > 0,
+    }
+
+
+def suite_statistics(records: Sequence[ScenarioRecord]) -> SuiteStats:
+    counts = [passed_and_ran(r.trials) for r in records]
+    estimate = evalstats.clustered_mean(counts)
+    interval = None if estimate is None else estimate.interval
+    digests = {r.name: r.scenarioDigest for r in records}
+    harness = {r.harnessDigest for r in records}
+    return SuiteStats(
+        scenarios=sum(1 for _, n in counts if n),
+        trials=sum(n for _, n in counts),
+        meanPassRate=None if estimate is None else estimate.mean,
+        passInterval=None if interval is None else RateInterval(low=interval.low, high=interval.high, method="cluster-robust"),
+        scenariosDigest=fingerprint(digests) if records and None not in digests.values() else None,
+        harnessDigest=harness.pop() if len(harness) == 1 else None,
+    )
+
+
+def scenario_totals(trials: Sequence[TrialRecord]) -> ScenarioTotals:
+    # A non-finite cost from a misbehaving host stream is unknown, not a poisoned total.
+    costs = [t.costUsd for t in trials if t.costUsd is not None and math.isfinite(t.costUsd)]
+    return ScenarioTotals(
+        tokens=sum(t.usage.total for t in trials if t.usage is not None),
+        costUsd=sum(costs) if costs else None,
+    )
+
+
+# --- path scrubbing --------------------------------------------------------------------------
+
+# An absolute path (no whitespace, quotes or brackets) through a run directory: a component that is
+# exactly ``atlante-eval-<id>``.  A relative path (``d/atlante-eval-notes.txt``, a file the agent
+# named so) or a longer name (``/tmp/atlante-eval-notes.txt``) is not a temp path and stays.
+_DELIMS = r"""\s'"`<>()\[\]{},;"""
+_SANDBOX_TOKEN = re.compile(
+    rf"""(?<![^{_DELIMS}=])(?:[A-Za-z]:)?[/\\][^{_DELIMS}=]*?[/\\]"""
+    + re.escape(SANDBOX_DIR_PREFIX)
+    + rf"""[A-Za-z0-9_-]+(?![^{_DELIMS}/\\])[^{_DELIMS}]*"""
+)
+_INSIDE_SANDBOX = re.compile(r"[/\\]sandbox(?:[/\\](?P<rest>.*))?$")
+
+
+def scrub_paths(text: str, roots: Sequence[str]) -> str:
+    """Replace every occurrence of a sandbox root in ``text`` with ``.``.
+
+    Longer roots go first so a trial's ``…/sandbox`` is not half-replaced by its parent dir.
+    A root followed by a separator becomes ``./``, so ``/tmp/atlante-eval-x/a-1/sandbox/src/a.ts``
+    reads ``./src/a.ts`` in the report.
+    """
+    for root in sorted({r.rstrip("/\\") for r in roots if r.rstrip("/\\")}, key=len, reverse=True):
+        # Only whole path components: the root ``…/sandbox`` must not eat ``…/sandbox2``.
+        text = re.sub(re.escape(root) + r"(?![\w.-])", ".", text)
+    return text
+
+
+def _redact_token(match: re.Match[str]) -> str:
+    token = match.group(0)
+    inside = _INSIDE_SANDBOX.search(token[token.find(SANDBOX_DIR_PREFIX) :])
+    if inside is None:
+        return "<atlante-temp>"
+    rest = inside.group("rest")
+    return f"./{rest}" if rest else "."
+
+
+def redact_sandbox_paths(text: str) -> str:
+    """Backstop for :func:`scrub_paths`: rewrite any remaining ``…/atlante-eval-*`` path.
+
+    A path into a trial's ``sandbox/`` keeps its sandbox-relative tail; any other path under the
+    run directory (the private HOME, a kept trial dir) becomes ``<atlante-temp>``.
+    """
+    if SANDBOX_DIR_PREFIX not in text:
+        return text
+    return _SANDBOX_TOKEN.sub(_redact_token, text)
+
+
+def _clean_text(text: str | None) -> str | None:
+    return None if text is None else redact_sandbox_paths(text)
+
+
+def _sanitise_check(check: CheckResult) -> CheckResult:
+    output = _clean_text(check.output)
+    return check.model_copy(
+        update={
+            "message": redact_sandbox_paths(check.message),
+            "output": None if output is None else tail(output),
+        }
+    )
+
+
+def _sanitise_trial(trial: TrialRecord) -> TrialRecord:
+    """Enforce the report's evidence contract whatever the engine handed over.
+
+    Skipped trials carry no duration, checks or diff; diffs are capped at 20,000 characters and
+    command output keeps its last 2,000; free text loses any sandbox path.
+    """
+    if trial.verdict == "skipped-budget":
+        return trial.model_copy(
+            update={
+                "durationMs": 0,
+                "hostDurationMs": 0,
+                "checks": [],
+                "diff": None,
+                "diffTruncated": False,
+                "changedPaths": [],
+                "changedPathsTotal": None,
+                "error": _clean_text(trial.error),
+            }
+        )
+    diff, truncated = (None, False) if trial.diff is None else cap_diff(redact_sandbox_paths(trial.diff))
+    return trial.model_copy(
+        update={
+            "checks": [_sanitise_check(c) for c in trial.checks],
+            "diff": diff,
+            "diffTruncated": trial.diffTruncated or truncated,
+            "changedPaths": [redact_sandbox_paths(p) for p in trial.changedPaths],
+            "error": _clean_text(trial.error),
+        }
+    )
+
+
+def _sanitise_error(error: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    return {k: redact_sandbox_paths(v) if isinstance(v, str) else v for k, v in error.items()}
+
+
+# --- building and writing --------------------------------------------------------------------
+
+
+def iso_utc(moment: datetime) -> str:
+    """``2026-11-30T08:36:55.123Z``; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    utc = moment.astimezone(timezone.utc)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def new_run_id(now: datetime) -> str:
+    """``20261130T083655Z-1a2b3c``: sorts by start time, and the random tail keeps two runs that
+    start in the same second (two CI jobs sharing a checkout) from sharing a directory."""
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=timezone.utc)
+    return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def build_report(
+    *,
+    run_id: str,
+    started_at: datetime,
+    finished_at: datetime,
+    host: HostIdentity | None,
+    model: str | None,
+    scripted: bool,
+    budget: BudgetRecord,
+    scenarios: Sequence[tuple[str, str, str, int]],
+    trials: Sequence[TrialRecord],
+    complete: bool,
+    interrupted: bool,
+    exit_status: int,
+    errors: Sequence[dict[str, JsonValue]],
+    cost_cap: CostCapRecord | None = None,
+    digests: Mapping[str, tuple[str, str | None]] | None = None,
+    isolation: IsolationRecord | None = None,
+    shard: ShardRef | None = None,
+    suite_digest: str | None = None,
+    run_group: str | None = None,
+    shards: Sequence[MergedShard] | None = None,
+) -> EvalReport:
+    """Aggregate trial records into the report.
+
+    ``scenarios`` lists ``(name, file, source, expected_trials)`` in collection order; trials are
+    grouped under their scenario by name and ordered by trial number.  A trial naming a scenario
+    that is not listed is a bug in the caller, reported as ``ValueError`` rather than dropped.
+    ``digests`` maps a scenario name to its ``(scenarioDigest, harnessDigest)``.
+    """
+    names = [name for name, _, _, _ in scenarios]
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
+    if duplicates:
+        raise ValueError(f"scenario names listed more than once: {', '.join(duplicates)}")
+    orphans = sorted({t.scenario for t in trials} - set(names))
+    if orphans:
+        raise ValueError(f"trial records for unlisted scenarios: {', '.join(orphans)}")
+
+    by_scenario: dict[str, list[TrialRecord]] = {}
+    for trial in trials:
+        by_scenario.setdefault(trial.scenario, []).append(_sanitise_trial(trial))
+    records: list[ScenarioRecord] = []
+    for name, file, source, expected in scenarios:
+        mine = sorted(by_scenario.get(name, []), key=lambda t: t.trial)
+        scenario_digest, harness_digest = (digests or {}).get(name, (None, None))
+        records.append(
+            ScenarioRecord(
+                name=name,
+                file=file,
+                source=source,
+                expectedTrials=expected,
+                passRate=pass_rate(mine) if mine else None,
+                notRun=max(expected - len(mine), 0),
+                meanDurationMs=mean_duration(mine),
+                p95DurationMs=p95_duration(mine),
+                trials=mine,
+                totals=scenario_totals(mine),
+                scenarioDigest=scenario_digest,
+                harnessDigest=harness_digest,
+                **scenario_statistics(mine),
+            )
+        )
+    ordered = [t for record in records for t in record.trials]
+    return EvalReport(
+        schema=REPORT_SCHEMA,
+        runId=run_id,
+        startedAt=iso_utc(started_at),
+        finishedAt=iso_utc(finished_at),
+        atlanteVersion=__version__,
+        host=host,
+        model=model,
+        modelVersion=most_frequent_model(ordered),
+        scripted=scripted,
+        budget=budget,
+        complete=complete and not interrupted,
+        interrupted=interrupted,
+        exitStatus=exit_status,
+        verdicts=verdict_counts(ordered),
+        scenarios=records,
+        errors=[_sanitise_error(dict(e)) for e in errors],
+        costCap=cost_cap,
+        suite=suite_statistics(records),
+        isolation=isolation,
+        shard=shard,
+        suiteDigest=suite_digest,
+        runGroup=run_group,
+        shards=None if shards is None else list(shards),
+    )
+
+
+def write_report(report: EvalReport, out_dir: Path) -> Path:
+    """Write ``<out_dir>/report.json`` atomically and return its path.
+
+    The JSON text is produced in full before the file is touched, and the write goes through a
+    temp file and a rename, so a failure at any point leaves the previous report intact.
+    """
+    text = report.to_json()
+    path = out_dir / REPORT_FILE
+    atomic_write_text(path, text)
+    return path
+
+
+GITIGNORE_LIMIT = 1024 * 1024
+
+
+def ensure_gitignore(atlante_dir: Path) -> None:
+    """Make ``<atlante_dir>/.gitignore`` ignore ``eval/``, keeping every other line as it was.
+
+    Idempotent: an existing ``eval/`` or ``/eval/`` line is left alone.  Only the default output
+    location calls this; a custom ``--out`` never edits the project's ignore file.
+    """
+    path = atlante_dir / ".gitignore"
+    # Bytes, not read_text(): universal newlines would silently turn a CRLF file into LF, and
+    # surrogateescape carries any non-UTF-8 byte of the user's file through unchanged.
+    # read_capped: a FIFO or directory planted at the path is an error, never a hang.
+    existing = read_capped(path, GITIGNORE_LIMIT).decode("utf-8", "surrogateescape") if os.path.lexists(path) else ""
+    if any(line.strip() in ("eval/", "/eval/") for line in existing.splitlines()):
+        return
+    newline = "\r\n" if "\r\n" in existing else "\n"
+    if existing and not existing.endswith(("\n", "\r")):
+        existing += newline
+    atomic_write_bytes(path, (existing + "eval/" + newline).encode("utf-8", "surrogateescape"))

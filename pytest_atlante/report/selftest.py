@@ -1,0 +1,197 @@
+"""The zero-token self-test of a scenario: does its fixture fail its checks, does its reference pass them?
+
+Two trials per scenario, both through the ordinary trial engine:
+
+- the **no-op trial** assembles the sandbox, writes the host configuration and runs setup exactly as
+  a real trial does, skips the host session, then runs the checks.  At least one check must fail,
+  otherwise the scenario is ``vacuous``: the untouched fixture already passes it.
+- the **reference trial** is the scenario's scripted trial through the real CLI, exactly as
+  ``--atlante-scripted`` runs it.  Every check must pass, otherwise the scenario is ``unsolvable``
+  and the failing checks are named.  A scenario without a script is ``no-reference``: a warning.
+
+A check that errors (command not found, timeout) in either trial is named as ``check-error``; a
+trial that could not run at all (setup failed, the host failed) is ``infra-error``.  Plain code, no
+pytest: the pytest adaptation lives in ``selftest_roles.py``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Literal, Sequence
+
+from pydantic import ConfigDict, Field, JsonValue
+
+from pytest_atlante import __version__
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.fsutil import atomic_write_text
+from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict
+from pytest_atlante.report.model import HostIdentity, Timestamp, iso_utc, redact_sandbox_paths
+
+SelftestSchema = Literal["atlante/selftest-v1"]
+SELFTEST_SCHEMA: SelftestSchema = "atlante/selftest-v1"
+SELFTEST_FILE = "selftest.json"
+Status = Literal["infra-error", "check-error", "unsolvable", "vacuous", "no-reference", "sound"]
+# Strongest first: a scenario's status is the strongest of its problems' (``sound`` without any).
+STATUSES: tuple[Status, ...] = ("infra-error", "check-error", "unsolvable", "vacuous", "no-reference", "sound")
+# Statuses that do not fail the self-test: ``no-reference`` is a warning.
+ACCEPTABLE: frozenset[Status] = frozenset({"sound", "no-reference"})
+TrialKind = Literal["no-op", "reference"]
+
+_HINTS: dict[Status, str] = {
+    "infra-error": "fix the scenario's setup (or the host installation) so the trial can run",
+    "check-error": "make the check runnable in a trial: install the command, or raise its timeoutMs",
+    "unsolvable": "fix the checks or the scripted/<name>.json reference so the reference solution passes",
+    "vacuous": "add a check the untouched fixture fails (e.g. file-contains on the file the task must change)",
+    "no-reference": "add scripted/<name>.json beside the scenario document to prove the checks can pass",
+}
+
+
+class SelftestProblem(Record):
+    status: Status
+    trial: TrialKind | None
+    checks: list[int] = Field(default_factory=list, description="indices of the checks concerned")
+    message: str
+
+
+class SelftestTrial(Record):
+    """What one of the two trials produced (the evidence behind the status)."""
+
+    verdict: Verdict
+    durationMs: int = 0
+    checks: list[CheckResult] = Field(default_factory=list)
+    scriptedTurns: int | None = None
+    error: str | None = None
+
+
+class SelftestScenario(Record):
+    name: str
+    file: str
+    source: str
+    nodeId: str
+    status: Status
+    problems: list[SelftestProblem] = Field(default_factory=list)
+    noop: SelftestTrial
+    reference: SelftestTrial | None = None
+
+
+class SelftestReport(Record):
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True)
+
+    schema_: SelftestSchema = Field(alias="schema")
+    runId: str
+    startedAt: Timestamp
+    finishedAt: Timestamp
+    atlanteVersion: str
+    host: HostIdentity | None
+    ok: bool
+    exitStatus: Annotated[int, Field(ge=0, le=3)]
+    counts: dict[Status, int]
+    scenarios: list[SelftestScenario]
+    errors: list[dict[str, JsonValue]] = Field(default_factory=list)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2) + "\n"
+
+
+def _trial(record: TrialRecord) -> SelftestTrial:
+    clean = [c.model_copy(update={"message": redact_sandbox_paths(c.message),
+                                  "output": redact_sandbox_paths(c.output) if c.output else c.output})
+             for c in record.checks]
+    return SelftestTrial(verdict=record.verdict, durationMs=record.durationMs, checks=clean,
+                         scriptedTurns=record.scriptedTurns,
+                         error=redact_sandbox_paths(record.error) if record.error else None)
+
+
+def _named(checks: Sequence[CheckResult]) -> str:
+    return "; ".join(f"#{c.index} {c.type}: {c.message}" for c in checks)
+
+
+def _errored(record: TrialRecord, kind: TrialKind) -> list[SelftestProblem]:
+    erroring = [c for c in record.checks if c.error or c.timedOut]
+    if not erroring:
+        return []
+    return [SelftestProblem(status="check-error", trial=kind, checks=[c.index for c in erroring],
+                            message=f"check errored in the {kind} trial: {_named(erroring)}")]
+
+
+def classify(name: str, file: str, source: str, node_id: str, noop: TrialRecord,
+             reference: TrialRecord | None) -> SelftestScenario:
+    """The status of one scenario from its no-op trial and its reference trial (``None``: no script)."""
+    problems: list[SelftestProblem] = []
+    if not noop.checks:
+        # The trial ended before its checks (sandbox or setup failure): nothing is known about them.
+        problems.append(SelftestProblem(status="infra-error", trial="no-op",
+                                        message=f"the no-op trial could not run: {noop.error or noop.verdict}"))
+    else:
+        problems += _errored(noop, "no-op")
+        if all(c.passed for c in noop.checks):
+            problems.append(SelftestProblem(status="vacuous", trial="no-op", checks=[c.index for c in noop.checks],
+                                            message="every check passes on the untouched fixture (no host session ran)"))
+    if reference is None:
+        problems.append(SelftestProblem(status="no-reference", trial=None,
+                                        message="no scripted-model script: the checks were never shown to pass"))
+    elif reference.error or not reference.checks:
+        # The host session itself failed (or the trial never reached its checks): the checks'
+        # results say nothing about the reference solution.
+        problems.append(SelftestProblem(status="infra-error", trial="reference",
+                                        message=f"the reference trial could not run: {reference.error or reference.verdict}"))
+    else:
+        problems += _errored(reference, "reference")
+        failing = [c for c in reference.checks if not c.passed and not (c.error or c.timedOut)]
+        if failing:
+            problems.append(SelftestProblem(status="unsolvable", trial="reference", checks=[c.index for c in failing],
+                                            message=f"the reference solution fails its own checks: {_named(failing)}"))
+    status: Status = next((s for s in STATUSES if any(p.status == s for p in problems)), "sound")
+    return SelftestScenario(name=name, file=file, source=source, nodeId=node_id, status=status,
+                            problems=problems, noop=_trial(noop),
+                            reference=_trial(reference) if reference is not None else None)
+
+
+def diagnostics(result: SelftestScenario) -> list[Diagnostic]:
+    """One diagnostics-style line per problem (``eval-selftest-<status>``)."""
+    found = []
+    for problem in result.problems:
+        location = f"$.checks[{problem.checks[0]}]" if len(problem.checks) == 1 else "$.checks" if problem.checks else "$.name"
+        found.append(Diagnostic(result.file, location, f"eval-selftest-{problem.status}",
+                                f"{result.name}: {problem.message}", _HINTS[problem.status]))
+    return found
+
+
+def failure_text(result: SelftestScenario) -> str:
+    head = f"{result.name}: {result.status}"
+    return "\n".join([head, ""] + [d.render() for d in diagnostics(result)])
+
+
+def build(run_id: str, started_at: datetime, host: HostIdentity | None, results: Sequence[SelftestScenario],
+          expected: Sequence[str], errors: Sequence[Diagnostic]) -> SelftestReport:
+    """The ``selftest.json`` document; scenarios in collection order, exit status 0, 1 or 3."""
+    order = {node_id: index for index, node_id in enumerate(expected)}
+    ordered = sorted(results, key=lambda r: (order.get(r.nodeId, len(order)), r.nodeId))
+    ok = all(r.status in ACCEPTABLE for r in ordered) and len(ordered) >= len(expected)
+    status = 3 if errors else (0 if ok else 1)
+    seen = Counter(r.status for r in ordered)
+    return SelftestReport(schema=SELFTEST_SCHEMA, runId=run_id, startedAt=iso_utc(started_at),
+                          finishedAt=iso_utc(datetime.now(timezone.utc)), atlanteVersion=__version__, host=host,
+                          ok=ok and not errors, exitStatus=status, counts={s: seen.get(s, 0) for s in STATUSES},
+                          scenarios=ordered, errors=[d.to_json() for d in errors])  # type: ignore[misc]
+
+
+def write(report: SelftestReport, out_dir: Path) -> Path:
+    path = out_dir / SELFTEST_FILE
+    atomic_write_text(path, report.to_json())
+    return path
+
+
+def summary_lines(report: SelftestReport, path: Path | None) -> list[str]:
+    lines = [f"{'scenario':<32} {'status':<13} {'no-op checks':>13} {'reference':>13}"]
+    for result in report.scenarios:
+        noop = f"{sum(c.passed for c in result.noop.checks)}/{len(result.noop.checks)} pass"
+        ref = "-" if result.reference is None else f"{sum(c.passed for c in result.reference.checks)}/{len(result.reference.checks)} pass"
+        lines.append(f"{result.name[:32]:<32} {result.status:<13} {noop:>13} {ref:>13}")
+    counts = ", ".join(f"{n} {s}" for s, n in report.counts.items() if n)
+    lines.append(f"self-test: {counts or 'no scenario'}; exit status {report.exitStatus}")
+    if path is not None:
+        lines.append(f"self-test report: {path}")
+    return lines

@@ -1,0 +1,102 @@
+"""Report models of the statistics: intervals, pass@k, the suite summary and a comparison.
+
+Separate from ``report.py`` so ``compare.py`` (which reads reports) and the report (which may
+carry a comparison) share them without importing each other.  Every field that reaches an
+``EvalReport`` is optional there, so reports written before these existed still load.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from pytest_atlante.records import Record
+
+Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Difference = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+Label = Literal["improved", "regressed", "unchanged", "inconclusive", "not-comparable"]
+LABELS: tuple[Label, ...] = ("improved", "regressed", "unchanged", "inconclusive", "not-comparable")
+
+
+class RateInterval(Record):
+    low: Rate
+    high: Rate
+    method: Literal["wilson", "cluster-robust"]
+    confidence: float = 0.95
+
+
+class PassAtK(Record):
+    k: Annotated[int, Field(ge=1)]
+    passAtK: Rate
+    passHatK: Rate
+
+
+class SuiteStats(Record):
+    """The run as a whole: mean of scenario pass rates (each scenario weighs the same)."""
+
+    scenarios: NonNegativeInt          # scenarios with at least one trial that ran
+    trials: NonNegativeInt             # trials that ran (skipped ones never count)
+    meanPassRate: Rate | None
+    passInterval: RateInterval | None  # cluster-robust; None below two scenarios
+    # Fingerprint of {scenario name: scenarioDigest}: equal when every scenario is defined alike.
+    scenariosDigest: str | None = None
+    harnessDigest: str | None = None
+
+
+class DifferenceInterval(Record):
+    low: Difference
+    high: Difference
+    method: Literal["newcombe-hybrid-score"] = "newcombe-hybrid-score"
+    confidence: float = 0.95
+
+
+class SideCounts(Record):
+    passed: NonNegativeInt
+    trials: NonNegativeInt   # trials that ran
+
+
+class Deltas(Record):
+    """New minus base, per trial that ran; ``None`` when either side lacks the figure."""
+
+    tokensPerTrial: float | None = None
+    costUsdPerTrial: float | None = None
+    meanDurationMs: float | None = None
+
+
+class ScenarioComparison(Record):
+    name: str
+    label: Label
+    base: SideCounts
+    new: SideCounts
+    difference: Difference | None = None          # p_new − p_base
+    interval: DifferenceInterval | None = None
+    pValue: Rate | None = None                    # the test named by pValueTest
+    # Named like the interval's ``method``: which exact test gave ``pValue`` (docs/statistics.md:
+    # Fisher's, not Boschloo's, and why); set whenever ``pValue`` is.
+    pValueTest: Literal["fisher-exact-two-sided"] | None = None
+    pValueHolm: Rate | None = None                # Holm-adjusted across compared scenarios
+    trialsNeeded: Annotated[int, Field(ge=1)] | None = None  # per side, for inconclusive ones
+    trialsNeededExceeds: Annotated[int, Field(ge=1)] | None = None  # set when the search limit was hit
+    deltas: Deltas = Deltas()
+    changed: list[str] = Field(default_factory=list)  # comparability components that differ
+    notes: list[str] = Field(default_factory=list)
+
+
+class ComponentChange(Record):
+    component: str
+    base: str | None
+    new: str | None
+
+
+class Comparison(Record):
+    baseRunId: str
+    newRunId: str
+    allowChangedScenarios: bool = False
+    changed: list[ComponentChange] = Field(default_factory=list)  # run-level components that differ
+    scenarios: list[ScenarioComparison] = Field(default_factory=list)
+    onlyInBase: list[str] = Field(default_factory=list)
+    onlyInNew: list[str] = Field(default_factory=list)
+    counts: dict[Label, NonNegativeInt] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)

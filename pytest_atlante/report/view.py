@@ -1,0 +1,429 @@
+"""``atlante view``: one self-contained HTML page for an eval report (inline CSS and JS, no network).
+
+The page has a run header, a sortable scenario table (pass rate with its interval as a bar, pass@k,
+tokens, cost, durations), and per trial its verdict, checks, diff and transcript timeline.  It is
+rendered here, in Python, as static HTML: report text is untrusted (scenario names, diffs, model
+output), so every string goes through :func:`esc` and element ids are built from indices, never
+from report text.  The only script is the constant in ``view_assets``, allowed by hash in the
+page's Content-Security-Policy.
+
+Fields added by later report versions (interval, pass@k, isolation, suite, comparison) are read with
+``.get`` and rendered when present; older reports simply show less.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from urllib.parse import quote
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.fsutil import atomic_write_bytes
+from pytest_atlante.report.model import REPORT_FILE, EvalReport
+from pytest_atlante.trial.transcript import read_transcript
+from pytest_atlante.report.view_assets import CSS, JS, script_hash
+
+HTML_FILE = "report.html"
+DIFF_SHOWN_CHARS = 10_000  # per trial; a longer diff is cut with a note (the report keeps 20,000)
+EVENTS_SHOWN = 300  # transcript events per trial; the rest are counted, not shown
+FIELD_SHOWN_CHARS = 2_000  # one tool input or text shown in the timeline
+
+J = dict[str, Any]
+
+
+def esc(value: object) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def report_path_for(target: Path) -> Path:
+    """A report file, or a run directory holding ``report.json``."""
+    path = target / REPORT_FILE if target.is_dir() else target
+    if not path.is_file():
+        raise DiagnosticError([Diagnostic(str(target), "", "view-report-missing", f"no eval report at {path}",
+                                          "give a report.json or the run directory that holds it (<project>/.atlante/eval/<run-id>/)")])
+    return path
+
+
+def latest_run(project_root: Path) -> Path:
+    """The newest run directory with a report under ``<project>/.atlante/eval/`` (run ids sort by time)."""
+    runs = sorted(p.parent for p in (project_root / ".atlante" / "eval").glob(f"*/{REPORT_FILE}"))
+    if not runs:
+        raise DiagnosticError([Diagnostic(str(project_root), "", "view-report-missing", "no eval run with a report under .atlante/eval/",
+                                          "run `atlante eval` first, or name a report.json or run directory")])
+    return runs[-1]
+
+
+def load_report(path: Path) -> J:
+    try:
+        report = EvalReport.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        raise DiagnosticError([Diagnostic(str(path), where, "view-report-invalid", f"not an eval report: {first['msg']}",
+                                          "point atlante view at a report.json written by pytest --atlante-eval")]) from None
+    except OSError as exc:
+        raise DiagnosticError([Diagnostic(str(path), "", "view-report-missing", f"cannot read the report: {exc.strerror or exc}",
+                                          "check the path and its permissions")]) from None
+    dumped: J = report.model_dump(mode="json", by_alias=True)
+    return dumped
+
+
+def _inside(report_dir: Path, rel: object) -> Path | None:
+    """``rel`` resolved under the report's directory; None for anything that would leave it."""
+    if not isinstance(rel, str) or not rel:
+        return None
+    base = report_dir.resolve()
+    path = (base / rel).resolve()
+    return path if base in path.parents else None
+
+
+def _transcript_events(report_dir: Path, rel: object) -> tuple[list[J] | None, str | None]:
+    """The trial's transcript events, or why there are none.  Paths stay inside the report's directory."""
+    if not isinstance(rel, str) or not rel:
+        return None, None
+    path = _inside(report_dir, rel)
+    if path is None:
+        return None, "the transcript path points outside the report's directory; not read"
+    try:
+        return read_transcript(path), None
+    except OSError:
+        return None, f"transcript {rel} not found beside the report"
+
+
+# --------------------------------------------------------------------------- small renderers
+
+
+def _pct(value: object) -> str:
+    return f"{float(value) * 100:.0f}%" if isinstance(value, (int, float)) else "–"
+
+
+def _num(value: object) -> str:
+    return "" if not isinstance(value, (int, float)) else repr(float(value))
+
+
+def _chip(verdict: str) -> str:
+    return f'<span class="chip {esc(verdict)}">{esc(verdict)}</span>'
+
+
+def _toggle(ident: str, label: str, body: str, *, open_: bool = False) -> str:
+    hidden = "" if open_ else " hidden"
+    return (f'<button type="button" class="toggle" aria-expanded="{str(open_).lower()}" aria-controls="{ident}">{label}</button>'
+            f'<div id="{ident}"{hidden}>{body}</div>')
+
+
+def _meta(items: Iterable[tuple[str, object]]) -> str:
+    cells = "".join(f"<div><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>" for k, v in items if v not in (None, ""))
+    return f'<dl class="meta">{cells}</dl>'
+
+
+def _bar(scenario: J) -> str:
+    rate = float(scenario.get("passRate") or 0.0)
+    interval = scenario.get("passInterval") or None
+    parts = []
+    label = f"pass rate {_pct(rate)}"
+    if isinstance(interval, dict) and isinstance(interval.get("low"), (int, float)) and isinstance(interval.get("high"), (int, float)):
+        low, high = float(interval["low"]), float(interval["high"])
+        conf = interval.get("confidence")
+        label += f", {_pct(conf) if conf else ''} interval {_pct(low)} to {_pct(high)}"
+        parts.append(f'<span class="iv" style="left:{low * 100:.1f}%;width:{max(high - low, 0) * 100:.1f}%"></span>')
+    parts.append(f'<span class="pt" style="left:calc({rate * 100:.1f}% - 1px)"></span>')
+    return f'<span class="bar" role="img" aria-label="{esc(label)}">{"".join(parts)}</span>'
+
+
+def _pass_at_k(scenario: J) -> tuple[str, str]:
+    rows = [r for r in scenario.get("passAtK") or [] if isinstance(r, dict)]
+    if not rows:
+        return "–", ""
+    text = ", ".join(f"@{esc(r.get('k'))} {_pct(r.get('passAtK'))} / ^{_pct(r.get('passHatK'))}" for r in rows)
+    return text, _num(rows[-1].get("passAtK"))
+
+
+def _seconds(ms: object) -> str:
+    return f"{float(ms) / 1000:.1f}" if isinstance(ms, (int, float)) else "–"
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _header(report: J) -> str:
+    host = report.get("host") or {}
+    budget = report.get("budget") or {}
+    isolation = report.get("isolation")
+    iso = None
+    if isinstance(isolation, dict):
+        iso = str(isolation.get("mode")) + (f" ({isolation['reason']})" if isolation.get("reason") else "")
+    counts = ", ".join(f"{n} {v}" for v, n in (report.get("verdicts") or {}).items() if n)
+    items: list[tuple[str, object]] = [
+        ("run", report.get("runId")),
+        ("host", f"{host.get('name')} {host.get('version')} ({host.get('dialect')})" if host else "unknown"),
+        ("model", report.get("model") or "host default"),
+        ("model seen", report.get("modelVersion")),
+        ("scripted", "yes (offline scripted model)" if report.get("scripted") else "no"),
+        ("isolation", iso),
+        ("budget", f"{budget.get('trials')} trials, timeout {_seconds(budget.get('timeoutMs'))} s, "
+                   f"{budget.get('maxSessions')} sessions, {budget.get('maxTokens')} tokens"),
+        ("started", report.get("startedAt")),
+        ("finished", report.get("finishedAt")),
+        ("exit status", report.get("exitStatus")),
+        ("verdicts", counts or "none"),
+        ("complete", "yes" if report.get("complete") else ("no (interrupted)" if report.get("interrupted") else "no")),
+    ]
+    suite = report.get("suite")
+    if isinstance(suite, dict) and suite.get("meanPassRate") is not None:
+        interval = suite.get("passInterval") if isinstance(suite.get("passInterval"), dict) else {}
+        spread = f", interval {_pct(interval.get('low'))} to {_pct(interval.get('high'))}" if interval else ""
+        items.append(("suite", f"mean pass rate {_pct(suite.get('meanPassRate'))}{spread} over "
+                               f"{suite.get('scenarios')} scenarios, {suite.get('trials')} trials"))
+    errors = "".join(f"<li class=\"error\">{esc(e.get('code'))}: {esc(e.get('message'))}</li>" for e in report.get("errors") or [])
+    return (f"<header><h1>atlante eval report</h1>{_meta(items)}"
+            + (f"<h2>Run errors</h2><ul>{errors}</ul>" if errors else "") + "</header>")
+
+
+# (heading, sort kind, hidden on narrow screens: the scenario name and pass rate must stay readable)
+_COLUMNS = [("Scenario", "text", False), ("Pass rate", "number", False), ("pass@k / pass^k", "number", True),
+            ("Trials", "number", True), ("Tokens", "number", True), ("Cost $", "number", False), ("Mean s", "number", True),
+            ("p95 s", "number", False)]
+_NARROW = [' class="hide-narrow"' if narrow else "" for _, _, narrow in _COLUMNS]
+
+
+def _scenario_table(report: J) -> str:
+    head = "".join(f'<th scope="col" data-sort="{kind}"{cls}><button type="button">{esc(name)}</button></th>'
+                   for (name, kind, _), cls in zip(_COLUMNS, _NARROW))
+    rows = []
+    for index, s in enumerate(report.get("scenarios") or []):
+        totals = s.get("totals") or {}
+        pak_text, pak_value = _pass_at_k(s)
+        flag = ' <span class="chip fail">unreliable</span>' if s.get("unreliable") else ""
+        counts = s.get("verdictCounts") or {}
+        count_text = ", ".join(f"{n} {v}" for v, n in counts.items() if n) if isinstance(counts, dict) else ""
+        trials = s.get("trials") or []
+        cost = totals.get("costUsd")
+        rows.append(
+            "<tr>"
+            f'<th scope="row" data-v="{esc(s.get("name"))}"><a href="#s{index}">{esc(s.get("name"))}</a>{flag}</th>'
+            f'<td data-v="{_num(s.get("passRate"))}">{_pct(s.get("passRate"))}{_bar(s)}</td>'
+            f'<td{_NARROW[2]} data-v="{pak_value}">{pak_text}</td>'
+            f'<td{_NARROW[3]} data-v="{len(trials)}" title="{esc(count_text)}">{len(trials)}/{esc(s.get("expectedTrials"))}</td>'
+            f'<td{_NARROW[4]} data-v="{_num(totals.get("tokens"))}">{esc(totals.get("tokens"))}</td>'
+            f'<td data-v="{_num(cost)}">{f"{cost:.4f}" if isinstance(cost, (int, float)) else "–"}</td>'
+            f'<td{_NARROW[6]} data-v="{_num(s.get("meanDurationMs"))}">{_seconds(s.get("meanDurationMs"))}</td>'
+            f'<td data-v="{_num(s.get("p95DurationMs"))}">{_seconds(s.get("p95DurationMs"))}</td>'
+            "</tr>"
+        )
+    return ('<h2 id="scenarios">Scenarios</h2><div class="table-wrap"><table id="scenario-table">'
+            "<caption>Select a column heading to sort. Pass-rate bars show the interval when the report has one.</caption>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _checks(trial: J) -> str:
+    items = []
+    for c in trial.get("checks") or []:
+        mark = '<span class="ok">PASS</span>' if c.get("passed") else ('<span class="bad">ERROR</span>' if c.get("error") else '<span class="bad">FAIL</span>')
+        extra = " (timed out)" if c.get("timedOut") else ""
+        output = f"<pre>{esc(c.get('output'))}</pre>" if c.get("output") and not c.get("passed") else ""
+        items.append(f"<li>{mark} #{esc(c.get('index'))} {esc(c.get('type'))}: {esc(c.get('message'))}{extra}{output}</li>")
+    return f'<ul class="checks" aria-label="checks">{"".join(items)}</ul>' if items else '<p class="note">No checks ran.</p>'
+
+
+def _diff(trial: J, ident: str) -> str:
+    diff = trial.get("diff")
+    if not diff:
+        return '<p class="note">No changes.</p>' if diff == "" else ""
+    text = str(diff)
+    cut = len(text) > DIFF_SHOWN_CHARS
+    shown = text[:DIFF_SHOWN_CHARS]
+    lines = []
+    for line in shown.splitlines():
+        cls = "diff-add" if line.startswith("+") and not line.startswith("+++") else (
+            "diff-del" if line.startswith("-") and not line.startswith("---") else "")
+        lines.append(f'<span class="{cls}">{esc(line)}</span>' if cls else esc(line))
+    note = ""
+    if cut or trial.get("diffTruncated"):
+        note = (f'<p class="note">Diff truncated: showing {len(shown):,} of {len(text):,} characters'
+                + (" (the report itself kept only the first 20,000)" if trial.get("diffTruncated") else "") + ".</p>")
+    paths = trial.get("changedPaths") or []
+    label = f"Diff ({len(paths)} changed path{'s' if len(paths) != 1 else ''})"
+    return _toggle(ident, esc(label), note + "<pre>" + "\n".join(lines) + "</pre>")
+
+
+def _event(event: J, ident: str) -> str:
+    kind = str(event.get("type"))
+    sub = " sub" if event.get("agent") else ""
+    stamp = f'<span class="kind">{_seconds(event.get("t"))} s · turn {esc(event.get("turn"))}</span>'
+    if kind == "text":
+        body = esc(str(event.get("text"))[:FIELD_SHOWN_CHARS])
+        return f'<li class="text{sub}">{stamp}<strong>assistant</strong> {body}</li>'
+    if kind == "tool_call":
+        args = json.dumps(event.get("input"), indent=1, ensure_ascii=False)[:FIELD_SHOWN_CHARS]
+        raw = event.get("input")
+        inputs: J = raw if isinstance(raw, dict) else {}
+        gist = next((str(inputs[k]) for k in ("path", "command", "pattern", "name", "description") if inputs.get(k)), "")
+        gist = gist.splitlines()[0][:80] if gist else ""  # the call at a glance: which file, which command
+        title = f"{esc(event.get('tool'))} {esc(gist)}" if gist else esc(event.get("tool"))
+        return f'<li class="call{sub}">{stamp}' + _toggle(ident, f"tool call: {title}", f"<pre>{esc(args)}</pre>") + "</li>"
+    if kind == "tool_result":
+        size = f"{esc(event.get('chars'))} chars" + (", truncated" if event.get("truncated") else "")
+        status = '<span class="bad">error</span>' if event.get("isError") else "result"
+        return (f'<li class="result{sub}">{stamp}' + _toggle(ident, f"{status}: {esc(event.get('tool'))} ({size})",
+                                                              f"<pre>{esc(event.get('text'))}</pre>") + "</li>")
+    if kind == "usage":
+        u = event.get("usage") or {}
+        cost = event.get("costUsd")
+        crossed = bool(event.get("budgetCrossed"))
+        text = (f"usage: in {esc(u.get('inputTokens'))}, out {esc(u.get('outputTokens'))}"
+                + ("" if event.get("outputExact", True) else " (output counted at the end)")
+                + f", cache r/w {esc(u.get('cacheReadTokens'))}/{esc(u.get('cacheWriteTokens'))}"
+                + (f", ${cost:.4f}" if isinstance(cost, (int, float)) else "")
+                + f"; cumulative {esc(event.get('cumulativeTokens'))}")
+        mark = ' <strong class="bad">token budget crossed in this turn</strong>' if crossed else ""
+        return f'<li class="usage{sub}{" crossed" if crossed else ""}">{stamp}{text}{mark}</li>'
+    if kind == "subagent":
+        return f'<li class="subagent">{stamp}<strong>subagent</strong> {esc(event.get("agent"))}: {esc(event.get("description"))} ({esc(event.get("status"))})</li>'
+    if kind == "result":
+        u = event.get("usage") or {}
+        total = sum(v for v in u.values() if isinstance(v, int))
+        return f'<li class="final">{stamp}<strong>session totals</strong>: {total} tokens ({esc(event.get("stopReason") or "ended")})</li>'
+    if kind == "abort":
+        return f'<li class="abort">{stamp}<strong class="bad">{esc(event.get("reason"))}</strong>: {esc(event.get("message"))}</li>'
+    if kind == "error":
+        return f'<li class="error">{stamp}error: {esc(event.get("message"))}</li>'
+    if kind == "truncated":
+        return f'<li class="note">{stamp}{esc(event.get("droppedLines"))} stream lines past the size cap were dropped</li>'
+    return f'<li>{stamp}{esc(kind)}</li>'
+
+
+def _links(report_dir: Path, page_dir: Path, trial: J) -> str:
+    """Links to the trial's files, relative to where the page is written (so ``-o`` keeps them working)."""
+    links = []
+    for key, label in (("transcript", "transcript.jsonl"), ("hostStream", "raw host stream")):
+        path = _inside(report_dir, trial.get(key))
+        if path is not None and path.is_file():
+            href = quote(os.path.relpath(path, page_dir.resolve()).replace(os.sep, "/"))
+            links.append(f'<a href="{esc(href)}">{esc(label)}</a>')
+    return f'<p class="note">Files: {" · ".join(links)}</p>' if links else ""
+
+
+def _transcript(report_dir: Path, page_dir: Path, trial: J, ident: str) -> str:
+    events, problem = _transcript_events(report_dir, trial.get("transcript"))
+    if events is None:
+        return f'<p class="note">{esc(problem)}</p>' if problem else ""
+    body = [e for e in events if e.get("type") != "header"]
+    shown = body[:EVENTS_SHOWN]
+    items = "".join(_event(e, f"{ident}e{i}") for i, e in enumerate(shown))
+    more = f'<p class="note">{len(body) - len(shown)} more events in {esc(trial.get("transcript"))}.</p>' if len(body) > len(shown) else ""
+    header = events[0] if events and events[0].get("type") == "header" else {}
+    cap = '<p class="note">The host stream passed the size cap; the transcript is incomplete.</p>' if header.get("truncated") else ""
+    label = f"Transcript ({len(body)} events)"
+    return _toggle(ident, esc(label), f'{cap}<ol class="timeline">{items}</ol>{more}{_links(report_dir, page_dir, trial)}')
+
+
+def _trials(report: J, report_dir: Path, page_dir: Path) -> str:
+    parts = ['<h2 id="trials">Trials</h2>']
+    for si, s in enumerate(report.get("scenarios") or []):
+        parts.append(f'<section aria-labelledby="s{si}"><h3 id="s{si}">{esc(s.get("name"))}</h3>'
+                     f'<p class="note">{esc(s.get("file"))} · {esc(s.get("source"))}</p>')
+        for ti, t in enumerate(s.get("trials") or []):
+            ident = f"s{si}t{ti}"
+            usage = t.get("usage") or {}
+            tokens = sum(v for v in usage.values() if isinstance(v, int))
+            cost = t.get("costUsd")
+            facts = (f"{_seconds(t.get('durationMs'))} s, {tokens} tokens"
+                     + (f", ${cost:.4f}" if isinstance(cost, (int, float)) else ""))
+            error = f'<p class="error">{esc(t.get("error"))}</p>' if t.get("error") else ""
+            parts.append(f'<article class="trial" aria-labelledby="{ident}h"><h4 id="{ident}h">trial {esc(t.get("trial"))} '
+                         f'{_chip(str(t.get("verdict")))} <span class="note">{facts}</span></h4>{error}{_checks(t)}'
+                         f'{_diff(t, ident + "d")}{_transcript(report_dir, page_dir, t, ident + "x")}</article>')
+        parts.append("</section>")
+    return "".join(parts)
+
+
+def _sides(side: object) -> str:
+    side = side if isinstance(side, dict) else {}
+    return f"{esc(side.get('passed'))}/{esc(side.get('trials'))}"
+
+
+def _comparison(comparison: object) -> str:
+    """``atlante compare``'s result (a report's ``comparison``, or ``--compare``): base and new side by side."""
+    if not isinstance(comparison, dict):
+        return ""
+    counts = ", ".join(f"{n} {esc(label)}" for label, n in (comparison.get("counts") or {}).items() if n)
+    head = (f'<p>Baseline run <strong>{esc(comparison.get("baseRunId"))}</strong> against this run '
+            f'<strong>{esc(comparison.get("newRunId"))}</strong>{": " + counts if counts else ""}.</p>')
+    changed = "".join(f"<li>{esc(c.get('component'))}: {esc(c.get('base'))} → {esc(c.get('new'))}</li>"
+                      for c in comparison.get("changed") or [] if isinstance(c, dict))
+    notes = "".join(f"<li>{esc(n)}</li>" for n in [*(comparison.get("notes") or []),
+                                                  *(f"only in the baseline: {n}" for n in comparison.get("onlyInBase") or []),
+                                                  *(f"only in this run: {n}" for n in comparison.get("onlyInNew") or [])])
+    rows = []
+    for r in comparison.get("scenarios") or []:
+        if not isinstance(r, dict):
+            continue
+        label = str(r.get("label"))
+        chip = {"regressed": "fail", "improved": "pass"}.get(label, "")
+        interval = r.get("interval") if isinstance(r.get("interval"), dict) else {}
+        diff = r.get("difference")
+        diff_text = "–" if not isinstance(diff, (int, float)) else f"{diff * 100:+.0f} pts"
+        if interval:
+            diff_text += f" ({_pct(interval.get('low'))} to {_pct(interval.get('high'))})"
+        p_holm = r.get("pValueHolm")
+        needed = r.get("trialsNeeded") or (f"> {r['trialsNeededExceeds']}" if r.get("trialsNeededExceeds") else "")
+        extra = "; ".join(str(x) for x in [*(r.get("changed") or []), *(r.get("notes") or [])])
+        rows.append(f'<tr><th scope="row">{esc(r.get("name"))}</th><td><span class="chip {chip}">{esc(label)}</span></td>'
+                    f'<td>{_sides(r.get("base"))}</td><td>{_sides(r.get("new"))}</td><td>{esc(diff_text)}</td>'
+                    f'<td>{f"{p_holm:.3f}" if isinstance(p_holm, (int, float)) else "–"}</td><td>{esc(needed)}</td>'
+                    f'<td style="text-align:left">{esc(extra)}</td></tr>')
+    table = ('<div class="table-wrap"><table><caption>Per scenario: passed/trials in the baseline and in this run, the '
+             'difference in pass rate with its interval, and the Holm-adjusted p-value</caption><thead><tr>'
+             + "".join(f'<th scope="col">{h}</th>' for h in ("Scenario", "Label", "Baseline", "This run", "Difference",
+                                                            "p (Holm)", "Trials needed", "Notes"))
+             + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>") if rows else ""
+    return (f'<h2 id="comparison">Comparison with the baseline</h2>{head}'
+            + (f"<p>Changed between the runs:</p><ul>{changed}</ul>" if changed else "")
+            + (f"<ul>{notes}</ul>" if notes else "") + table)
+
+
+def render(report: J, report_dir: Path, page_dir: Path | None = None) -> str:
+    """The whole page, as one string; ``page_dir`` is where it will be written (default: the report's)."""
+    csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash()}; img-src data:"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>atlante eval {esc(report.get('runId'))}</title><style>{CSS}</style></head><body><main>"
+            f"{_header(report)}{_comparison(report.get('comparison'))}{_scenario_table(report)}{_trials(report, report_dir, page_dir or report_dir)}"
+            f"</main><script>{JS}</script></body></html>\n")
+
+
+def compared(baseline: Path, report_path: Path) -> J:
+    """``atlante compare BASELINE REPORT``'s result, as the page renders it."""
+    from pytest_atlante.report.compare import compare_reports, load_report as load_for_compare
+
+    comparison = compare_reports(load_for_compare(report_path_for(baseline)), load_for_compare(report_path))
+    dumped: J = comparison.model_dump(mode="json")
+    return dumped
+
+
+def write_view(report_path: Path, out: Path | None = None, baseline: Path | None = None) -> Path:
+    """Render ``report_path`` to ``out`` (default: ``report.html`` beside the report); returns the path.
+
+    With ``baseline``, the page shows the comparison against it (instead of any the report carries).
+    """
+    report = load_report(report_path)
+    if baseline is not None:
+        report["comparison"] = compared(baseline, report_path)
+    target = out if out is not None else report_path.parent / HTML_FILE
+    atomic_write_bytes(target, render(report, report_path.parent, target.parent).encode("utf-8"))
+    return target
+
+
+def view_command(target: Path, out: Path | None, baseline: Path | None = None) -> int:
+    path = write_view(report_path_for(target), out, baseline)
+    print(f"html: {path}")
+    return 0

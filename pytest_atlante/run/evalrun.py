@@ -1,0 +1,243 @@
+"""The run's two ends, without pytest: the machine checks before any trial, and the final report.
+
+``prepare_run`` runs once, on the controller: build manifest, git, the host probe, host-specific
+configuration rules and credentials.  ``finish_report`` aggregates the records into the report,
+decides the exit status and writes ``report.json``; ``summary_lines`` renders the terminal summary
+from that same in-memory report.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from pytest_atlante.run import costcap
+from pytest_atlante.sandbox import isolation as isolations
+from pytest_atlante.sandbox import rundirs
+from pytest_atlante.suite.build import tree_dir, verify
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.suite.discovery import Suite, discover
+from pytest_atlante.report.exitcodes import decide
+from pytest_atlante.fsutil import UnreadableFile
+from pytest_atlante.run.gate import Gate
+from pytest_atlante.hosts import host_for
+from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.records import TrialRecord
+from pytest_atlante.report.model import BudgetRecord, EvalReport, HostIdentity, ShardRef, build_report, ensure_gitignore, write_report
+from pytest_atlante.sandbox.sources import RunSources, prepare_sources, remove_sources
+from pytest_atlante.report.statrecords import RateInterval
+from pytest_atlante.run.shard import ShardSpec, environ_run_group, suite_digest
+from pytest_atlante.trial.runner import TrialKey
+
+__all__ = ["finish_report", "prepare_isolation", "prepare_run", "prepare_run_sources", "requested_scenarios",
+           "summary_lines", "validate"]
+
+
+def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
+             host_override: HostName | None = None, optional_scripts: bool = False) -> tuple[Suite, list[Diagnostic]]:
+    """Everything checked before any machine state is looked at: the documents and the build.
+
+    Returns the suite and every problem (sorted, without repeats); a run with problems exits 2
+    before any trial.  The build check needs no machine state, so it joins the same report.
+    """
+    suite = discover(project_root, scripted=scripted, names=names, host_override=host_override,
+                     optional_scripts=optional_scripts)
+    problems = list(suite.diagnostics)
+    if suite.eval is not None:
+        problems += verify(suite.project_root, suite.eval.host)
+    return suite, sorted(set(problems))
+
+
+def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list[Diagnostic], HostInfo | None]:
+    """Checks that need the machine, after :func:`validate`: git, host probe, configuration, credentials.
+
+    Returns (validation problems → exit 2, run-level problems → exit 3, host info).  The probe runs
+    here, once, on the controller; workers receive its result.
+    """
+    assert suite.eval is not None
+    if shutil.which("git") is None:
+        return [], [Diagnostic("", "", "eval-git-missing", "git is not on PATH; it shows each trial's changes",
+                               "install git (e.g. apt-get install git)")], None
+    host = host_for(suite.eval.host)
+    try:
+        info = host.probe(os.environ)
+    except DiagnosticError as exc:
+        return [], exc.diagnostics, None
+    config_problems = host.config_diagnostics(info, suite.eval.model)
+    if config_problems:
+        return config_problems, [], None
+    if not scripted:
+        missing = host.credential_diagnostics(info, os.environ, Path.home(), suite.eval.model)
+        if missing:
+            return [], missing, None
+    return [], [], info
+
+
+def source_roots(suite: Suite) -> list[Path]:
+    """What every trial copies: the scenarios' fixtures and the verified build tree."""
+    assert suite.eval is not None
+    roots = {entry.fixture for entry in suite.scenarios}
+    tree = tree_dir(suite.project_root, suite.eval.host)
+    if tree.is_dir():
+        roots.add(tree)
+    return sorted(roots)
+
+
+def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
+    """The controller's pristine copy of every source, made before any trial runs (OSError if it cannot).
+
+    The controller holds the run directory from here to ``finish_report`` (``rundirs.hold``): while
+    the run lives, another run's ``rundirs.remove_dead`` never takes it for a dead run's."""
+    rundirs.hold(run_id)
+    return prepare_sources(source_roots(suite), run_id)
+
+
+def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
+    """The run's isolation (bubblewrap probed once, on the controller), and trial directories of
+    dead runs removed: both happen once per run, before any trial."""
+    rundirs.remove_dead()
+    return isolations.decide(setting, isolations.probe() if setting != "off" else None)
+
+
+def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
+                  records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
+                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
+                  other_failures: bool = False, max_cost: float | None = None, digests: Mapping[str, tuple[str, str | None]] | None = None,
+                  gate: Gate | None = None, isolation: isolations.IsolationRecord | None = None,
+                  keep: bool = False, shard: ShardSpec | None = None,
+                  run_group: str | None = None) -> tuple[EvalReport, Path]:
+    """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
+
+    ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
+    A failure to update ``.atlante/.gitignore`` is appended to ``run_errors`` (the caller's list,
+    so its summary shows it) before the status is decided, and ``other_failures`` (an ordinary
+    item of the same run failed, e.g. an Atlas query case) makes it at least 1: the report states
+    the exit status the process will really have.
+    A shard's report covers its share only and is marked with the shard, the suite digest and the
+    run group, for ``atlante report merge``.
+    """
+    assert suite.eval is not None
+    finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
+    if default_out:
+        # Before the report, so a failure here is in the report's exit status, not only the process's.
+        try:
+            ensure_gitignore(suite.project_root / ".atlante")
+        except (OSError, UnreadableFile) as exc:
+            why = f"it {exc.reason}" if isinstance(exc, UnreadableFile) else exc.strerror or str(exc)
+            run_errors.append(Diagnostic(".atlante/.gitignore", "", "eval-report-write-failed",
+                                         f"cannot add eval/ to .atlante/.gitignore: {why}",
+                                         "make .atlante/.gitignore a regular, writable file (or pass --atlante-out)"))
+    run_level = bool(run_errors) or interrupted
+    status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
+    if other_failures:
+        status = max(status, 1)
+    budget = suite.eval.budget
+    # Validated, not cast: the dialect is the adapter's string, the report admits known dialects only.
+    host = HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect}) if info else None
+    report = build_report(
+        run_id=run_id, started_at=started_at, finished_at=datetime.now(timezone.utc), host=host,
+        model=suite.eval.model, scripted=scripted,
+        budget=BudgetRecord(trials=budget.trials, timeoutMs=budget.timeoutMs, maxSessions=budget.maxSessions, maxTokens=budget.maxTokens),
+        scenarios=requested_scenarios(suite, list(expected.values()), finished),
+        trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
+        exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
+        cost_cap=None if max_cost is None else costcap.summary(max_cost, finished),
+        isolation=isolation,
+        digests=digests,
+        **shard_fields(suite, shard, run_group, scripted=scripted, digests=digests),
+    )
+    if gate is not None:
+        report = gate.apply(report)
+    path = write_report(report, out_dir)
+    # Every trial has removed its own directory by now (the controller finishes after all workers);
+    # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
+    # under xdist another worker may be about to create its trial directory in it.
+    remove_sources(run_id)  # the run's copies of fixtures and build tree, kept or not
+    rundirs.finish(run_id, keep=keep)
+    return report, path
+
+
+def shard_fields(suite: Suite, shard: ShardSpec | None, run_group: str | None, *, scripted: bool,
+                 digests: Mapping[str, tuple[str, str | None]] | None) -> dict[str, Any]:
+    """``build_report``'s shard arguments: nothing for an unsharded run."""
+    if shard is None:
+        return {}
+    digest = suite_digest(suite, scripted=scripted, digests=digests)
+    return {"shard": ShardRef(index=shard.index, count=shard.count), "suite_digest": digest,
+            "run_group": environ_run_group(run_group, digest)}
+
+
+def requested_scenarios(suite: Suite, expected: Sequence[TrialKey], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:
+    """(name, file, source, requested trials) of the scenarios this run asked for.
+
+    ``-k``, ``-m``, ``--lf`` and ``--atlante-scenario`` narrow a run: a scenario none of whose
+    trials was requested is not part of its report.  Before collection (a run that could not
+    start) every discovered scenario counts with its full number of trials.
+    """
+    assert suite.eval is not None
+    if not expected:
+        return [(e.scenario.name, e.display, e.source, suite.eval.budget.trials) for e in suite.scenarios]
+    requested: dict[str, int] = {}
+    for key in expected:
+        requested[key.scenario] = requested.get(key.scenario, 0) + 1
+    for rec in finished:  # a record always belongs to a requested trial
+        requested.setdefault(rec.scenario, 1)
+    return [(e.scenario.name, e.display, e.source, requested[e.scenario.name]) for e in suite.scenarios if e.scenario.name in requested]
+
+
+def _percent_interval(interval: RateInterval | None) -> str:
+    return "-" if interval is None else f"{interval.low * 100:.0f}-{interval.high * 100:.0f}%"
+
+
+def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None = None) -> list[str]:
+    """The terminal summary: one row per scenario, the suite line, and the baseline comparison.
+
+    ``pass@n``/``pass^n`` are the k = n estimates (did any / every trial pass); the report holds
+    every k.  ``!`` after the pass rate marks a scenario with infra-error trials (unreliable);
+    "not run" is a scenario none of whose requested trials ran (``notRun`` counts them).
+    """
+    from pytest_atlante.report.compare import render
+
+    lines = [f"{'scenario':<28} {'n':>3} {'pass':>7}  {'95% CI':>8} {'pass@n':>6} {'pass^n':>6} "
+             f"{'mean s':>7} {'p95 s':>7} {'tokens':>8} {'cost $':>8}"]
+    for scenario in report.scenarios:
+        tokens = sum(t.usage.total for t in scenario.trials if t.usage)
+        cost = sum(t.costUsd or 0.0 for t in scenario.trials)
+        last = scenario.passAtK[-1] if scenario.passAtK else None
+        at_n = "-" if last is None else f"{last.passAtK:.0%}"
+        hat_n = "-" if last is None else f"{last.passHatK:.0%}"
+        flag = "!" if scenario.unreliable else " "
+        rate = "not run" if scenario.passRate is None else f"{scenario.passRate:.0%}"
+        not_run = f"  ({scenario.notRun} of {scenario.expectedTrials} trials not run)" if scenario.notRun and scenario.trials else ""
+        lines.append(f"{scenario.name[:28]:<28} {len(scenario.passAtK):>3} {rate:>7}{flag} "
+                     f"{_percent_interval(scenario.passInterval):>8} {at_n:>6} {hat_n:>6} "
+                     f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8.4f}"
+                     f"{not_run}")
+    suite = report.suite
+    if suite is not None and suite.meanPassRate is not None:
+        interval = ("95% CI " + _percent_interval(suite.passInterval) + " (trials clustered by scenario)"
+                    if suite.passInterval else "no interval below two scenarios")
+        lines.append(f"suite: mean pass rate {suite.meanPassRate:.0%} over {suite.scenarios} scenarios, "
+                     f"{suite.trials} trials; {interval}")
+    if any(s.unreliable for s in report.scenarios):
+        lines.append("!: the scenario had infra-error trials; its pass rate undercounts the harness")
+    counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
+    not_run_total = sum(s.notRun for s in report.scenarios)
+    counts += f", {not_run_total} not run" if not_run_total else ""
+    lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
+    if report.costCap is not None:
+        cap = report.costCap
+        lines.append(f"cost cap: ${cap.spentUsd:.4f} recorded of ${cap.capUsd:g}"
+                     + (f"; {cap.skippedTrials} trial(s) skipped-budget" if cap.skippedTrials else "")
+                     + (f"; {cap.unpricedTrials} trial(s) reported no cost" if cap.unpricedTrials else ""))
+    if report.comparison is not None:
+        lines.append("compared with the baseline (--atlante-baseline):")
+        lines.extend("  " + line for line in render(report.comparison, "baseline", "this run"))
+    lines.append(f"report: {report_path}")
+    if html_path is not None:
+        lines.append(f"html: {html_path}")  # last, so a terminal can open it with one click
+    return lines

@@ -1,0 +1,252 @@
+"""Cost forecast: what a run will spend, predicted from earlier reports, before any host session.
+
+History is every ``report.json`` under ``<project>/.atlante/eval/*/`` whose host name, model and
+scripted flag match the run's; within such a report a scenario's trials count when its name
+matches and its ``scenarioDigest`` and ``harnessDigest`` (``digests.py``) match the run's too (a
+changed scenario, fixture, script or harness is not the same experiment); a report written before
+digests were recorded matches by name alone.  A scenario without matching history
+is ``unknown``: it is never guessed as zero, and totals that omit it say so.
+
+Per scenario, with ``n`` allocated trials and the history's per-trial samples:
+
+- tokens and cost: mean = ``n`` × the per-trial mean; p95 = ``n`` × the per-trial nearest-rank p95
+  (a conservative bound on the p95 of the sum: it assumes the expensive trials come together);
+- wall time: each trial takes its scenario's mean duration; trials are scheduled longest first on
+  ``workers`` processes (``-n``), and the forecast is the busiest process's total.
+
+Cost is unknown for a scenario whose history never reported one (a host that emitted no cost),
+even when its tokens are known.  Plain code, no pytest.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from pydantic import ValidationError
+
+from pytest_atlante.trial.budget import allocate
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.suite.discovery import Suite
+from pytest_atlante.report.model import REPORT_FILE, EvalReport, ScenarioRecord
+
+# (scenarioDigest, harnessDigest) of a scenario as it is now; ``None`` where not computed.
+Digests = tuple[str | None, str | None]
+
+
+@dataclass(frozen=True)
+class RequestedScenario:
+    name: str
+    trials: int        # trials requested
+    sessions: int      # of which allocated a session (the rest are skipped-budget, free)
+    digests: Digests = (None, None)
+
+
+@dataclass(frozen=True)
+class UsedReport:
+    run_id: str
+    path: Path
+    age_s: float
+
+
+@dataclass
+class ScenarioForecast:
+    name: str
+    trials: int
+    sessions: int
+    samples: int = 0                     # history trials behind the numbers (0: unknown)
+    tokens_mean: float | None = None
+    tokens_p95: float | None = None
+    cost_mean: float | None = None
+    cost_p95: float | None = None
+    duration_mean_s: float | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.samples > 0
+
+
+@dataclass
+class Forecast:
+    host: str
+    model: str | None
+    scripted: bool
+    workers: int
+    scenarios: list[ScenarioForecast] = field(default_factory=list)
+    reports: list[UsedReport] = field(default_factory=list)
+    unreadable: int = 0                  # report files that did not parse (skipped, counted)
+
+    @property
+    def unknown(self) -> list[str]:
+        return [s.name for s in self.scenarios if s.sessions and not s.known]
+
+    @property
+    def cost_unknown(self) -> list[str]:
+        return [s.name for s in self.scenarios if s.sessions and s.cost_p95 is None]
+
+    @property
+    def sessions(self) -> int:
+        return sum(s.sessions for s in self.scenarios)
+
+    def total(self, attribute: str) -> float:
+        """Sum over the scenarios where ``attribute`` is known (see ``unknown``/``cost_unknown``)."""
+        values = [getattr(s, attribute) for s in self.scenarios if s.sessions]
+        return float(sum(v for v in values if v is not None))
+
+    @property
+    def wall_s(self) -> float:
+        durations = [s.duration_mean_s for s in self.scenarios for _ in range(s.sessions) if s.duration_mean_s is not None]
+        return makespan(durations, self.workers)
+
+
+def requested(suite: Suite, digests: Mapping[str, Digests] | None = None) -> list[RequestedScenario]:
+    """The trials a run of ``suite`` asks for, with the sessions ``maxSessions`` leaves them.
+
+    Collection order without paths on the command line: the documents sorted by path, then each
+    document's scenarios, then trials — the order ``maxSessions`` is allocated in.  ``-k``/``-m``
+    are not applied (the forecast runs before collection); ``--atlante-scenario`` already was.
+    """
+    assert suite.eval is not None
+    budget = suite.eval.budget
+    entries = sorted(suite.scenarios, key=lambda e: str(e.file))
+    sessions: dict[str, int] = {}
+    for name, allocated in allocate([e.scenario.name for e in entries for _ in range(budget.trials)], budget.maxSessions):
+        sessions[name] = sessions.get(name, 0) + int(allocated)
+    return [RequestedScenario(e.scenario.name, budget.trials, sessions[e.scenario.name],
+                              (digests or {}).get(e.scenario.name, (None, None))) for e in entries]
+
+
+def over_cap(predicted: Forecast, cap: float) -> Diagnostic | None:
+    """``eval-max-cost-exceeded`` when the forecast p95 cost (of the scenarios with history) exceeds ``cap``."""
+    p95 = predicted.total("cost_p95")
+    if p95 <= cap:
+        return None
+    unknown = f" (plus {len(predicted.cost_unknown)} scenario(s) of unknown cost)" if predicted.cost_unknown else ""
+    return Diagnostic("", "--atlante-max-cost", "eval-max-cost-exceeded",
+                      f"the forecast p95 cost ${p95:.4f}{unknown} exceeds the cap ${cap:g} "
+                      f"({predicted.sessions} session(s), history of {len(predicted.reports)} report(s))",
+                      "raise --atlante-max-cost, lower budget.trials or maxSessions, or narrow the run with "
+                      "--atlante-scenario; --atlante-forecast shows the whole forecast")
+
+
+def nearest_rank_p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[math.ceil(0.95 * len(ordered)) - 1]
+
+
+def makespan(durations: Sequence[float], workers: int) -> float:
+    """Longest-processing-time-first schedule on ``workers`` processes: the busiest one's total."""
+    loads = [0.0] * max(1, workers)
+    heapq.heapify(loads)
+    for duration in sorted(durations, reverse=True):
+        heapq.heappush(loads, heapq.heappop(loads) + duration)
+    return max(loads)
+
+
+def _same_experiment(record: ScenarioRecord, digests: Digests) -> bool:
+    # Digests are compared only where both the history and the present carry them.
+    recorded = (getattr(record, "scenarioDigest", None), getattr(record, "harnessDigest", None))
+    return all(old is None or new is None or old == new for old, new in zip(recorded, digests))
+
+
+def load_history(eval_dir: Path, *, host: str, model: str | None, scripted: bool,
+                 now: datetime) -> tuple[list[tuple[UsedReport, EvalReport]], int]:
+    """Matching reports under ``eval_dir`` (newest first) and the number of unreadable ones."""
+    found: list[tuple[UsedReport, EvalReport]] = []
+    unreadable = 0
+    paths = sorted(eval_dir.glob(f"*/{REPORT_FILE}")) if eval_dir.is_dir() else []
+    for path in paths:
+        try:
+            report = EvalReport.model_validate_json(path.read_bytes())
+        except (OSError, ValidationError):
+            unreadable += 1
+            continue
+        if report.host is None or report.host.name != host or report.model != model or report.scripted != scripted:
+            continue
+        finished = datetime.strptime(report.finishedAt[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+        found.append((UsedReport(report.runId, path, max(0.0, (now - finished).total_seconds())), report))
+    found.sort(key=lambda pair: pair[0].age_s)
+    return found, unreadable
+
+
+def forecast(requested: Sequence[RequestedScenario], eval_dir: Path, *, host: str, model: str | None, scripted: bool,
+             workers: int, now: datetime | None = None) -> Forecast:
+    now = now or datetime.now(timezone.utc)
+    history, unreadable = load_history(eval_dir, host=host, model=model, scripted=scripted, now=now)
+    result = Forecast(host=host, model=model, scripted=scripted, workers=workers, unreadable=unreadable)
+    used: dict[str, UsedReport] = {}
+    for wanted in requested:
+        tokens: list[float] = []
+        costs: list[float] = []
+        durations: list[float] = []
+        for used_report, report in history:
+            for record in report.scenarios:
+                if record.name != wanted.name or not _same_experiment(record, wanted.digests):
+                    continue
+                ran = [t for t in record.trials if t.verdict != "skipped-budget" and not t.interrupted]
+                if ran:
+                    used[used_report.run_id] = used_report
+                for trial in ran:
+                    durations.append(trial.durationMs / 1000)
+                    if trial.usage is not None:
+                        tokens.append(float(trial.usage.total))
+                    if trial.costUsd is not None and math.isfinite(trial.costUsd):
+                        costs.append(trial.costUsd)
+        entry = ScenarioForecast(wanted.name, wanted.trials, wanted.sessions, samples=len(durations))
+        n = wanted.sessions
+        if durations:
+            entry.duration_mean_s = sum(durations) / len(durations)
+        if tokens:
+            entry.tokens_mean = n * sum(tokens) / len(tokens)
+            entry.tokens_p95 = n * nearest_rank_p95(tokens)
+        if costs:
+            entry.cost_mean = n * sum(costs) / len(costs)
+            entry.cost_p95 = n * nearest_rank_p95(costs)
+        result.scenarios.append(entry)
+    result.reports = sorted(used.values(), key=lambda u: u.age_s)
+    return result
+
+
+def _age(seconds: float) -> str:
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 86400 * 2:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "unknown" if value is None else f"{value:.{digits}f}"
+
+
+def table_lines(result: Forecast) -> list[str]:
+    """The printed forecast: one row per scenario, totals, and the reports it was built from."""
+    lines = [f"atlante forecast: {result.sessions} session(s) on {result.host}, model {result.model or '(host default)'}"
+             f"{', scripted' if result.scripted else ''}, {result.workers} process(es)",
+             f"{'scenario':<32} {'trials':>6} {'sessions':>8} {'history':>8} {'tokens':>10} {'tokens p95':>10} "
+             f"{'cost $':>9} {'cost p95 $':>10} {'mean s':>7}"]
+    for s in result.scenarios:
+        history = str(s.samples) if s.known else "unknown"
+        lines.append(f"{s.name[:32]:<32} {s.trials:>6} {s.sessions:>8} {history:>8} {_num(s.tokens_mean, 0):>10} "
+                     f"{_num(s.tokens_p95, 0):>10} {_num(s.cost_mean, 4):>9} {_num(s.cost_p95, 4):>10} "
+                     f"{_num(s.duration_mean_s, 1):>7}")
+    partial = " (known scenarios only)" if result.unknown or result.cost_unknown else ""
+    lines.append(f"total{partial}: tokens {result.total('tokens_mean'):.0f} (p95 {result.total('tokens_p95'):.0f}), "
+                 f"cost ${result.total('cost_mean'):.4f} (p95 ${result.total('cost_p95'):.4f}), "
+                 f"wall time {result.wall_s:.1f} s")
+    if result.unknown:
+        lines.append("unknown (no matching history; not counted as zero): " + ", ".join(result.unknown))
+    cost_only = [n for n in result.cost_unknown if n not in result.unknown]
+    if cost_only:
+        lines.append("cost unknown (history reported no cost): " + ", ".join(cost_only))
+    if result.reports:
+        lines.append("history: " + ", ".join(f"{u.run_id} ({_age(u.age_s)} old)" for u in result.reports))
+    else:
+        lines.append("history: no matching report in .atlante/eval/ (host, model and scripted flag must match)")
+    if result.unreadable:
+        lines.append(f"skipped {result.unreadable} unreadable report(s)")
+    return lines

@@ -1,0 +1,128 @@
+"""pytest nodes for eval trials: one ``ScenarioFile`` per document, one ``TrialItem`` per trial.
+
+Items carry their inputs as attributes, the way pytest's ``DoctestItem`` does: a ``ScenarioFile``
+is built with its scenario entries and trial count, a ``TrialItem`` with its ``entry``, ``trial``
+and (from collection's ``maxSessions`` allocation) its ``budget``.  ``runtest`` hands the item to
+the ``TrialRunner`` protocol stored in ``config.stash`` by the role object, so this module imports
+no role and no engine.
+
+A trial is still a ``pytest.Function`` (whose callable only declares fixtures): that gives trials
+the whole fixture machinery (a user's ``conftest.py`` can request ``atlante_budget`` in autouse
+fixtures), marks, ``-k`` and ``--lf`` for free, with node ids ``<document>::<name>[trial-N]``.
+
+Trials are *parametrized* items as pytest understands them (``originalname`` plus a callspec whose
+id is ``trial-N``): pytest >= 9.2 compares node ids as parsed structures (path, names, params), and
+parses ``x::name[trial-1]`` from its cache (``--lf``, ``--ff``, ``--nf``, ``--sw``) or a command line
+(``--deselect``) into the name ``name`` with the parameter ``trial-1``.  An item named
+``name[trial-1]`` without a callspec would print the same string but never compare equal to it.
+
+The callspec is needed only while the node id is built (pytest 9.2 builds it in
+``Function.__init__``); ``TrialItem`` drops the attribute afterwards.  IDE adapters read a
+``callspec`` attribute as "a parametrized Python test" and take its node id apart at ``.py``
+(VS Code's ``vscode_pytest``: an ``IndexError`` for a ``.json`` document, and an empty test tree);
+without it, a trial is a plain item under its ``ScenarioFile``, listed at its scenario's line.
+pytest's own readers of ``callspec`` (parametrized fixtures) treat a missing one as "no params",
+which is what a trial has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_atlante.trial.budget import TrialBudget
+    from pytest_atlante.suite.discovery import ScenarioEntry
+
+
+class ItemRunner(Protocol):
+    """What a role object offers items: run one trial (an unallocated one only records skipped-budget)."""
+
+    def run_item(self, item: TrialItem) -> None: ...
+
+
+RUNNER_KEY = pytest.StashKey[ItemRunner]()
+
+
+class TrialFailed(Exception):
+    """A trial whose verdict is not ``pass``; its message is the whole readable failure."""
+
+
+SELFTEST_TRIAL = 0   # the trial number of a self-test item (one per scenario, see selftest_roles.py)
+
+
+def trial_name(entry: ScenarioEntry, trial: int) -> str:
+    # The one place that names a trial item (the controller maps xdist's ids back through it);
+    # "trial-N" (or "selftest") is TrialCallSpec's id.
+    return f"{entry.scenario.name}[{TrialCallSpec(trial).id}]"
+
+
+def _declares_fixtures() -> None:
+    """Never called (``TrialItem.runtest`` runs the trial); its arguments would be the trial's fixtures."""
+
+
+@dataclass(frozen=True)
+class TrialCallSpec:
+    """The parametrization of one trial, in the shape pytest reads from ``Function.callspec``.
+
+    pytest's own class is not public API; these are the attributes pytest (8.0 to 9.x) and
+    plugins read: no parameter values (a trial takes none), one id.  Covered on the lowest and
+    newest supported pytest by the selection tests.
+    """
+
+    trial: int
+    params: dict[str, object] = field(default_factory=dict)
+    indices: dict[str, int] = field(default_factory=dict)
+    _arg2scope: dict[str, object] = field(default_factory=dict)
+    marks: list[pytest.Mark] = field(default_factory=list)
+
+    @property
+    def _idlist(self) -> tuple[str, ...]:
+        return (self.id,)
+
+    @property
+    def id(self) -> str:
+        return "selftest" if self.trial == SELFTEST_TRIAL else f"trial-{self.trial}"
+
+
+class TrialItem(pytest.Function):
+    def __init__(self, *, entry: ScenarioEntry, trial: int, **kwargs: Any) -> None:
+        super().__init__(callobj=_declares_fixtures, **kwargs)
+        # The node id is built: see the module docstring for why the callspec must not stay.
+        vars(self).pop("callspec", None)
+        self.entry = entry
+        self.trial = trial
+        # Decided at collection (``allocate``); None until then, e.g. for an item built by hand.
+        self.budget: TrialBudget | None = None
+
+    def runtest(self) -> None:
+        self.config.stash[RUNNER_KEY].run_item(self)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        what = "self-test" if self.trial == SELFTEST_TRIAL else f"trial {self.trial}"
+        return self.entry.file, self.entry.line - 1, f"{self.entry.scenario.name} {what}"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, TrialFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ScenarioFile(pytest.File):
+    def __init__(self, *, entries: Sequence[ScenarioEntry], trials: Sequence[int], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.entries = list(entries)
+        self.trials = list(trials)   # the trial numbers each scenario contributes
+
+    def collect(self) -> Iterator[TrialItem]:
+        for entry in self.entries:
+            for trial in self.trials:
+                item = TrialItem.from_parent(self, name=trial_name(entry, trial), entry=entry, trial=trial,
+                                             originalname=entry.scenario.name, callspec=TrialCallSpec(trial))
+                item.add_marker(pytest.mark.atlante)
+                if entry.source != "local":
+                    item.add_marker(pytest.mark.atlante_pack)
+                yield item

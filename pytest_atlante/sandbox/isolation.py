@@ -1,0 +1,191 @@
+"""OS-level isolation of a trial's host session and command checks with bubblewrap (ARCHITECTURE §8).
+
+Containment has independent layers: the reference's tool-level policy (identical for every compared
+variant, always on) and, where it works, this one.  Under ``namespace`` isolation every command of a
+trial after its setup runs as ``bwrap <mounts> -- argv`` and sees:
+
+- the root file system read-only (``--ro-bind / /``), a minimal ``/dev``;
+- the sandbox (at its own path), the trial HOME and the host's temp dir writable;
+- a private, empty ``/tmp``, and the same over ``$TMPDIR`` and the invoking user's HOME: other
+  trials, the baseline repository beside the sandbox and the user's files (logins included) are
+  hidden; so are the project's ``.atlante`` (build tree, reports) and the report directory;
+- the project directory itself read-only, not hidden: a project's virtualenv and tools usually live
+  in it and checks run them (``python -m pytest`` from ``.venv/bin`` on PATH);
+- whatever the command needs put back read-only where a hidden directory would cover it: every
+  absolute path its environment names (PATH entries, CA bundles, …) and its executable, real path
+  included.  Each is exposed through its top directory below the hidden one (``/tmp/ci`` for
+  ``/tmp/ci/repo/.venv/bin``), because a package tree needs more than the one directory named;
+- its own PID namespace and ``/proc`` (the run's processes and environments are invisible), and
+  ``--die-with-parent``: when the runner dies, even by SIGKILL, every process of the trial dies;
+- the network shared: the model API and the scripted server on 127.0.0.1 keep working.
+
+When the runner is root, capabilities are cut to file ownership and permission ones, so the agent
+cannot remount what is read-only.  ``--new-session`` is not used: commands run without a
+controlling terminal (``process.run`` starts a new session), so there is no terminal to inject
+into, and the interrupt a host needs (Claude Code's SIGINT) must reach it through the group.
+
+Setup commands stay outside: the reference runs them with the full environment before the
+baseline.  Availability is probed once per run on the controller (``probe``); workers get the
+outcome.  ``auto`` falls back to tool-level containment with a warning; ``namespace`` refuses to run.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.records import Record
+
+__all__ = ["Confinement", "IsolationRecord", "IsolationSetting", "decide", "probe"]
+
+IsolationSetting = Literal["auto", "namespace", "off"]
+BWRAP = "bwrap"
+_PROBE_TIMEOUT_S = 20.0
+_OWN_DIRECTORIES = frozenset({"HOME", "TMPDIR"})
+# What root keeps inside the sandbox: owning and permission bits of its own files, signals to its
+# own processes, switching user.  Not CAP_SYS_ADMIN (mounts), CAP_NET_ADMIN, CAP_SYS_MODULE, …
+_ROOT_CAPABILITIES = (
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+    "CAP_SETGID", "CAP_SETUID",
+)  # fmt: skip
+
+
+class IsolationRecord(Record):
+    """``isolation`` in the report: how this run's trials were contained."""
+
+    mode: Literal["namespace", "none"]
+    reason: str | None = None  # why not "namespace"
+
+
+def _base_arguments() -> list[str]:
+    args = [BWRAP, "--unshare-all", "--share-net", "--die-with-parent",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]  # fmt: skip
+    if os.geteuid() == 0:
+        args += ["--cap-drop", "ALL"]
+        for capability in _ROOT_CAPABILITIES:
+            args += ["--cap-add", capability]
+    return args
+
+
+def probe() -> str | None:
+    """None when bubblewrap can build the sandbox here; otherwise why not (one line)."""
+    executable = shutil.which(BWRAP)
+    if executable is None:
+        return "bubblewrap (bwrap) is not installed"
+    argv = [*_base_arguments(), "--tmpfs", "/tmp", "--", "true"]
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=_PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not run: {exc}"
+    if done.returncode != 0:
+        detail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return f"bubblewrap cannot create namespaces here (user namespaces disabled?): {detail}"
+    return None
+
+
+def decide(setting: IsolationSetting, reason_unavailable: str | None) -> tuple[IsolationRecord, Diagnostic | None]:
+    """The run's isolation from the setting and the probe's outcome; a Diagnostic when the run must
+    not start (``namespace`` required but unavailable → exit 3 before any trial)."""
+    if setting == "off":
+        return IsolationRecord(mode="none", reason="isolation is off (eval.isolation or --atlante-isolation)"), None
+    if reason_unavailable is None:
+        return IsolationRecord(mode="namespace"), None
+    record = IsolationRecord(mode="none", reason=reason_unavailable)
+    if setting == "auto":
+        return record, None
+    return record, Diagnostic(
+        "", "", "eval-isolation-unavailable",
+        f"namespace isolation was required but is unavailable: {reason_unavailable}",
+        "install bubblewrap (apt-get install bubblewrap) and enable unprivileged user namespaces, "
+        "or set eval.isolation to \"auto\" or \"off\"",
+    )
+
+
+def warning_text(setting: IsolationSetting, record: IsolationRecord) -> str | None:
+    """The terminal warning for an ``auto`` run that fell back to tool-level containment."""
+    if setting != "auto" or record.mode == "namespace":
+        return None
+    return (f"atlante: WARNING: trials run without OS-level isolation ({record.reason}); "
+            "only the tool-level policy contains the agent")
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The mounts of one trial's sandbox; ``wrapper(env)`` is ``process.run``'s ``wrap``.
+
+    ``writable`` are bound read-write at their own paths; ``hidden`` directories are covered by an
+    empty tmpfs (those that do not exist are skipped: the read-only root keeps them from being
+    created); nothing under ``trial_dir`` is ever put back other than the writable paths.
+    """
+
+    writable: tuple[Path, ...]
+    hidden: tuple[Path, ...]
+    trial_dir: Path
+    cwd: Path
+
+    def wrapper(self, env: Mapping[str, str]) -> Callable[[list[str]], list[str]]:
+        return functools.partial(self.arguments, env=env)
+
+    def arguments(self, argv: list[str], env: Mapping[str, str]) -> list[str]:
+        needed = {p for p in _needed_paths(argv, env) if not p.is_relative_to(self.trial_dir)}
+        # A hidden directory that is itself needed (PATH=/tmp) stays visible, read-only.
+        hidden = sorted({p for p in self.hidden if p.is_dir() and p != Path("/") and p not in needed})
+        exposed: set[Path] = set()
+        for path in needed:
+            # The innermost hidden directory holding the path decides what is put back.
+            holders = [root for root in hidden if path.is_relative_to(root) and path != root]
+            if holders:
+                root = max(holders, key=lambda r: len(r.parts))
+                exposed.add(root / path.relative_to(root).parts[0])
+        # Parents before children: a tmpfs mounted over a directory would cover mounts made inside
+        # it earlier, and a put-back parent would uncover a hidden child mounted before it.
+        mounts = sorted([(p, "--tmpfs") for p in hidden] + [(p, "--ro-bind-try") for p in exposed],
+                        key=lambda mount: (len(mount[0].parts), str(mount[0])))
+        args = _base_arguments()
+        for path, kind in mounts:
+            args += [kind, str(path)] if kind == "--tmpfs" else [kind, str(path), str(path)]
+        for path in self.writable:
+            args += ["--bind", str(path), str(path)]
+        return [*args, "--chdir", str(self.cwd), "--", *argv]
+
+
+def hidden_roots(*, user_home: Path, project_root: Path, report_dir: Path | None) -> tuple[Path, ...]:
+    """What a trial must not see: temp dirs, the user's HOME, the project's ``.atlante``, the report."""
+    roots = [Path("/tmp"), Path(os.environ.get("TMPDIR") or "/tmp"), user_home, project_root / ".atlante"]
+    if report_dir is not None:
+        roots.append(report_dir)
+    return tuple(_real(p) for p in roots)
+
+
+def _needed_paths(argv: list[str], env: Mapping[str, str]) -> set[Path]:
+    """Absolute existing paths the command names: its environment's values and its executable."""
+    found: set[Path] = set()
+    candidates: list[str] = []
+    for name, value in env.items():
+        # HOME and TMPDIR are the command's own (the trial HOME, or a private tmpfs): never put a
+        # directory back because of them.
+        if name not in _OWN_DIRECTORIES:
+            candidates.extend(value.split(os.pathsep))
+    program = shutil.which(argv[0], path=env.get("PATH", os.defpath)) if argv else None
+    if program is not None:
+        candidates.append(program)
+    for candidate in candidates:
+        if not candidate.startswith("/") or "\0" in candidate:
+            continue
+        path = Path(candidate)
+        for form in (Path(os.path.normpath(path)), _real(path)):
+            if form.exists():
+                found.add(form)
+    return found
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))

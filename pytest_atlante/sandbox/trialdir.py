@@ -1,0 +1,570 @@
+"""One trial's disposable directory: assemble, baseline snapshot, diff, cleanup.
+
+Layout of a trial directory (``<tmp>/atlante-eval-<run_id>/<scenario>-<trial>/``)::
+
+    sandbox/       the agent's working directory (the fixture plus the native outputs)
+    home/          a private HOME for the host (credentials, trust entry, host config)
+    baseline.git/  a bare git repository holding the baseline's blobs (its tree id and entries are
+                   kept in memory: nothing in this repository is trusted after the session)
+
+Why the baseline is built the way it is: the agent has a shell and may run ``git init``,
+``git reset --hard``, delete or forge a ``.git``, or write a ``.gitignore``/``.gitattributes`` that
+would make ``git add -A`` skip or rewrite files.  None of that may hide a change.  So git never
+looks at the sandbox at all: this module walks the sandbox itself (no ignore rules, no attribute
+filters, no nested-repository detection), writes every entry as a git blob object straight into the
+bare repository outside the sandbox, and keeps each path's mode and object id (and the tree id) in
+memory.  The agent can reach that repository too (``GIT_DIR=../baseline.git``), so after the
+session nothing in it is trusted: changed paths come from the in-memory entries, and the diff text
+is a tree-to-tree ``git diff`` in a repository created after the session from verified objects,
+where no attribute or config from the sandbox or the agent applies.
+
+What counts as a change (sorted relative POSIX paths in ``Diff.changed_paths``, each in its shown
+form, :func:`pytest_atlante.pathnames.escape_path`: a name that is not UTF-8 or holds control
+characters is escaped there and in the diff text's headers alike):
+
+- added, modified and deleted files, executable-bit changes, symlinks (their target is the content);
+- entries git cannot store as files are stored as a one-line placeholder blob, so they still show
+  up: FIFOs, sockets and devices (``<atlante: fifo>``), unreadable files and unlistable directories;
+- files over ``gitobjects.LARGE_FILE_BYTES`` are stored as a one-line summary (size and SHA-256): a change
+  shows as that line changing, and nothing ever loads the file whole;
+- a ``.git`` entry (any letter case, file or directory, at any depth) created, removed, or changed
+  between file and directory is reported as the path of that ``.git`` entry.  Its contents are git
+  metadata, not project files, so changes *inside* a ``.git`` that already existed at the baseline
+  (a setup that ran ``git init``) are not reported;
+- empty directories are not tracked (as in git); a check that needs one can use ``file-exists``.
+
+The host-owned directory (``.claude`` or ``.opencode`` at the sandbox root) is excluded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_atlante.sandbox import gitobjects
+from pytest_atlante.fsutil import sha256_file
+from pytest_atlante.sandbox.gitobjects import CHUNK, Entry
+from pytest_atlante.pathnames import escape_path
+
+# Config given on the environment (GIT_CONFIG_COUNT) wins over the repository's own config file.
+_FORCED = (
+    ("core.hooksPath", os.devnull),
+    ("core.attributesFile", os.devnull),
+    ("core.fsmonitor", "false"),
+    ("diff.external", ""),
+)
+_FORCED_CONFIG = {"GIT_CONFIG_COUNT": str(len(_FORCED))} | {
+    f"GIT_CONFIG_{kind}_{i}": value for i, pair in enumerate(_FORCED) for kind, value in zip(("KEY", "VALUE"), pair)
+}
+# `git diff` output beyond this is cut: the report keeps 20,000 characters anyway, and a trial that
+# writes a huge file must not make the runner hold all of it in memory.
+DIFF_READ_LIMIT = 2_000_000
+# Files over ``gitobjects.LARGE_FILE_BYTES`` are stored (in both snapshots) as a one-line summary holding
+# their size and SHA-256: the diff says what changed without git loading a multi-GiB blob into
+# memory (``core.bigFileThreshold`` does not stop a tree-to-tree diff from reading it), and the
+# report keeps 20,000 characters of diff anyway.
+_GIT_TIMEOUT_S = 300.0
+
+
+class SandboxError(Exception):
+    """The sandbox could not be assembled, snapshotted or diffed: the trial is an infra-error."""
+
+
+class OverlayCollision(Exception):
+    """Fixture files sit at the same relative path as verified native outputs."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+        listed = ", ".join(paths)
+        super().__init__(
+            f"fixture file(s) collide with native outputs of the build: {listed}; "
+            "rename or remove these files in the fixture"
+        )
+
+
+@dataclass
+class Sandbox:
+    trial_dir: Path
+    root: Path
+    home: Path
+    git_dir: Path
+    digests: dict[str, str | None] = field(default_factory=dict)
+    # The baseline as this process saw it: never re-read from anything the agent can write.
+    baseline_tree: str = ""
+    baseline_entries: dict[str, Entry] = field(default_factory=dict)
+    # `.git` entries present at the baseline (relative path -> "dir" | "file" | "symlink").
+    git_markers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Diff:
+    changed_paths: list[str]  # sorted, each in its shown form (``escape_path``)
+    text: str
+    # shown form -> the name as the walk saw it (a str with surrogate escapes), where the two differ
+    names: dict[str, str] = field(default_factory=dict)
+
+    def name_of(self, shown: str) -> str:
+        """The name itself behind one of ``changed_paths`` (what a glob is matched against)."""
+        return self.names.get(shown, shown)
+
+
+def run_dir(run_id: str) -> Path:
+    """The run's directory in the OS temp dir, as a realpath (macOS ``/tmp`` is a symlink)."""
+    _require_plain_name(run_id, "run id")
+    return Path(os.path.realpath(tempfile.gettempdir())) / f"atlante-eval-{run_id}"
+
+
+def assemble(
+    run_id: str, scenario: str, trial: int, fixture: Path, overlay: Path | None
+) -> Sandbox:
+    """Create the trial directory: the fixture copied, the build tree overlaid, an empty home.
+
+    Collisions are found before anything is created, and a failed copy removes the half-made trial
+    directory, so an exception never leaves a directory the caller has no ``Sandbox`` for.
+    """
+    _require_plain_name(scenario, "scenario name")
+    if overlay is not None:
+        collisions = _overlay_collisions(fixture, overlay)
+        if collisions:
+            raise OverlayCollision(collisions)
+    parent = run_dir(run_id)
+    parent.mkdir(mode=0o700, exist_ok=True)
+    info = os.lstat(parent)
+    # /tmp is shared: never work inside a run directory someone else planted for us.
+    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid():
+        raise SandboxError(f"{parent} is not a directory owned by this user")
+    trial_dir = parent / f"{scenario}-{trial}"
+    try:
+        trial_dir.mkdir(mode=0o700)
+    except FileExistsError as exc:
+        raise SandboxError(f"trial directory {trial_dir} already exists") from exc
+    sandbox_dir = trial_dir / "sandbox"
+    try:
+        # symlinks=True copies a link as a link; validation rejects symlinked fixtures anyway.
+        shutil.copytree(fixture, sandbox_dir, symlinks=True, copy_function=copy_sparse)
+        if overlay is not None:
+            shutil.copytree(overlay, sandbox_dir, symlinks=True, dirs_exist_ok=True, copy_function=copy_sparse)
+        (trial_dir / "home").mkdir(mode=0o700)
+    except (OSError, shutil.Error) as exc:
+        remove_tree(trial_dir)
+        raise SandboxError(f"cannot assemble the sandbox from {fixture}: {exc}") from exc
+    return Sandbox(
+        trial_dir=trial_dir,
+        root=Path(os.path.realpath(sandbox_dir)),
+        home=trial_dir / "home",
+        git_dir=trial_dir / "baseline.git",
+    )
+
+
+def copy_sparse(src: str, dst: str) -> str:
+    """``shutil.copy2`` that keeps holes: a 2 GiB sparse fixture file stays 2 GiB of nothing.
+
+    Only the data extents (``SEEK_DATA``/``SEEK_HOLE``) are copied, then the file is extended to
+    its full size; where the filesystem cannot report extents the whole file is copied.
+    """
+    if not hasattr(os, "SEEK_DATA") or os.path.islink(src):
+        return str(shutil.copy2(src, dst, follow_symlinks=False))
+    with open(src, "rb") as source, open(dst, "wb") as target:
+        size = os.fstat(source.fileno()).st_size
+        offset = 0
+        try:
+            while offset < size:
+                try:
+                    start = os.lseek(source.fileno(), offset, os.SEEK_DATA)
+                except OSError:  # ENXIO: only a hole is left
+                    break
+                end = os.lseek(source.fileno(), start, os.SEEK_HOLE)
+                source.seek(start)
+                target.seek(start)
+                remaining = end - start
+                while remaining > 0:
+                    chunk = source.read(min(remaining, CHUNK * 16))
+                    if not chunk:
+                        break
+                    target.write(chunk)
+                    remaining -= len(chunk)
+                offset = end
+        except OSError:  # no extent support: copy it whole
+            source.seek(0)
+            target.seek(0)
+            shutil.copyfileobj(source, target)
+        target.truncate(size)
+    shutil.copystat(src, dst, follow_symlinks=False)
+    return dst
+
+
+def snapshot(sb: Sandbox, unchanged_paths: Iterable[str]) -> None:
+    """Record the baseline (after setup ran): its entries and tree id in memory, blobs on disk.
+
+    The blobs go into the bare repository, which the agent can reach; what they should be (every
+    path's mode and object id, and the tree id) stays in this process, so a moved ref, a rewritten
+    tree or a swapped object cannot change what the trial is compared against.
+    """
+    gitobjects.init_bare(sb.git_dir)
+    entries, sb.git_markers, _ = _scan_or_fail(sb, ignore_dir=None, objects=sb.git_dir / "objects")
+    sb.baseline_entries = entries
+    sb.baseline_tree = gitobjects.write_tree(sb.git_dir / "objects", entries)
+    sb.digests = {path: path_digest(sb.root, path) for path in unchanged_paths}
+
+
+def collect_diff(sb: Sandbox, ignore_dir: str) -> Diff:
+    """Every change since the baseline, except inside the host-owned ``ignore_dir``.
+
+    Changed paths come from comparing the in-memory baseline entries with a fresh walk.  The diff
+    text is made by git in a new repository created now (no config, hooks, attributes, alternates
+    or replace refs the agent could have planted), holding only verified objects: the baseline's
+    blobs of changed paths are checked against their ids before use, and a missing or altered
+    one is a ``SandboxError`` (the trial becomes ``infra-error``), never an empty diff.
+    """
+    if not sb.baseline_tree:
+        raise SandboxError("no baseline was recorded for this trial (internal error)")
+    current, markers, walked = _scan_or_fail(sb, ignore_dir=ignore_dir, objects=None)
+    baseline = {path: entry for path, entry in sb.baseline_entries.items() if not _under(path, ignore_dir)}
+    changed = sorted(path for path in baseline.keys() | current.keys() if baseline.get(path) != current.get(path))
+    text = _diff_text(sb, baseline, current, changed, walked) if changed else ""
+    baseline_markers = {
+        path: kind for path, kind in sb.git_markers.items() if not _under(path, ignore_dir)
+    }
+    marker_changes = sorted(
+        path
+        for path in baseline_markers.keys() | markers.keys()
+        if baseline_markers.get(path) != markers.get(path)
+    )
+    if marker_changes:
+        notes = [
+            f"# {escape_path(path)}: {_describe_marker(baseline_markers.get(path), markers.get(path))}"
+            for path in marker_changes
+        ]
+        text = text + ("\n" if text and not text.endswith("\n") else "") + "\n".join(notes) + "\n"
+    shown = {escape_path(path): path for path in set(changed) | set(marker_changes)}
+    return Diff(changed_paths=sorted(shown), text=text, names={s: p for s, p in shown.items() if s != p})
+
+
+def _diff_text(sb: Sandbox, baseline: dict[str, Entry], current: dict[str, Entry], changed: list[str],
+               walked: dict[str, tuple[str, str]]) -> str:
+    # A random name the agent (whose processes are gone by now) could not have prepared.
+    git_dir = Path(tempfile.mkdtemp(prefix="diff-", suffix=".git", dir=sb.trial_dir))
+    gitobjects.init_bare(git_dir)
+    objects = git_dir / "objects"
+    for path in changed:
+        if path in baseline:
+            _copy_verified_blob(sb.git_dir / "objects", objects, baseline[path][1], path)
+        if path in current:
+            kind, where = walked[path]
+            try:
+                stored = gitobjects.store_entry(objects, path, kind, where)[1]
+            except (OSError, gitobjects.ChangedWhileReading):
+                stored = ""
+            if stored != current[path][1]:
+                raise SandboxError(f"{escape_path(path)} changed while the diff was being taken")
+    old = gitobjects.write_tree(objects, baseline)
+    new = gitobjects.write_tree(objects, current)
+    return _git(
+        sb, "-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
+        "--no-renames", old, new, git_dir=git_dir, limit=DIFF_READ_LIMIT,
+        decode=lambda out: shown_diff(out, changed),
+    )  # fmt: skip
+
+
+# git's C-style quoting of a path (``quote_c_style`` with ``core.quotePath=false``): a path holding a
+# control character, DEL, ``"`` or ``\`` is written in double quotes with these escapes (octal for
+# the rest); bytes from 0x80 up are written as they are.
+_GIT_ESCAPES = {7: b"\\a", 8: b"\\b", 9: b"\\t", 10: b"\\n", 11: b"\\v", 12: b"\\f", 13: b"\\r",
+                0x22: b'\\"', 0x5C: b"\\\\"}
+_GIT_NULL = b"/dev/null"
+
+
+def git_quoted(raw: bytes) -> bytes:
+    """``raw`` as git writes a path in a diff header."""
+    if not any(byte < 0x20 or byte in (0x22, 0x5C, 0x7F) for byte in raw):
+        return raw
+    out = bytearray(b'"')
+    for byte in raw:
+        if byte in _GIT_ESCAPES:
+            out += _GIT_ESCAPES[byte]
+        elif byte < 0x20 or byte == 0x7F:
+            out += b"\\%03o" % byte
+        else:
+            out.append(byte)
+    return bytes(out + b'"')
+
+
+def shown_diff(out: bytes, paths: Iterable[str]) -> str:
+    """git's diff output as text, every path of its header lines in the shown form (``escape_path``).
+
+    git writes names as raw bytes (not always UTF-8) or C-quoted; the report shows each changed
+    path one way only, so the ``diff --git``, ``---``/``+++`` and ``Binary files`` lines of each
+    file are rewritten from the known changed paths (a name git wrote is looked up, never parsed
+    loosely).  Hunk lines are content and stay as they are (bytes that are not UTF-8 become U+FFFD).
+    """
+    old_side: dict[bytes, str] = {_GIT_NULL: "/dev/null"}
+    new_side: dict[bytes, str] = {_GIT_NULL: "/dev/null"}
+    for path in paths:
+        raw, shown = os.fsencode(path), escape_path(path)
+        old_side[git_quoted(b"a/" + raw)] = "a/" + shown
+        new_side[git_quoted(b"b/" + raw)] = "b/" + shown
+    lines: list[str] = []
+    in_header = False
+    for line in out.split(b"\n"):
+        if line.startswith(b"diff --git "):
+            in_header = True
+        elif line.startswith(b"@@"):
+            in_header = False
+        lines.append((_shown_header(line, old_side, new_side) if in_header else None)
+                     or line.decode("utf-8", "replace"))
+    return "\n".join(lines)
+
+
+def _shown_header(line: bytes, old_side: dict[bytes, str], new_side: dict[bytes, str]) -> str | None:
+    """One header line with its paths shown; ``None`` when it names no path (or none known)."""
+    def pair(old: bytes, new: bytes, between: str) -> str | None:
+        if old in old_side and new in new_side:
+            return old_side[old] + between + new_side[new]
+        return None
+
+    if line.startswith(b"diff --git "):
+        rest = line[len(b"diff --git "):]
+        # --no-renames: both sides name the same path, quoted alike, so the halves are equally long.
+        half = (len(rest) - 1) // 2
+        shown = pair(rest[:half], rest[half + 1:], " ") if rest[half:half + 1] == b" " else None
+        return None if shown is None else "diff --git " + shown
+    for prefix, side in ((b"--- ", old_side), (b"+++ ", new_side)):
+        if line.startswith(prefix):
+            name = line[len(prefix):]
+            tab = name.endswith(b"\t") and name not in side  # git ends a name holding a space with a tab
+            name = name[:-1] if tab else name
+            return prefix.decode() + side[name] + ("\t" if tab else "") if name in side else None
+    if line.startswith(b"Binary files ") and line.endswith(b" differ"):
+        rest = line[len(b"Binary files "):-len(b" differ")]
+        half = (len(rest) - len(b" and ")) // 2
+        splits = [(rest[:half], rest[half + 5:])]
+        if rest.startswith(_GIT_NULL + b" and "):
+            splits.append((_GIT_NULL, rest[len(_GIT_NULL) + 5:]))
+        if rest.endswith(b" and " + _GIT_NULL):
+            splits.append((rest[:-len(_GIT_NULL) - 5], _GIT_NULL))
+        for old, new in splits:
+            shown = pair(old, new, " and ")
+            if shown is not None:
+                return f"Binary files {shown} differ"
+    return None
+
+
+def _copy_verified_blob(source: Path, target: Path, oid: str, path: str) -> None:
+    """Copy the loose baseline blob ``oid`` into ``target`` after checking its content hashes to it."""
+    what = f"the baseline copy of {escape_path(path)} (object {oid[:12]})"
+    try:
+        gitobjects.copy_verified(source, target, oid)
+    except FileNotFoundError as exc:
+        raise SandboxError(f"{what} is missing: the baseline repository was tampered with") from exc
+    except (OSError, zlib.error) as exc:
+        raise SandboxError(f"{what} is unreadable or corrupt: the baseline repository was tampered with") from exc
+    except ValueError as exc:
+        raise SandboxError(f"{what} does not match its id: the baseline repository was tampered with") from exc
+
+
+def remove(sb: Sandbox) -> None:
+    """Delete the trial directory, even when the agent left read-only files or directories."""
+    remove_tree(sb.trial_dir)
+
+
+def remove_run_dir(run_id: str) -> None:
+    """Remove the run directory if it is empty (kept trials keep it alive)."""
+    try:
+        run_dir(run_id).rmdir()
+    except OSError:
+        pass
+
+
+def remove_tree(top: Path) -> None:
+    if not os.path.lexists(top):
+        return
+    # Unlinking needs write and search permission on the parent directory, so open every directory
+    # up first.  chmod follows symlinks, hence the islink guard: never touch what a link points at.
+    if not top.is_symlink():
+        os.chmod(top, 0o700)
+        for dirpath, dirnames, _ in os.walk(top):
+            for name in dirnames:
+                child = os.path.join(dirpath, name)
+                if not os.path.islink(child):
+                    os.chmod(child, 0o700)
+
+    def retry_after_chmod(func: Callable[..., object], path: str, _exc: object) -> None:
+        os.chmod(os.path.dirname(path), 0o700)
+        func(path)
+
+    if top.is_symlink() or not top.is_dir():
+        top.unlink()
+    else:
+        shutil.rmtree(top, onerror=retry_after_chmod)
+
+
+def resolve_inside(root: Path, rel: str) -> Path | None:
+    """``root/rel`` with its parent directories resolved, or ``None`` if they lead outside ``root``.
+
+    The last component is left unresolved so callers can tell a symlink from what it points at.
+    """
+    candidate = root / rel
+    if candidate == root:
+        return root
+    parent = Path(os.path.realpath(candidate.parent))
+    if parent != root and root not in parent.parents:
+        return None
+    return parent / candidate.name
+
+
+def is_inside(root: Path, path: Path) -> bool:
+    real = Path(os.path.realpath(path))
+    return real == root or root in real.parents
+
+
+def path_digest(root: Path, rel: str) -> str | None:
+    """sha256 of the regular file at ``rel``; ``None`` when missing, a symlink or not a file."""
+    path = resolve_inside(root, rel)
+    if path is None:
+        return None
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+def _scan_or_fail(
+    sb: Sandbox, ignore_dir: str | None, objects: Path | None
+) -> tuple[dict[str, Entry], dict[str, str], dict[str, tuple[str, str]]]:
+    try:
+        return gitobjects.scan(sb.root, ignore_dir, objects)
+    except gitobjects.ChangedWhileReading as exc:
+        raise SandboxError("a sandbox file changed while the snapshot was being taken") from exc
+    except OSError as exc:
+        where = f": {escape_path(exc.filename)}" if isinstance(exc.filename, (str, bytes)) else ""
+        raise SandboxError(f"cannot read the sandbox: {exc.strerror or exc}{where}") from exc
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _git(
+    sb: Sandbox,
+    *args: str,
+    git_dir: Path | None = None,
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
+    limit: int | None = None,
+    want_stderr: bool = False,
+    decode: Callable[[bytes], str] | None = None,
+) -> str:
+    """Run git against one of the runner's repositories (the baseline's unless ``git_dir``).
+
+    The environment is built from scratch: no inherited GIT_* variable (GIT_DIR, GIT_INDEX_FILE,
+    GIT_OBJECT_DIRECTORY, ...) and no system or global config can redirect or alter it; replace
+    refs, hooks, attribute files and fsmonitor are switched off for whatever the repository's own
+    config says.
+    """
+    full_env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "LANG": "C",
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CEILING_DIRECTORIES": str(sb.trial_dir.parent),
+        "GIT_TERMINAL_PROMPT": "0",
+        "HOME": str(sb.home),
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_OPTIONAL_LOCKS": "0",
+        **_FORCED_CONFIG,
+        **(env or {}),
+        "GIT_DIR": str(git_dir or sb.git_dir),
+    }
+    try:
+        proc = subprocess.Popen(
+            ["git", *args],
+            cwd=sb.trial_dir,
+            env=full_env,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except FileNotFoundError as exc:
+        raise SandboxError("git is not on PATH: eval needs git to show a trial's changes") from exc
+    with proc:  # closes the pipes whatever happens
+        try:
+            if limit is None:
+                out, err = proc.communicate(stdin, timeout=_GIT_TIMEOUT_S)
+            else:
+                # Read at most `limit` bytes, then stop git: the report keeps far less anyway.
+                assert proc.stdout is not None and proc.stderr is not None
+                out = proc.stdout.read(limit)
+                if proc.stdout.read(1):
+                    proc.kill()
+                err = proc.stderr.read()
+                proc.wait(timeout=_GIT_TIMEOUT_S)
+                if proc.returncode < 0:
+                    return (decode or _text)(out) + "\n# (diff output cut)\n"
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            raise SandboxError(
+                f"git {_subcommand(args)} did not finish in {_GIT_TIMEOUT_S:.0f} s"
+            ) from exc
+    if proc.returncode != 0:
+        message = err.decode("utf-8", errors="replace").strip()
+        raise SandboxError(f"git {_subcommand(args)} failed: {message}")
+    return _text(err) if want_stderr else (decode or _text)(out)
+
+
+def _text(out: bytes) -> str:
+    return out.decode("utf-8", errors="replace")
+
+
+def _subcommand(args: tuple[str, ...]) -> str:
+    """The git subcommand among ``args`` (skipping ``-c name=value`` options), for messages."""
+    return next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
+
+
+def _overlay_collisions(fixture: Path, overlay: Path) -> list[str]:
+    """Overlay files whose path (or a parent of it) the fixture already occupies."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(overlay):
+        rel_dir = Path(dirpath).relative_to(overlay)
+        linked_dirs = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in [*filenames, *linked_dirs]:
+            rel = rel_dir / name
+            if os.path.lexists(fixture / rel) or _blocked_by_file(fixture, rel):
+                found.append(rel.as_posix())
+    return sorted(found)
+
+
+def _blocked_by_file(fixture: Path, rel: Path) -> bool:
+    """A parent of ``rel`` exists in the fixture as something other than a directory."""
+    for parent in reversed(rel.parents[:-1]):
+        path = fixture / parent
+        if os.path.lexists(path) and (path.is_symlink() or not path.is_dir()):
+            return True
+    return False
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory + "/")
+
+
+def _describe_marker(before: str | None, after: str | None) -> str:
+    if before is None:
+        return f"git metadata {after} created by the trial (its contents are not diffed)"
+    if after is None:
+        return f"git metadata {before} removed by the trial"
+    return f"git metadata changed from {before} to {after}"
+
+
+def _require_plain_name(value: str, what: str) -> None:
+    if not value or "/" in value or "\\" in value or value in (".", "..") or "\0" in value:
+        raise ValueError(f"{what} {value!r} must be a plain file name")

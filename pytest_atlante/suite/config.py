@@ -1,0 +1,156 @@
+"""``atlante.jsonc``: the project configuration models, defaults, limits and version rules."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from pytest_atlante.diagnostics import Diagnostic, json_path
+from pytest_atlante.sandbox.isolation import IsolationSetting
+from pytest_atlante.suite.documents import LoadedDocument, load_document, validate_model
+from pytest_atlante.hosts.registry import HostName, min_config_version
+from pytest_atlante.models import StrictModel
+from pytest_atlante.suite.scenario import MAX_TIMEOUT_MS, SLUG_PATTERN
+
+CONFIG_FILE = "atlante.jsonc"
+CONFIG_SCHEMA_URIS = {
+    "0.1": "https://atlante.sh/schema/v0.1/config.json",
+    "0.2": "https://atlante.sh/schema/v0.2/config.json",
+}
+MAX_TRIALS = 50
+
+# Host-neutral tool names of harness agents; `atlante build` maps them to each host's vocabulary.
+NeutralTool = Literal["read", "write", "edit", "bash", "glob", "grep", "skill", "task"]
+
+
+class Budget(StrictModel):
+    trials: Annotated[int, Field(strict=True, ge=1, le=MAX_TRIALS)] = 3
+    timeoutMs: Annotated[int, Field(strict=True, ge=1, le=MAX_TIMEOUT_MS)] = 600_000
+    maxSessions: Annotated[int, Field(strict=True, ge=0)] = 15
+    maxTokens: Annotated[int, Field(strict=True, ge=1)] = 400_000
+
+
+class EvalSection(StrictModel):
+    host: HostName
+    scenarios: Annotated[str, Field(min_length=1)] | None = None
+    include: list[Annotated[str, Field(min_length=1)]] | None = None
+    model: Annotated[str, Field(min_length=1)] | None = None
+    budget: Budget = Budget()
+    # OS-level isolation of host sessions and command checks (``isolation`` module); the
+    # --atlante-isolation option wins.
+    isolation: IsolationSetting = "auto"
+
+    @model_validator(mode="after")
+    def _scenarios_or_include(self) -> "EvalSection":
+        if self.scenarios is None and not self.include:
+            raise ValueError("the eval section needs 'scenarios' (a glob) or 'include' (pack suites)")
+        return self
+
+
+Slug = Annotated[str, Field(pattern=SLUG_PATTERN)]
+
+
+class AgentSource(StrictModel):
+    description: Annotated[str, Field(min_length=1)]
+    prompt: Annotated[str, Field(min_length=1)]
+    model: Annotated[str, Field(min_length=1)] | None = None
+    tools: list[NeutralTool] | None = None
+
+
+class SkillSource(StrictModel):
+    description: Annotated[str, Field(min_length=1)]
+    dir: Annotated[str, Field(min_length=1)]
+
+
+class Harness(StrictModel):
+    agents: dict[Slug, AgentSource] = {}
+    skills: dict[Slug, SkillSource] = {}
+
+
+class AtlasSection(StrictModel):
+    queryCorpus: Annotated[str, Field(min_length=1)]
+    queryResults: Annotated[str, Field(min_length=1)]
+
+
+class PackSuite(StrictModel):
+    """``eval`` suite metadata in a pack's root preset (paths relative to the pack root)."""
+
+    host: HostName | None = None
+    scenarios: Annotated[str, Field(min_length=1)]
+    fixtures: Annotated[str, Field(min_length=1)] | None = None
+    report: Annotated[str, Field(min_length=1)] | None = None
+    source: Annotated[str, Field(min_length=1)] | None = None
+
+
+class Preset(StrictModel):
+    harness: Harness | None = None
+    eval: PackSuite | None = None
+
+
+class ProjectConfig(StrictModel):
+    schema_uri: str | None = Field(default=None, alias="$schema")
+    version: Literal["0.1", "0.2"]
+    eval: EvalSection | None = None
+    harness: Harness = Harness()
+    packages: list[Annotated[str, Field(min_length=1)]] = []
+    atlas: AtlasSection | None = None
+
+
+class PackConfig(StrictModel):
+    """A pack's root preset ``atlante.jsonc``: harness, named presets and suite metadata."""
+
+    schema_uri: str | None = Field(default=None, alias="$schema")
+    version: Literal["0.1", "0.2"]
+    name: str | None = None
+    harness: Harness = Harness()
+    presets: dict[Slug, Preset] = {}
+    eval: PackSuite | None = None
+
+
+def version_diagnostics(doc: LoadedDocument, config: ProjectConfig | PackConfig) -> list[Diagnostic]:
+    """The v0.1/v0.2 rules: ``$schema`` must match ``version``; v0.1 admits only OpenCode."""
+    found = []
+    expected = CONFIG_SCHEMA_URIS[config.version]
+    if config.schema_uri is not None and config.schema_uri != expected:
+        found.append(
+            Diagnostic(doc.display, json_path(["$schema"]), "eval-config-invalid",
+                       f"$schema {config.schema_uri!r} does not match version {config.version!r}",
+                       f"use {expected!r} or remove $schema")
+        )
+    hosts: list[tuple[str, str | None]] = []
+    if isinstance(config, ProjectConfig) and config.eval is not None:
+        hosts.append(("$.eval.host", config.eval.host))
+    if isinstance(config, PackConfig) and config.eval is not None:
+        hosts.append(("$.eval.host", config.eval.host))
+    for location, host in hosts:
+        needed = min_config_version(host) if host else "0.1"
+        if config.version < needed:
+            found.append(
+                Diagnostic(doc.display, location, "eval-config-invalid",
+                           f"version {config.version} documents do not admit host {host!r}",
+                           f"set \"version\": \"{needed}\" to use host {host!r}")
+            )
+    return found
+
+
+def load_project_config(root: Path) -> tuple[ProjectConfig | None, LoadedDocument | None, list[Diagnostic]]:
+    path = root / CONFIG_FILE
+    # Anything at the path that is not a regular file (a directory, a FIFO, a dangling link) is
+    # reported by load_document as what it is; only a path with nothing there is "missing".
+    if not os.path.lexists(path):
+        return None, None, [
+            Diagnostic(CONFIG_FILE, "", "eval-config-missing", f"no {CONFIG_FILE} in {root}",
+                       "create atlante.jsonc with an eval section, or pass --atlante-project DIR")
+        ]
+    loaded = load_document(path, CONFIG_FILE, "eval-config-invalid")
+    if isinstance(loaded, Diagnostic):
+        return None, None, [loaded]
+    config, problems = validate_model(
+        ProjectConfig, loaded, "eval-config-invalid", "see the Configuration section of the README"
+    )
+    if config is None:
+        return None, loaded, problems
+    return config, loaded, version_diagnostics(loaded, config)

@@ -1,0 +1,297 @@
+"""Discovery: from a project root to the validated list of scenarios a run may execute.
+
+Everything a run needs is checked here, before any host run or model call: the configuration, the
+selected packs and ``include``, every scenario document, every path and pattern, every fixture
+tree, and (in scripted mode) every scenario's script.  All problems are collected, so one run
+reports them all.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.suite.documents import load_document, validate_model
+from pytest_atlante.fsutil import file_kind
+from pytest_atlante.hosts.registry import HostName, host_for, min_config_version
+from pytest_atlante.suite.packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
+from pytest_atlante.suite.scenario import Scenario, rule_diagnostics, unsafe_path_reason
+
+
+
+@dataclass(frozen=True)
+class ScenarioEntry:
+    scenario: Scenario
+    file: Path            # absolute path of the scenario document
+    display: str          # the document's path as shown in diagnostics and node ids
+    line: int             # 1-based line of the scenario's name, for reportinfo()
+    source: str           # "local" or the pack locator
+    fixture: Path         # absolute fixture directory
+    script: Path | None   # the scripted-model script, in scripted mode
+
+
+@dataclass
+class Suite:
+    project_root: Path
+    config: ProjectConfig | None
+    eval: EvalSection | None
+    packs: list[ResolvedPack] = field(default_factory=list)
+    scenarios: list[ScenarioEntry] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def expand_glob(root: Path, pattern: str) -> list[Path]:
+    """Glob relative to ``root``; a trailing ``.json*`` matches exactly ``.json`` and ``.jsonc``.
+
+    Raises ``ValueError`` with a readable reason for a glob that is unsafe or that the filesystem
+    refuses (absolute, ``..``, over-long names).
+    """
+    reason = unsafe_path_reason(pattern)
+    if reason:
+        raise ValueError(reason)
+    patterns = [pattern[:-1], pattern[:-1] + "c"] if pattern.endswith(".json*") else [pattern]
+    try:
+        # Every match but a plain directory is kept, so a FIFO or a device named like a scenario is
+        # reported by the loader as what it is instead of being skipped; a directory whose name
+        # looks like a document is reported too.
+        found = {p for pat in patterns for p in root.glob(pat) if _document_like(p)}
+    except (OSError, ValueError, NotImplementedError) as exc:
+        raise ValueError(f"the glob cannot be expanded: {exc}") from exc
+    return sorted(found)
+
+
+def _document_like(path: Path) -> bool:
+    return not path.is_dir() or path.name.endswith((".json", ".jsonc"))
+
+
+def _glob_or_problem(suite: Suite, root: Path, pattern: str, file: str, location: str) -> list[Path]:
+    try:
+        documents = expand_glob(root, pattern)
+    except ValueError as exc:
+        suite.diagnostics.append(Diagnostic(file, location, "eval-path-unsafe", f"scenarios glob {pattern!r}: {exc}",
+                                            "use a glob relative to its root, such as eval/scenarios/*.eval.json*"))
+        return []
+    if not documents:
+        suite.diagnostics.append(Diagnostic(file, location, "eval-scenario-invalid",
+                                            f"the glob {pattern!r} matches no scenario documents",
+                                            "fix the glob (relative to its root) or add scenarios"))
+    return documents
+
+
+def display_path(path: Path, project_root: Path) -> str:
+    try:
+        return path.relative_to(project_root).as_posix()
+    except ValueError:
+        return os.path.relpath(path, project_root).replace(os.sep, "/")
+
+
+def _special_kind(path: Path) -> str | None:
+    try:
+        return file_kind(os.lstat(path).st_mode)
+    except OSError:
+        return None
+
+
+def fixture_diagnostics(fixture: Path, host: HostName, file: str) -> list[Diagnostic]:
+    """Fixture tree rules: no ``.git``, ``node_modules``, symlinks or special files; host config paths."""
+    found: list[Diagnostic] = []
+
+    def problem(rel: str, message: str, hint: str) -> None:
+        found.append(Diagnostic(file, "$.task.fixture", "eval-fixture-invalid", f"fixture file {rel!r}: {message}", hint))
+
+    for dirpath, dirnames, filenames in os.walk(fixture):
+        base = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            full = base / name
+            rel = full.relative_to(fixture).as_posix()
+            if full.is_symlink():
+                problem(rel, "fixtures cannot contain symlinks", "replace the link with a copy of its target")
+            elif name in (".git", "node_modules"):
+                problem(rel, f"fixtures cannot contain {name}", f"remove {name} from the fixture; setup can create it")
+            elif name in filenames and (kind := _special_kind(full)) is not None:
+                # A FIFO or device cannot be copied into a sandbox (the copy would block or fail).
+                problem(rel, f"fixtures cannot contain special files; this is {kind}",
+                        "remove it from the fixture; setup can create it if a trial needs one")
+        dirnames[:] = sorted(d for d in dirnames if d not in (".git", "node_modules") and not (base / d).is_symlink())
+    # The host adapters own the list of config files their CLI would merge beside the generated one.
+    for rel, reason in sorted(host_for(host).forbidden_fixture_files.items()):
+        if (fixture / rel).exists():
+            problem(rel, reason, "remove it from the fixture; every trial gets a fresh generated host configuration")
+    return found
+
+
+def _fixture_problems(fixture_root: Path, fixture: Path, value: str, host: HostName, display: str, root: Path) -> list[Diagnostic]:
+    where = display_path(fixture_root, root) or "."
+    try:
+        if not fixture.is_dir():
+            return [Diagnostic(display, "$.task.fixture", "eval-fixture-invalid", f"fixture directory {value!r} does not exist",
+                               f"create it under {where} or fix the path")]
+        if fixture.is_symlink() or not fixture.resolve().is_relative_to(fixture_root.resolve()):
+            return [Diagnostic(display, "$.task.fixture", "eval-path-unsafe",
+                               f"fixture {value!r} escapes its root {where!r} through a symlink",
+                               "fixtures must be real directories inside the project (or pack) root")]
+        return fixture_diagnostics(fixture, host, display)
+    except OSError as exc:  # e.g. a name longer than the filesystem allows
+        return [Diagnostic(display, "$.task.fixture", "eval-fixture-invalid", f"fixture {value[:80]!r} cannot be read: {exc.strerror}",
+                           "fix the fixture path")]
+
+
+def _script_for(document: Path, name: str) -> Path | None:
+    for suffix in (".json", ".jsonc"):
+        candidate = document.parent / "scripted" / f"{name}{suffix}"
+        if os.path.lexists(candidate):  # load_script reports one that is not a regular file
+            return candidate
+    return None
+
+
+def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_root: Path, host: HostName, scripted: bool,
+                    optional_scripts: bool = False) -> None:
+    root = suite.project_root
+    for document in documents:
+        display = display_path(document, root)
+        loaded = load_document(document, display, "eval-scenario-invalid")
+        if isinstance(loaded, Diagnostic):
+            suite.diagnostics.append(loaded)
+            continue
+        scenario, problems = validate_model(Scenario, loaded, "eval-scenario-invalid",
+                                            "see the Scenario documents section of the README")
+        suite.diagnostics.extend(problems)
+        if scenario is None:
+            continue
+        assert isinstance(scenario, Scenario)
+        suite.diagnostics.extend(rule_diagnostics(scenario, display))
+        fixture = fixture_root / scenario.task.fixture
+        safe = unsafe_path_reason(scenario.task.fixture) is None
+        if safe:
+            suite.diagnostics.extend(_fixture_problems(fixture_root, fixture, scenario.task.fixture, host, display, root))
+        script = _script_for(document, scenario.name) if scripted else None
+        if scripted:
+            if script is None and not optional_scripts:
+                suite.diagnostics.append(Diagnostic(display, "$.name", "eval-script-missing",
+                                                    f"no scripted-model script for scenario {scenario.name!r}",
+                                                    f"add scripted/{scenario.name}.json beside the scenario document"))
+            elif script is not None:
+                suite.diagnostics.extend(_script_diagnostics(script, root))
+        suite.scenarios.append(ScenarioEntry(scenario, document, display, loaded.line_of_key("name", scenario.name),
+                                             # an unsafe path (a NUL) is already a diagnostic; never resolve it
+                                             source, fixture.resolve() if safe else fixture, script))
+
+
+def _script_diagnostics(script: Path, root: Path) -> list[Diagnostic]:
+    from pytest_atlante.diagnostics import DiagnosticError
+    from pytest_atlante.trial.scripted import load_script
+
+    try:
+        load_script(script)
+    except DiagnosticError as exc:
+        return [Diagnostic(display_path(script, root), d.location, d.code, d.message, d.hint) for d in exc.diagnostics]
+    return []
+
+
+def _duplicates(suite: Suite) -> None:
+    seen: dict[str, ScenarioEntry] = {}
+    for entry in suite.scenarios:
+        name = entry.scenario.name
+        if name in seen:
+            first = seen[name]
+            suite.diagnostics.append(Diagnostic(entry.display, "$.name", "eval-scenario-duplicate",
+                                                f"scenario name {name!r} is already used by {first.display} ({first.source})",
+                                                "scenario names must be unique across local and included suites; rename one"))
+        else:
+            seen[name] = entry
+
+
+def _load_pack_suites(suite: Suite, section: EvalSection, packages: list[str], config_display: str, scripted: bool,
+                      optional_scripts: bool) -> None:
+    """The suites ``eval.include`` opts in: scenarios, fixtures and scripts resolve from the pack root."""
+    targets, problems = include_targets(suite.project_root, suite.packs, packages, section.include or [], config_display)
+    suite.diagnostics.extend(problems)
+    for included in targets:
+        pack = included.pack
+        found = suite_diagnostics(included, section.host, config_display)
+        suite.diagnostics.extend(found)
+        if any(d.code == "eval-pack-host-incompatible" for d in found):
+            continue
+        documents = _glob_or_problem(suite, pack.root, included.suite.scenarios, pack.config_display,
+                                     f"{pack.suite_location}.scenarios")
+        inside = [d for d in documents if d.resolve().is_relative_to(pack.root)]
+        for document in documents:
+            if document not in inside:
+                suite.diagnostics.append(Diagnostic(display_path(document, suite.project_root), "", "eval-path-unsafe",
+                                                    f"pack scenario document escapes the pack root {pack.display_root!r} through a symlink",
+                                                    "pack scenario documents must be real files inside the pack root"))
+        _load_scenarios(suite, inside, pack.locator, pack.root, section.host, scripted, optional_scripts)
+
+
+def discover(project_root: Path, *, scripted: bool = False, names: list[str] | None = None, require_eval: bool = True,
+             host_override: HostName | None = None, optional_scripts: bool = False) -> Suite:
+    """Load and validate everything; ``suite.diagnostics`` is empty when the run may proceed.
+
+    ``optional_scripts`` (the self-test) loads and validates the scripts that exist without
+    requiring one per scenario: a scenario without a script is reported, not refused.
+
+    ``host_override`` (``--atlante-host``) runs the same suite under the other host without editing
+    the configuration; the version rule still applies (v0.1 admits only OpenCode).
+    """
+    project_root = project_root.resolve()
+    config, loaded, problems = load_project_config(project_root)
+    suite = Suite(project_root, config, config.eval if config else None, diagnostics=list(problems))
+    if config is None or loaded is None:
+        return suite
+    packs, pack_problems = resolve_packages(project_root, config.packages, loaded.display)
+    suite.packs = packs
+    suite.diagnostics.extend(pack_problems)
+    if config.eval is None:
+        if require_eval:
+            suite.diagnostics.append(Diagnostic(loaded.display, "$.eval", "eval-config-invalid",
+                                                "atlante.jsonc has no eval section", "add an eval section with host and scenarios"))
+        return suite
+    if host_override is not None and host_override != config.eval.host:
+        needed = min_config_version(host_override)
+        if config.version < needed:
+            suite.diagnostics.append(Diagnostic(loaded.display, "$.version", "eval-config-invalid",
+                                                f"--atlante-host {host_override} needs a version {needed} configuration",
+                                                f"set \"version\": \"{needed}\" in atlante.jsonc"))
+        suite.eval = config.eval.model_copy(update={"host": host_override})
+    host = suite.eval.host if suite.eval else config.eval.host
+    if config.eval.scenarios is not None:
+        documents = _glob_or_problem(suite, project_root, config.eval.scenarios, loaded.display, "$.eval.scenarios")
+        _load_scenarios(suite, documents, "local", project_root, host, scripted, optional_scripts)
+    _load_pack_suites(suite, suite.eval or config.eval, config.packages, loaded.display, scripted, optional_scripts)
+    _duplicates(suite)
+    if names:
+        known = {e.scenario.name for e in suite.scenarios}
+        for name in names:
+            if name not in known:
+                suite.diagnostics.append(Diagnostic("", "--atlante-scenario", "eval-scenario-filter-empty",
+                                                    f"no scenario named {name!r}",
+                                                    "known scenarios: " + (", ".join(sorted(known)) or "(none)")))
+        suite.scenarios = [e for e in suite.scenarios if e.scenario.name in names]
+    return suite
+
+
+def collection_plan(files: list[Path], rootpath: Path) -> tuple[list[str], frozenset[Path]]:
+    """pytest arguments that collect exactly ``files``, and every path collection needs to enter.
+
+    One argument per file made pytest re-collect a file's whole directory once per argument
+    (quadratic: 150 s for 1,000 files).  Instead the arguments are the fewest directories that
+    hold the files inside the rootdir (each walked once) plus the files outside it, which pytest
+    could only name by a shortened id; the returned set (the files and their directories up to
+    those arguments) lets the caller ignore everything else a directory holds, such as test modules.
+    """
+    inside = sorted({f for f in files if f.is_relative_to(rootpath)})
+    roots: list[Path] = []
+    for directory in sorted({f.parent for f in inside}):  # a descendant sorts right after its ancestor
+        if not roots or not directory.is_relative_to(roots[-1]):
+            roots.append(directory)
+    allowed: set[Path] = set(files) | set(roots)
+    for file in inside:
+        parent = file.parent
+        while parent not in allowed:  # stops at the latest at the file's root, which is in ``allowed``
+            allowed.add(parent)
+            parent = parent.parent
+    outside = sorted({f for f in files if not f.is_relative_to(rootpath)})
+    return [str(p) for p in roots + outside], frozenset(allowed)

@@ -1,0 +1,468 @@
+"""One trial, end to end: the pipeline of ARCHITECTURE §4, one small function per step.
+
+    assemble → setup → baseline → host session (stream monitor + token gate) → diff → checks → record
+
+Plain code, no pytest: ``items.TrialItem.runtest`` calls :meth:`TrialRunner.run`.  A trial always
+ends with a ``TrialRecord`` — every failure inside a trial becomes a verdict (``infra-error`` when
+nothing better applies), never an exception into pytest, except a ``KeyboardInterrupt``, which is
+recorded and re-raised (as :class:`TrialInterrupted`) so the run stops.  The verdict itself is the
+pure :func:`verdict` over the :class:`Facts` the steps gathered.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
+
+from pytest_atlante.sandbox import rundirs
+from pytest_atlante.sandbox import trialdir as sandboxes
+from pytest_atlante.sandbox.audit import Audit
+from pytest_atlante.trial.budget import TokenGate, TrialBudget
+from pytest_atlante.suite.build import tree_dir
+from pytest_atlante.checks import run_checks
+from pytest_atlante.suite.discovery import ScenarioEntry, Suite
+from pytest_atlante.hosts import host_for
+from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.sandbox.isolation import Confinement, IsolationRecord, hidden_roots
+from pytest_atlante.pathnames import escape_surrogates
+from pytest_atlante.sandbox.process import RunResult, allowlisted_environment, run
+from pytest_atlante.records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
+from pytest_atlante.sandbox.redact import Secrets, secrets_in_env, secrets_in_file
+from pytest_atlante.report.model import scrub_paths
+from pytest_atlante.sandbox.sources import RunSources, changed_in_copy, copy_of
+from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS
+from pytest_atlante.trial.transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
+
+if TYPE_CHECKING:
+    from pytest_atlante.trial.scripted import Script
+
+__all__ = ["Facts", "Progress", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
+
+Progress = Callable[[str], None]
+
+
+class TrialKey(NamedTuple):
+    """Which trial a test report belongs to; rides on every report so nobody parses node ids."""
+
+    scenario: str
+    trial: int
+
+
+# --------------------------------------------------------------------------- the verdict
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the steps of one trial established; :func:`verdict` turns them into one verdict."""
+
+    allocated: bool = True       # maxSessions left this trial a host session
+    prepared: bool = True        # the sandbox was assembled and setup succeeded
+    host_started: bool = True    # the host's process could be started
+    timed_out: bool = False      # the host session exceeded timeoutMs
+    aborted: bool = False        # the token gate stopped the session (maxTokens)
+    host_failed: bool = False    # the host exited non-zero or reported an error result
+    check_error: bool = False    # a check could not run
+    check_failed: bool = False   # a check ran and failed
+    escaped: bool = False        # the trial changed something outside its sandbox (the audit)
+
+
+def verdict(facts: Facts) -> Verdict:
+    """The precedence table: skipped-budget › infra-error › timeout › budget-exceeded › fail › pass.
+
+    A session ends one way only: a timeout or a budget abort kills the host, so its non-zero exit
+    is the consequence, not a host failure; the timeout is checked first because the clock, not
+    the gate, stopped a session that did both.
+    """
+    if not facts.allocated:
+        return "skipped-budget"
+    if not facts.prepared:
+        return "infra-error"
+    found: list[Verdict] = []
+    if not facts.host_started:
+        found.append("infra-error")
+    elif facts.timed_out:
+        found.append("timeout")
+    elif facts.aborted:
+        found.append("budget-exceeded")
+    elif facts.host_failed:
+        found.append("infra-error")
+    if facts.check_error:
+        found.append("infra-error")
+    elif facts.check_failed:
+        found.append("fail")
+    if facts.escaped:
+        found.append("fail")
+    return strongest(found)
+
+
+# --------------------------------------------------------------------------- the steps
+
+
+class TrialInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a trial: carries the trial's record (marked interrupted) so the report keeps it."""
+
+    def __init__(self, record: TrialRecord) -> None:
+        super().__init__("trial interrupted")
+        self.record = record
+
+
+class StepFailed(Exception):
+    """A step before the host session could not complete; the trial is ``infra-error``."""
+
+
+@dataclass
+class HostSession:
+    """The host session step's result: the process, what its stream said, and the gate."""
+
+    process: RunResult
+    outcome: SessionOutcome
+    gate: TokenGate
+    env: dict[str, str]
+    capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
+
+
+def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path, sources: RunSources) -> sandboxes.Sandbox:
+    """The sandbox, from the run's copies of the fixture and the build tree (never the project's own)."""
+    try:
+        return sandboxes.assemble(run_id, entry.scenario.name, trial, copy_of(sources, entry.fixture),
+                                  copy_of(sources, overlay))
+    except (sandboxes.OverlayCollision, sandboxes.SandboxError, OSError) as exc:
+        raise StepFailed(str(exc)) from exc
+
+
+def clean_sources(entry: ScenarioEntry, overlay: Path, sources: RunSources, project: Path) -> None:
+    """The copies this trial was assembled from still match the run's record (else ``StepFailed``)."""
+    problems = []
+    for what, root in (("fixture", entry.fixture), ("build tree", overlay)):
+        changed = changed_in_copy(sources, root)
+        if changed:
+            shown = root.relative_to(project).as_posix() if root.is_relative_to(project) else str(root)
+            problems.append(f"the run's copy of the {what} {shown} changed after the run made it: {_listed(changed)}")
+    if problems:
+        raise StepFailed("; ".join(problems) + " (a trial wrote into the run's temp directory; see the escapes of earlier trials)")
+
+
+def _listed(paths: list[str], limit: int = 10) -> str:
+    return ", ".join(paths[:limit]) + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def setup(entry: ScenarioEntry, sb: sandboxes.Sandbox, parent_env: dict[str, str]) -> None:
+    """The scenario's setup command: the full environment (the reference says so), before the baseline."""
+    command = entry.scenario.task.setup
+    if not command:
+        return
+    result = run(command, cwd=sb.root, env=parent_env, timeout_s=SETUP_TIMEOUT_MS / 1000)
+    if result.start_error or result.timed_out or result.returncode != 0:
+        why = result.start_error or ("timed out after 300 s" if result.timed_out else f"exited {result.returncode}")
+        output = tail(result.stdout + result.stderr)
+        raise StepFailed(f"setup {' '.join(command)} failed: {why}\n{output}".rstrip())
+
+
+def baseline(entry: ScenarioEntry, sb: sandboxes.Sandbox) -> None:
+    sandboxes.snapshot(sb, [c.path for c in entry.scenario.checks if c.type == "file-unchanged"])
+
+
+def confinement(sb: sandboxes.Sandbox, isolation: IsolationRecord | None, hidden: tuple[Path, ...]) -> Confinement | None:
+    """The command-wrapping step: namespace isolation's mounts for this trial (``isolation``), used by
+    the host session and the checks alike; None without namespace isolation."""
+    if isolation is None or isolation.mode != "namespace":
+        return None
+    return Confinement(writable=(sb.root, sb.home, host_tmp(sb)), hidden=hidden, trial_dir=sb.trial_dir, cwd=sb.root)
+
+
+def host_tmp(sb: sandboxes.Sandbox) -> Path:
+    """The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
+    go inside the trial directory, so they are removed with it instead of piling up in /tmp."""
+    path = sb.trial_dir / "tmp"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes.Sandbox, budget: TrialBudget,
+                 parent_env: dict[str, str], endpoint: ScriptedEndpoint | None, model: str | None,
+                 confined: Confinement | None, secrets: Secrets) -> HostSession:
+    """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate.
+
+    The session's credentials join ``secrets``; the login copied into the trial HOME is read once
+    more (the host may have refreshed a token in it) and deleted when the session ends.
+    """
+    monitor = host.new_monitor()
+    gate = TokenGate(budget.maxTokens)
+
+    def on_line(line: str) -> bool:
+        monitor.feed(line)
+        capture.add(line)
+        return gate.observe(monitor.cumulative_tokens)
+
+    allowlisted = allowlisted_environment(parent_env, home=sb.home)
+    env = host.environment(info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
+    env["TMPDIR"] = str(host_tmp(sb))
+    logins = host.credential_files(sb.home, {})
+    secrets.add(secrets_in_env(env))
+    for path in logins:
+        secrets.add(secrets_in_file(path))
+    # The transcript's redactor knows what the trial knows now: the runner's and the session's
+    # credential variables and the copied login (a token refreshed mid-session is not in it).
+    capture = StreamCapture(Redactor([*secret_values(parent_env), *secrets.values],
+                                     [str(sb.root), str(sb.trial_dir), str(sb.home)]))
+    argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    wrap = confined.wrapper(env) if confined else None
+    process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
+                  interrupt_signal=host.interrupt_signal, wrap=wrap)
+    outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
+    for path in logins:  # the copied login has done its job; no check may read it
+        secrets.add(secrets_in_file(path))
+        path.unlink(missing_ok=True)
+    return HostSession(process, outcome, gate, env, capture)
+
+
+def session_error(session: HostSession, budget: TrialBudget) -> str | None:
+    """The one-line reason a session did not end normally (same order as :func:`verdict`)."""
+    process = session.process
+    if process.start_error:
+        return f"the host could not start: {process.start_error}"
+    if process.timed_out:
+        return f"host session exceeded timeoutMs={budget.timeoutMs}"
+    if process.aborted:
+        return f"cumulative usage {session.gate.tripped_at} exceeded maxTokens={budget.maxTokens}; session aborted"
+    if session.outcome.is_error or process.returncode != 0:
+        detail = session.outcome.error_message or tail(process.stderr, 500).strip() or "no error text"
+        return f"host session failed (exit {process.returncode}): {detail}"
+    return None
+
+
+def transcript(out_dir: Path | None, info: HostInfo, base: TrialRecord, session: HostSession,
+               budget: TrialBudget) -> dict[str, object]:
+    """Write the trial's transcript and raw stream beside the report; the record fields naming them."""
+    if out_dir is None:
+        return {}
+    process = session.process
+    abort = None
+    if process.timed_out:
+        abort = {"reason": "timeout", "message": session_error(session, budget)}
+    elif process.aborted:
+        abort = {"reason": "budget", "message": session_error(session, budget)}
+    events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
+                              trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+    try:
+        rel_transcript, rel_stream = write_trial_files(out_dir, session.capture, events, base.scenario, base.trial)
+    except OSError:  # a full disk loses the transcript, not the trial's verdict
+        return {}
+    return {"transcript": rel_transcript, "hostStream": rel_stream, "transcriptTruncated": session.capture.truncated}
+
+
+def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str],
+           confined: Confinement | None, secrets: Secrets) -> list[CheckResult]:
+    """Every check, even after one fails; checks get the allowlist without credentials and an empty
+    HOME of their own (the trial HOME held the login and the host's state), under a random name the
+    agent cannot have prepared (a planted ``.gitconfig``, a symlink).  Under namespace isolation that
+    HOME is writable in place of the trial HOME, which checks do not see at all."""
+    home = Path(tempfile.mkdtemp(prefix="check-home-", dir=sb.trial_dir))
+    env = allowlisted_environment(parent_env, home=home)
+    if confined is not None:
+        confined = replace(confined, writable=(sb.root, home, host_tmp(sb)))
+    return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=env,
+                      wrap=confined.wrapper(env) if confined else None, redact=secrets)
+
+
+def session_facts(session: HostSession, results: list[CheckResult], escapes: list[str]) -> Facts:
+    process = session.process
+    return Facts(host_started=not process.start_error, timed_out=process.timed_out, aborted=process.aborted,
+                 host_failed=session.outcome.is_error or process.returncode != 0,
+                 check_error=any(c.error for c in results), check_failed=any(not c.passed for c in results),
+                 escaped=bool(escapes))
+
+
+def escape_message(escapes: list[str]) -> str:
+    return f"the trial changed {len(escapes)} path(s) outside its sandbox: {_listed(escapes)}"
+
+
+def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: sandboxes.Diff,
+           results: list[CheckResult], escapes: list[str], secrets: Secrets) -> TrialRecord:
+    diff_text, truncated = cap_diff(secrets(diff.text))  # redacted before the cut: no half secret survives
+    changed_paths, changed_total = cap_paths(diff.changed_paths)
+    outcome = session.outcome
+    return base.model_copy(update={
+        "verdict": verdict(session_facts(session, results, escapes)),
+        "hostDurationMs": int(session.process.duration_s * 1000),
+        "checks": results,
+        "diff": diff_text,
+        "diffTruncated": truncated,
+        "changedPaths": changed_paths,
+        "changedPathsTotal": changed_total,
+        "usage": outcome.usage,
+        "costUsd": outcome.cost_usd,
+        "modelIdentity": outcome.model_identity,
+        "budgetUnmonitored": outcome.budget_unmonitored,
+        "error": session_error(session, budget) or (escape_message(escapes) if escapes else None),
+        "escapes": escapes,
+    })
+
+
+def untouched_record(base: TrialRecord, diff: sandboxes.Diff, results: list[CheckResult]) -> TrialRecord:
+    """The record of a no-op trial (the self-test): the checks against the untouched fixture."""
+    diff_text, truncated = cap_diff(diff.text)
+    return base.model_copy(update={
+        "verdict": verdict(Facts(check_error=any(c.error for c in results), check_failed=any(not c.passed for c in results))),
+        "checks": results,
+        "diff": diff_text,
+        "diffTruncated": truncated,
+        "changedPaths": diff.changed_paths,
+    })
+
+
+def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> TrialRecord:
+    """The record as it may leave the trial: no path of the trial's own directories (the report adds
+    a pattern backstop), no known credential value, and nothing that cannot be encoded (paths come
+    in their shown form already; a name's surrogate escapes in free text, such as an exception's
+    message, become ``\\xNN`` here)."""
+    roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
+
+    def text(value: str) -> str:
+        return escape_surrogates(secrets(scrub_paths(value, roots)))
+
+    return rec.model_copy(update={
+        "error": text(rec.error) if rec.error else None,
+        "diff": text(rec.diff) if rec.diff else rec.diff,
+        "checks": [c.model_copy(update={"message": text(c.message), "output": text(c.output) if c.output else c.output})
+                   for c in rec.checks],
+        "changedPaths": [secrets(p) for p in rec.changedPaths],
+        "escapes": [secrets(p) for p in rec.escapes],
+    })
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+class TrialRunner:
+    """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
+
+    def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
+                 sources: RunSources, report_dir: Path, isolation: IsolationRecord | None = None,
+                 out_dir: Path | None = None) -> None:
+        assert suite.eval is not None
+        self.suite = suite
+        self.model = suite.eval.model
+        self.run_id = run_id
+        self.info = info
+        self.host = host_for(info.name)
+        self.scripted = scripted
+        self.keep = keep
+        self.overlay = tree_dir(suite.project_root, suite.eval.host)
+        self.sources = sources
+        self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
+                                   run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs])
+        self.isolation = isolation
+        self.hidden = hidden_roots(user_home=Path.home(), project_root=suite.project_root, report_dir=report_dir)
+        # Held for this process's life: a later run removes the run directory only once no process
+        # of this run is alive (rundirs).
+        self.claim = rundirs.claim(run_id)
+        self.out_dir = out_dir  # where this process writes each trial's transcript (beside the report)
+        # Scripts as first read by this process: validation read each one before the run, and
+        # every trial of a scenario then plays the same script without parsing it again.
+        self.scripts: dict[Path, Script] = {}
+
+    def close(self) -> None:
+        self.claim.release()
+
+    def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress,
+            *, with_host: bool = True) -> TrialRecord:
+        """One trial; ``with_host=False`` is the self-test's no-op trial: the same sandbox, host
+        configuration, setup, baseline, diff and checks, with no host session (zero tokens)."""
+        base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
+        if not budget.allocated:
+            return base
+        started = time.monotonic()
+        try:
+            rec = self._allocated(entry, trial, base, budget, progress, with_host)
+        except KeyboardInterrupt as exc:
+            rec = base.model_copy(update={"verdict": "infra-error", "interrupted": True,
+                                          "error": INTERRUPTED_ERROR,
+                                          "durationMs": int((time.monotonic() - started) * 1000)})
+            raise TrialInterrupted(rec) from exc
+        return rec.model_copy(update={"durationMs": int((time.monotonic() - started) * 1000)})
+
+    def _allocated(self, entry: ScenarioEntry, trial: int, base: TrialRecord, budget: TrialBudget,
+                   progress: Progress, with_host: bool) -> TrialRecord:
+        progress("sandbox")
+        try:
+            sb = assemble(self.run_id, entry, trial, self.overlay, self.sources)
+        except StepFailed as exc:
+            return base.model_copy(update={"verdict": "infra-error", "error": str(exc)})
+        # Known credentials: the runner's secret variables and the user's stored login, whatever
+        # the trial does with them (the agent can read both through absolute paths).
+        parent_env = dict(os.environ)
+        secrets = Secrets(secrets_in_env(parent_env))
+        for path in self.host.credential_files(Path.home(), parent_env):
+            secrets.add(secrets_in_file(path))
+        try:
+            with scripted_model(entry, sb, self.scripted and with_host, self.scripts) as (endpoint, turns):
+                try:
+                    clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
+                    rec = self._in_sandbox(entry, sb, base, budget, progress, endpoint, secrets, with_host)
+                except StepFailed as exc:
+                    rec = base.model_copy(update={"verdict": verdict(Facts(prepared=False)), "error": str(exc)})
+                except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
+                    rec = base.model_copy(update={"verdict": "infra-error", "error": f"{type(exc).__name__}: {exc}"})
+                if turns is not None:
+                    rec = rec.model_copy(update={"scriptedTurns": turns()})
+            return scrubbed(rec, sb, secrets)
+        finally:
+            if not self.keep:
+                sandboxes.remove(sb)
+
+    def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
+                    progress: Progress, endpoint: ScriptedEndpoint | None, secrets: Secrets,
+                    with_host: bool) -> TrialRecord:
+        parent_env = dict(os.environ)
+        self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
+                          parent_env=parent_env, model=self.model, scripted=endpoint)
+        if entry.scenario.task.setup:
+            progress("setup")
+            setup(entry, sb, parent_env)
+        baseline(entry, sb)
+        # The checks run confined as in a real trial, with or without a host session before them.
+        confined = confinement(sb, self.isolation, self.hidden)
+        if not with_host:
+            progress("checks")
+            diff = sandboxes.collect_diff(sb, self.host.owned_dir)
+            return untouched_record(base, diff, checks(entry, sb, diff, parent_env, confined, secrets))
+        watched = self.audit.start()  # the hermeticity audit's window: the session and the checks
+        progress("host session")
+        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined, secrets)
+        files = transcript(self.out_dir, self.info, base, session, budget)
+        progress("checks")
+        diff = sandboxes.collect_diff(sb, self.host.owned_dir)
+        results = checks(entry, sb, diff, parent_env, confined, secrets)
+        return record(base, session, budget, diff, results, self.audit.escapes(watched), secrets).model_copy(update=files)
+
+
+@contextmanager
+def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool, scripts: dict[Path, Script]
+                   ) -> Iterator[tuple[ScriptedEndpoint | None, Callable[[], int] | None]]:
+    """The scripted model server for one trial (scripted runs only).
+
+    Yields the endpoint the host is pointed at and a callable counting the turns served; for a
+    real-provider run both are ``None``.  ``scripts`` caches the loaded scripts by path.
+    """
+    if not enabled:
+        yield None, None
+        return
+    from pytest_atlante.trial.scripted import ScriptedModelServer, claude_env, load_script, opencode_provider_config
+
+    assert entry.script is not None
+    if entry.script not in scripts:
+        scripts[entry.script] = load_script(entry.script)
+    server = ScriptedModelServer(scripts[entry.script], sandbox_root=sb.root)
+    server.start()
+    try:
+        yield (ScriptedEndpoint(server.anthropic_base_url, server.openai_base_url, claude_env(server),
+                                opencode_provider_config(server)),
+               lambda: server.turns_served)
+    finally:
+        server.stop()

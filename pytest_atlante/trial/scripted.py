@@ -1,0 +1,596 @@
+"""The scripted model: a loopback server that plays a script of model turns to a real host CLI.
+
+``--atlante-scripted`` runs a suite offline, at zero token cost, through the real ``claude`` and
+``opencode`` binaries: instead of a provider, the host talks to this server, which answers each
+model request with the next turn of a per-scenario script (text, host-neutral tool calls, usage).
+The host really runs the tools, so a scenario's checks see real effects on disk.
+
+Which turn to play is derived from the request alone — the number of assistant messages already in
+``messages`` — so a host's retry gets the same turn again and parallel sessions do not disturb each
+other. Requests that offer no tools (OpenCode's title generator) are side requests: they get a short
+title and consume no turn. See ``docs/scripted-model.md`` for the script format.
+"""
+
+from __future__ import annotations
+
+import json
+import selectors
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Literal, Mapping, Union
+from urllib.parse import urlsplit
+
+import json5
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
+from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
+from pytest_atlante.suite.scenario import unsafe_path_reason
+from pytest_atlante.trial.dialects import (
+    Dialect,
+    OfferedTool,
+    Reply,
+    ReplyUsage,
+    ToolCall,
+    anthropic_error,
+    anthropic_message,
+    anthropic_stream,
+    fallback_tool_name,
+    find_tool,
+    offered_tools,
+    openai_completion,
+    openai_error,
+    openai_stream,
+    tool_arguments,
+)
+
+SCRIPT_SCHEMA = "atlante/scripted-model-v1"
+SCRIPT_INVALID = "eval-script-invalid"
+#: Model id under which OpenCode's provider block exposes the scripted model.
+OPENCODE_PROVIDER_ID = "atlante-scripted"
+OPENCODE_MODEL_ID = "scripted-model"
+#: What a turn reports when the script gives no ``usage``: small, non-zero, obviously synthetic.
+DEFAULT_USAGE = ReplyUsage(input=100, output=20)
+#: Replies that play no scripted turn report no tokens, so a host's totals are exactly the sum of
+#: the scripted figures.
+NO_USAGE = ReplyUsage(input=0, output=0)
+SIDE_REPLY_TEXT = "Scripted session"
+EXHAUSTED_REPLY_TEXT = "The scripted model has no more turns."
+
+
+class ScriptError(DiagnosticError):
+    """A script file could not be loaded; every problem is a ``Diagnostic`` with a JSON path."""
+
+
+# --------------------------------------------------------------------------- script document
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _safe_relative(value: str) -> str:
+    reason = unsafe_path_reason(value)
+    if reason:
+        raise ValueError(f"{reason}; action paths are relative to the sandbox root")
+    return value
+
+
+SandboxPath = Annotated[str, Field(min_length=1), AfterValidator(_safe_relative)]
+
+
+class WriteAction(_Strict):
+    """Create or overwrite a file (Claude Code ``Write``, OpenCode ``write``)."""
+
+    type: Literal["write"]
+    path: SandboxPath
+    content: str
+
+
+class EditAction(_Strict):
+    """Replace ``old`` by ``new`` in a file (``Edit`` / ``edit``); the host requires a prior read
+    or write of that file in the same session."""
+
+    type: Literal["edit"]
+    path: SandboxPath
+    old: Annotated[str, Field(min_length=1)]
+    new: str
+    replace_all: bool = False
+
+
+class ReadAction(_Strict):
+    """Read a file (``Read`` / ``read``); needed before editing a file the session has not seen."""
+
+    type: Literal["read"]
+    path: SandboxPath
+
+
+class BashAction(_Strict):
+    """Run a shell command in the sandbox (``Bash`` / ``bash``)."""
+
+    type: Literal["bash"]
+    command: Annotated[str, Field(min_length=1)]
+    description: Annotated[str, Field(min_length=1)] | None = None
+    timeout_ms: Annotated[int, Field(gt=0, le=600_000)] | None = None
+
+
+Action = Annotated[Union[WriteAction, EditAction, ReadAction, BashAction], Field(discriminator="type")]
+ACTION_TYPES = frozenset({"write", "edit", "read", "bash"})
+
+
+class Usage(_Strict):
+    """Token figures the host reports for a turn; ``input`` excludes cached tokens."""
+
+    input: Annotated[int, Field(ge=0)]
+    output: Annotated[int, Field(ge=0)]
+    cache_read: Annotated[int, Field(ge=0)] = 0
+    cache_write: Annotated[int, Field(ge=0)] = 0
+
+
+class TurnError(_Strict):
+    """Answer this turn with an HTTP error instead of a model response."""
+
+    status: Annotated[int, Field(ge=400, le=599)]
+    message: Annotated[str, Field(min_length=1)] = "scripted error"
+
+
+class Turn(_Strict):
+    """One model response: text, then one tool call per action. No actions ends the session."""
+
+    text: str = ""
+    actions: list[Action] = Field(default_factory=list)
+    usage: Usage | None = None
+    error: TurnError | None = None
+
+    @model_validator(mode="after")
+    def _one_kind_of_answer(self) -> Turn:
+        if self.error is not None and (self.text or self.actions or self.usage):
+            raise ValueError("a turn with 'error' answers with an HTTP error only: drop text, actions and usage")
+        if self.error is None and not self.text and not self.actions:
+            raise ValueError("a turn needs 'text', 'actions' or 'error'")
+        return self
+
+
+class Script(_Strict):
+    """A scripted-model document (schema ``atlante/scripted-model-v1``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=False)
+
+    schema_id: Literal["atlante/scripted-model-v1"] = Field(alias="schema")
+    description: str | None = None
+    turns: Annotated[list[Turn], Field(min_length=1)]
+
+
+def _reject_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {json.dumps(key)}")
+        seen[key] = value
+    return seen
+
+
+def _error_location(loc: tuple[int | str, ...]) -> str:
+    # A discriminated union puts the tag in the path ($.turns[0].actions[1].write.path); users
+    # wrote no such key, so drop it.
+    parts = [
+        part
+        for index, part in enumerate(loc)
+        if not (part in ACTION_TYPES and index >= 2 and loc[index - 2] == "actions")
+    ]
+    return json_path(parts)
+
+
+def _hint(error_type: str) -> str:
+    if error_type == "union_tag_invalid":
+        return "action 'type' is one of: " + ", ".join(sorted(ACTION_TYPES))
+    if error_type == "extra_forbidden":
+        return "remove the key; docs/scripted-model.md lists the allowed keys"
+    if error_type == "missing":
+        return "add the field; docs/scripted-model.md shows every action's fields"
+    return "see docs/scripted-model.md for the script format"
+
+
+def load_script(path: Path) -> Script:
+    """Load and validate a script (JSON or JSONC); raise :class:`ScriptError` listing every problem."""
+    where = str(path)
+
+    def fail(location: str, message: str, hint: str) -> ScriptError:
+        return ScriptError(diagnostics=[Diagnostic(where, location, SCRIPT_INVALID, message, hint)])
+
+    try:
+        text = read_capped(path, MAX_DOCUMENT_BYTES).decode("utf-8")
+    except UnreadableFile as exc:
+        raise fail("", f"cannot read the script: it {exc.reason}", "check the scenario's script path") from None
+    except UnicodeDecodeError as exc:
+        raise fail("", f"cannot read the script: {exc}", "save the script as UTF-8") from None
+    try:
+        document = json5.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except ValueError as exc:
+        message = str(exc)
+        location = ""
+        # json5 reports "<string>:LINE message"; keep the line as the location.
+        head, _, rest = message.partition(" ")
+        if head.startswith("<string>:") and head[len("<string>:") :].isdigit():
+            location, message = f"line {head[len('<string>:'):]}", rest
+        raise fail(location, f"not valid JSON/JSONC: {message}", "fix the syntax; comments and trailing commas are allowed") from None
+    try:
+        return Script.model_validate(document)
+    except ValidationError as exc:
+        raise ScriptError(
+            diagnostics=[
+                Diagnostic(
+                    where,
+                    _error_location(tuple(err["loc"])),
+                    SCRIPT_INVALID,
+                    err["msg"].removeprefix("Value error, "),
+                    _hint(err["type"]),
+                )
+                for err in exc.errors()
+            ]
+        ) from None
+
+
+# --------------------------------------------------------------------------- request log
+
+
+RequestKind = Literal["turn", "side", "exhausted", "other", "rejected"]
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request the server saw.
+
+    ``kind``: ``turn`` played scripted turn ``turn_index`` (an error turn too, see ``status``);
+    ``side`` a request offering no tools (title generation); ``exhausted`` a request after the last
+    turn; ``other`` a health check, model list or token count; ``rejected`` an unknown route or a
+    body that is not JSON.
+    """
+
+    seq: int
+    method: str
+    path: str
+    dialect: Dialect | None
+    kind: RequestKind
+    status: int
+    turn_index: int | None = None
+    session_id: str | None = None
+    model: str | None = None
+    stream: bool = False
+    tools_offered: tuple[str, ...] = ()
+    tool_calls: tuple[str, ...] = ()
+    #: Actions whose tool the host did not offer; they were called anyway under a guessed name.
+    unoffered_tools: tuple[str, ...] = ()
+    body: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    content_type: str
+    payload: bytes
+
+
+# --------------------------------------------------------------------------- server
+
+
+def _serve(httpd: ThreadingHTTPServer, wake: socket.socket) -> None:
+    """Accept requests until ``wake`` turns readable.
+
+    Not ``serve_forever``: it notices ``shutdown()`` only between polls, so every stop waited
+    half a poll interval on average (17 ms per trial at a 50 ms poll, measured), and a shorter
+    poll wakes every idle server many times a second.  A socket pair ends the wait at once.
+    """
+    with selectors.DefaultSelector() as selector:
+        selector.register(httpd, selectors.EVENT_READ)
+        selector.register(wake, selectors.EVENT_READ)
+        while True:
+            ready = {key.fileobj for key, _ in selector.select()}
+            if wake in ready:
+                return
+            httpd.handle_request()
+
+
+class ScriptedModelServer:
+    """Serve one script on ``127.0.0.1:<ephemeral port>`` in both dialects until stopped."""
+
+    def __init__(self, script: Script, *, sandbox_root: Path) -> None:
+        self.script = script
+        # The host's cwd is the sandbox's real path (getcwd resolves symlinks); tool paths must
+        # match it for Claude Code's in-project permission checks.
+        self.sandbox_root = sandbox_root.resolve()
+        self._lock = threading.Lock()
+        self._requests: list[RequestRecord] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._wake: tuple[socket.socket, socket.socket] | None = None
+
+    # -- lifecycle
+
+    def start(self) -> None:
+        if self._httpd is not None:
+            raise RuntimeError("scripted model server already started")
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        httpd.daemon_threads = True
+        # handle_request() is only called when the listening socket is readable; a zero timeout
+        # keeps a connection reset before accept() from blocking it (and so stop()).
+        httpd.timeout = 0
+        self._httpd = httpd
+        self._wake = socket.socketpair()
+        self._thread = threading.Thread(
+            target=_serve, args=(httpd, self._wake[0]), name="atlante-scripted-model", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        httpd, thread, wake = self._httpd, self._thread, self._wake
+        if httpd is None:
+            return
+        if wake is not None:
+            wake[1].send(b"x")
+        if thread is not None:
+            thread.join(timeout=5)
+        httpd.server_close()
+        for end in wake or ():
+            end.close()
+        self._httpd = self._thread = self._wake = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- addresses
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("scripted model server not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """For Claude Code's ``ANTHROPIC_BASE_URL`` (the client appends ``/v1/messages``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """For an ``@ai-sdk/openai-compatible`` provider's ``baseURL``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- observations
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def turns_served(self) -> int:
+        """Distinct scripted turns played (per session); a retried turn counts once."""
+        with self._lock:
+            return len({(r.session_id, r.turn_index) for r in self._requests if r.kind == "turn"})
+
+    def _record(self, **fields: Any) -> None:
+        with self._lock:
+            self._requests.append(RequestRecord(seq=len(self._requests), **fields))
+
+    # -- answering
+
+    def answer_get(self, method: str, path: str) -> _Answer:
+        route = urlsplit(path).path.rstrip("/")
+        if route == "":
+            answer = _Answer(200, "text/plain", b"atlante scripted model\n")
+        elif route == "/v1/models":
+            model = {"id": OPENCODE_MODEL_ID, "object": "model", "type": "model", "owned_by": "atlante",
+                     "display_name": "Atlante scripted model", "created": 0}
+            listing = {"object": "list", "data": [model], "has_more": False,
+                       "first_id": OPENCODE_MODEL_ID, "last_id": OPENCODE_MODEL_ID}
+            answer = _Answer(200, "application/json", json.dumps(listing).encode())
+        else:
+            answer = _Answer(404, "application/json", json.dumps({"error": {"message": "not found"}}).encode())
+        self._record(method=method, path=path, dialect=None, kind="other" if answer.status == 200 else "rejected",
+                     status=answer.status)
+        return answer
+
+    def answer_post(self, path: str, headers: Mapping[str, str], raw: bytes) -> _Answer:
+        route = urlsplit(path).path.rstrip("/")
+        dialect: Dialect | None = None
+        if route in ("/v1/messages", "/v1/messages/count_tokens"):
+            dialect = "anthropic"
+        elif route == "/v1/chat/completions":
+            dialect = "openai"
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        if dialect is None or not isinstance(body, dict):
+            status = 404 if dialect is None else 400
+            self._record(method="POST", path=path, dialect=dialect, kind="rejected", status=status)
+            return _Answer(status, "application/json", json.dumps({"error": {"message": "unsupported request"}}).encode())
+        if route == "/v1/messages/count_tokens":
+            self._record(method="POST", path=path, dialect=dialect, kind="other", status=200, body=body)
+            return _Answer(200, "application/json", b'{"input_tokens": 0}')
+        return self._answer_model_request(path, dialect, headers, body)
+
+    def _answer_model_request(
+        self, path: str, dialect: Dialect, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> _Answer:
+        tools = offered_tools(body, dialect)
+        messages = body.get("messages")
+        assistant_turns = sum(
+            1 for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict) and m.get("role") == "assistant"
+        )
+        model = body.get("model") if isinstance(body.get("model"), str) else OPENCODE_MODEL_ID
+        stream = body.get("stream") is True
+        message_id = f"msg_scripted_{uuid.uuid4().hex[:16]}"
+        common: dict[str, Any] = {
+            "method": "POST", "path": path, "dialect": dialect, "model": model, "stream": stream, "body": body,
+            "session_id": _session_id(headers), "tools_offered": tuple(t.name for t in tools),
+        }
+        turn_index: int | None = None
+        unoffered: tuple[str, ...] = ()
+        if not tools:
+            kind: RequestKind = "side"
+            reply = Reply(message_id, str(model), SIDE_REPLY_TEXT, (), NO_USAGE)
+        elif assistant_turns >= len(self.script.turns):
+            kind = "exhausted"
+            reply = Reply(message_id, str(model), EXHAUSTED_REPLY_TEXT, (), NO_USAGE)
+        else:
+            kind, turn_index = "turn", assistant_turns
+            turn = self.script.turns[turn_index]
+            if turn.error is not None:
+                self._record(kind=kind, status=turn.error.status, turn_index=turn_index, **common)
+                error = (anthropic_error if dialect == "anthropic" else openai_error)(turn.error.status, turn.error.message)
+                return _Answer(turn.error.status, "application/json", json.dumps(error).encode())
+            calls, unoffered = self._tool_calls(turn, turn_index, tools, dialect)
+            usage = turn.usage
+            reply = Reply(
+                message_id,
+                str(model),
+                turn.text,
+                calls,
+                DEFAULT_USAGE if usage is None else ReplyUsage(usage.input, usage.output, usage.cache_read, usage.cache_write),
+            )
+        self._record(kind=kind, status=200, turn_index=turn_index,
+                     tool_calls=tuple(c.name for c in reply.tool_calls), unoffered_tools=unoffered, **common)
+        return _render(reply, dialect, stream, body)
+
+    def _tool_calls(
+        self, turn: Turn, turn_index: int, tools: tuple[OfferedTool, ...], dialect: Dialect
+    ) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+        prefix = "toolu_scripted" if dialect == "anthropic" else "call_scripted"
+        calls: list[ToolCall] = []
+        unoffered: list[str] = []
+        for index, action in enumerate(turn.actions):
+            tool = find_tool(tools, action.type)
+            if tool is None:
+                unoffered.append(action.type)
+            name = tool.name if tool is not None else fallback_tool_name(tools, action.type)
+            arguments = tool_arguments(tool, self._neutral_arguments(action))
+            calls.append(ToolCall(f"{prefix}_t{turn_index}_a{index}", name, arguments))
+        return tuple(calls), tuple(unoffered)
+
+    def _neutral_arguments(self, action: WriteAction | EditAction | ReadAction | BashAction) -> dict[str, Any]:
+        if isinstance(action, BashAction):
+            description = action.description or f"Run {action.command}"[:80]
+            return {"command": action.command, "description": description, "timeout": action.timeout_ms}
+        path = str(self.sandbox_root / action.path)
+        if isinstance(action, WriteAction):
+            return {"path": path, "content": action.content}
+        if isinstance(action, EditAction):
+            return {"path": path, "old": action.old, "new": action.new, "replace_all": action.replace_all or None}
+        return {"path": path}
+
+
+def _session_id(headers: Mapping[str, str]) -> str | None:
+    # ``headers`` has lower-cased names (HTTP header names are case-insensitive).
+    for name in ("x-claude-code-session-id", "x-session-id"):
+        value = headers.get(name)
+        if value:
+            return value
+    return None
+
+
+def _render(reply: Reply, dialect: Dialect, stream: bool, body: Mapping[str, Any]) -> _Answer:
+    if dialect == "anthropic":
+        if stream:
+            return _Answer(200, "text/event-stream", anthropic_stream(reply))
+        return _Answer(200, "application/json", json.dumps(anthropic_message(reply)).encode())
+    created = int(time.time())
+    if stream:
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        return _Answer(200, "text/event-stream", openai_stream(reply, created, include_usage))
+    return _Answer(200, "application/json", json.dumps(openai_completion(reply, created)).encode())
+
+
+def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
+    """A request handler class bound to ``server`` (a closure, so there is no module-level state)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.1 with Content-Length: both CLIs keep connections alive. Whole streams are built
+        # before sending (a script is known up front), so every response has a length.
+        protocol_version = "HTTP/1.1"
+        timeout = 60
+
+        def _send(self, answer: _Answer, *, with_body: bool = True) -> None:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.payload)))
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            if with_body:
+                self.wfile.write(answer.payload)
+
+        def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
+            self._send(server.answer_get("HEAD", self.path), with_body=False)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._send(server.answer_get("GET", self.path))
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length > 0 else b""
+            self._send(server.answer_post(self.path, {k.lower(): v for k, v in self.headers.items()}, raw))
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr logging
+            return
+
+    return Handler
+
+
+# --------------------------------------------------------------------------- host wiring
+
+
+def claude_env(server: ScriptedModelServer) -> dict[str, str]:
+    """Environment that points Claude Code at ``server`` and keeps it off the network.
+
+    ``CLAUDE_CODE_MAX_RETRIES=1``: against a custom base URL Claude retries even a 401 ten times
+    with backoff (FACTS §3); a scripted error turn should fail fast.
+    """
+    return {
+        "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        "ANTHROPIC_API_KEY": "atlante-scripted",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "1",
+    }
+
+
+def opencode_provider_config(server: ScriptedModelServer) -> dict[str, Any]:
+    """``provider``, ``model`` and ``small_model`` keys of a V1 ``opencode.json`` for ``server``.
+
+    Uses the ``@ai-sdk/openai-compatible`` provider bundled in the binary: a versioned spec would
+    make OpenCode npm-install it at run time, which hangs offline (FACTS §8). The cost table (USD
+    per million tokens, Sonnet-like) makes the reported cost non-zero, so cost budgets are testable.
+    """
+    model_ref = f"{OPENCODE_PROVIDER_ID}/{OPENCODE_MODEL_ID}"
+    return {
+        "model": model_ref,
+        "small_model": model_ref,
+        "provider": {
+            OPENCODE_PROVIDER_ID: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Atlante scripted model",
+                "options": {"baseURL": server.openai_base_url, "apiKey": "atlante-scripted"},
+                "models": {
+                    OPENCODE_MODEL_ID: {
+                        "name": "Atlante scripted model",
+                        "tool_call": True,
+                        "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
+                        "limit": {"context": 200000, "output": 8192},
+                    }
+                },
+            }
+        },
+    }
