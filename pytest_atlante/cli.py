@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, envelope
-from pytest_atlante.hosts.registry import HOST_NAMES
+from pytest_atlante.hosts.names import HOST_NAMES
 
 EXIT_VALIDATION = 2
 EXIT_INTERNAL = 3

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -155,3 +156,12 @@ def read_capped(path: Path, limit: int, *, follow_symlinks: bool = True) -> byte
     finally:
         os.close(fd)
     return data
+
+
+DIGEST_PREFIX = "sha256:"
+
+
+def fingerprint(value: Any) -> str:
+    """``sha256:<hex>`` of ``value``'s canonical JSON (sorted keys, no whitespace)."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return DIGEST_PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -17,7 +17,7 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from pytest_atlante.hosts.registry import HOST_NAMES
+    from pytest_atlante.hosts.names import HOST_NAMES
 
     group = parser.getgroup("atlante", "pytest-atlante: evaluate agent harnesses")
     group.addoption("--atlante-eval", action="store_true", default=False,

@@ -6,6 +6,7 @@ These models are the contract between the trial engine (which fills them), the x
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -113,3 +114,11 @@ def cap_diff(text: str) -> tuple[str, bool]:
     if len(text) <= DIFF_CAP_CHARS:
         return text, False
     return text[:DIFF_CAP_CHARS], True
+
+
+def iso_utc(moment: datetime) -> str:
+    """``2026-11-30T08:36:55.123Z``; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    utc = moment.astimezone(timezone.utc)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"

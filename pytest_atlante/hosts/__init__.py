@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_atlante.hosts.registry import HOST_NAMES, HostName, host_for
+from pytest_atlante.hosts.names import HOST_NAMES, HostName
+from pytest_atlante.hosts.registry import host_for
 
 if TYPE_CHECKING:
     from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome, StreamMonitor

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import UnreadableFile, read_capped
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.hosts.names import HostName
 
 if TYPE_CHECKING:
     from pytest_atlante.suite.config import AgentSource

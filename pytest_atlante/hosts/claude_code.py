@@ -32,7 +32,7 @@ from pytest_atlante.hosts.base import (
     unsupported_version,
 )
 from pytest_atlante.hosts.policy import claude_settings
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.hosts.streams import ClaudeStreamMonitor
 
 if TYPE_CHECKING:

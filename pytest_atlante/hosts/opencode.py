@@ -42,7 +42,7 @@ from pytest_atlante.hosts.opencode_store import (
 )
 from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
 from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.sandbox.process import run
 from pytest_atlante.records import Usage
 

@@ -19,7 +19,7 @@ from typing import Sequence
 from pydantic import ValidationError
 
 from pytest_atlante.report import stats as evalstats
-from pytest_atlante.suite.digests import PREFIX as DIGEST_PREFIX
+from pytest_atlante.fsutil import DIGEST_PREFIX
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.report.model import MAX_REPORT_BYTES, EvalReport, ScenarioRecord, mean_duration, passed_and_ran

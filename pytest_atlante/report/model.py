@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import secrets
 from collections import Counter
 from datetime import datetime, timezone
@@ -26,11 +25,12 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from pytest_atlante import __version__
 from pytest_atlante.report import stats as evalstats
-from pytest_atlante.suite.digests import fingerprint
+from pytest_atlante.fsutil import fingerprint
 from pytest_atlante.fsutil import atomic_write_bytes, atomic_write_text, read_capped
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.sandbox.isolation import IsolationRecord
-from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, tail
+from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
+from pytest_atlante.sandbox.redact import redact_sandbox_paths
 from pytest_atlante.report.statrecords import Comparison, PassAtK, RateInterval, SuiteStats
 
 # The largest report any reader here accepts.  The project's own reports stay far below it
@@ -51,7 +51,6 @@ ALL_VERDICTS: tuple[Verdict, ...] = (
 # ``2026-11-30T08:36:55.123Z``: the only timestamp shape the report uses, so readers (and the
 # provenance view) never meet offsets, naive times or locale-dependent formats.
 TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$"
-SANDBOX_DIR_PREFIX = "atlante-eval-"
 # A bare release version (``2.1.197``, ``1.0.0-beta.1``, ``0.2.0.dev3``), never the decorated
 # ``--version`` banner (``2.1.197 (Claude Code)``): readers compare and display it as is.
 VERSION_PATTERN = r"^\d{1,9}(?:\.\d{1,9}){1,3}(?:[-+.]?[0-9A-Za-z]{1,20}(?:[.+-][0-9A-Za-z]{1,20}){0,4})?$"
@@ -274,50 +273,6 @@ def scenario_totals(trials: Sequence[TrialRecord]) -> ScenarioTotals:
 
 # --- path scrubbing --------------------------------------------------------------------------
 
-# An absolute path (no whitespace, quotes or brackets) through a run directory: a component that is
-# exactly ``atlante-eval-<id>``.  A relative path (``d/atlante-eval-notes.txt``, a file the agent
-# named so) or a longer name (``/tmp/atlante-eval-notes.txt``) is not a temp path and stays.
-_DELIMS = r"""\s'"`<>()\[\]{},;"""
-_SANDBOX_TOKEN = re.compile(
-    rf"""(?<![^{_DELIMS}=])(?:[A-Za-z]:)?[/\\][^{_DELIMS}=]*?[/\\]"""
-    + re.escape(SANDBOX_DIR_PREFIX)
-    + rf"""[A-Za-z0-9_-]+(?![^{_DELIMS}/\\])[^{_DELIMS}]*"""
-)
-_INSIDE_SANDBOX = re.compile(r"[/\\]sandbox(?:[/\\](?P<rest>.*))?$")
-
-
-def scrub_paths(text: str, roots: Sequence[str]) -> str:
-    """Replace every occurrence of a sandbox root in ``text`` with ``.``.
-
-    Longer roots go first so a trial's ``…/sandbox`` is not half-replaced by its parent dir.
-    A root followed by a separator becomes ``./``, so ``/tmp/atlante-eval-x/a-1/sandbox/src/a.ts``
-    reads ``./src/a.ts`` in the report.
-    """
-    for root in sorted({r.rstrip("/\\") for r in roots if r.rstrip("/\\")}, key=len, reverse=True):
-        # Only whole path components: the root ``…/sandbox`` must not eat ``…/sandbox2``.
-        text = re.sub(re.escape(root) + r"(?![\w.-])", ".", text)
-    return text
-
-
-def _redact_token(match: re.Match[str]) -> str:
-    token = match.group(0)
-    inside = _INSIDE_SANDBOX.search(token[token.find(SANDBOX_DIR_PREFIX) :])
-    if inside is None:
-        return "<atlante-temp>"
-    rest = inside.group("rest")
-    return f"./{rest}" if rest else "."
-
-
-def redact_sandbox_paths(text: str) -> str:
-    """Backstop for :func:`scrub_paths`: rewrite any remaining ``…/atlante-eval-*`` path.
-
-    A path into a trial's ``sandbox/`` keeps its sandbox-relative tail; any other path under the
-    run directory (the private HOME, a kept trial dir) becomes ``<atlante-temp>``.
-    """
-    if SANDBOX_DIR_PREFIX not in text:
-        return text
-    return _SANDBOX_TOKEN.sub(_redact_token, text)
-
 
 def _clean_text(text: str | None) -> str | None:
     return None if text is None else redact_sandbox_paths(text)
@@ -369,14 +324,6 @@ def _sanitise_error(error: dict[str, JsonValue]) -> dict[str, JsonValue]:
 
 
 # --- building and writing --------------------------------------------------------------------
-
-
-def iso_utc(moment: datetime) -> str:
-    """``2026-11-30T08:36:55.123Z``; a naive datetime is taken to be UTC already."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    utc = moment.astimezone(timezone.utc)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
 def new_run_id(now: datetime) -> str:

@@ -27,7 +27,9 @@ from pytest_atlante import __version__
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import atomic_write_text
 from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict
-from pytest_atlante.report.model import HostIdentity, Timestamp, iso_utc, redact_sandbox_paths
+from pytest_atlante.report.model import HostIdentity, Timestamp
+from pytest_atlante.records import iso_utc
+from pytest_atlante.sandbox.redact import redact_sandbox_paths
 
 SelftestSchema = Literal["atlante/selftest-v1"]
 SELFTEST_SCHEMA: SelftestSchema = "atlante/selftest-v1"

@@ -25,7 +25,7 @@ from pytest_atlante.fsutil import UnreadableFile
 from pytest_atlante.run.gate import Gate
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HostInfo
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.records import TrialRecord
 from pytest_atlante.report.model import BudgetRecord, EvalReport, HostIdentity, ShardRef, build_report, ensure_gitignore, write_report
 from pytest_atlante.sandbox.sources import RunSources, prepare_sources, remove_sources

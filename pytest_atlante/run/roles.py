@@ -40,7 +40,7 @@ from pytest_atlante.suite.digests import suite_digests
 from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from pytest_atlante.fsutil import atomic_write_text
 from pytest_atlante.hosts.base import HostInfo
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.sandbox.isolation import IsolationRecord, IsolationSetting, warning_text
 from pytest_atlante.run.items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_name
 from pytest_atlante.records import INTERRUPTED_ERROR, TrialRecord

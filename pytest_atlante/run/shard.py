@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from pytest_atlante.suite.digests import fingerprint
+from pytest_atlante.fsutil import fingerprint
 from pytest_atlante.suite.discovery import Suite
 
 # CI variables that identify one run of a pipeline (and its re-run attempt), in the order they are

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 
 __all__ = ["MIN_SECRET_CHARS", "REDACTED", "Secrets", "redact", "secrets_in_env", "secrets_in_file"]
 
@@ -89,3 +91,57 @@ def _secret_leaves(value: object, *, secret: bool) -> Iterable[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _secret_leaves(item, secret=secret)
+
+
+# An absolute path (no whitespace, quotes or brackets) through a run directory: a component that is
+# exactly ``atlante-eval-<id>``.  A relative path (``d/atlante-eval-notes.txt``, a file the agent
+# named so) or a longer name (``/tmp/atlante-eval-notes.txt``) is not a temp path and stays.
+_DELIMS = r"""\s'"`<>()\[\]{},;"""
+
+
+
+_SANDBOX_TOKEN = re.compile(
+    rf"""(?<![^{_DELIMS}=])(?:[A-Za-z]:)?[/\\][^{_DELIMS}=]*?[/\\]"""
+    + re.escape(SANDBOX_DIR_PREFIX)
+    + rf"""[A-Za-z0-9_-]+(?![^{_DELIMS}/\\])[^{_DELIMS}]*"""
+)
+
+
+
+_INSIDE_SANDBOX = re.compile(r"[/\\]sandbox(?:[/\\](?P<rest>.*))?$")
+
+
+
+def scrub_paths(text: str, roots: Sequence[str]) -> str:
+    """Replace every occurrence of a sandbox root in ``text`` with ``.``.
+
+    Longer roots go first so a trial's ``…/sandbox`` is not half-replaced by its parent dir.
+    A root followed by a separator becomes ``./``, so ``/tmp/atlante-eval-x/a-1/sandbox/src/a.ts``
+    reads ``./src/a.ts`` in the report.
+    """
+    for root in sorted({r.rstrip("/\\") for r in roots if r.rstrip("/\\")}, key=len, reverse=True):
+        # Only whole path components: the root ``…/sandbox`` must not eat ``…/sandbox2``.
+        text = re.sub(re.escape(root) + r"(?![\w.-])", ".", text)
+    return text
+
+
+
+def _redact_token(match: re.Match[str]) -> str:
+    token = match.group(0)
+    inside = _INSIDE_SANDBOX.search(token[token.find(SANDBOX_DIR_PREFIX) :])
+    if inside is None:
+        return "<atlante-temp>"
+    rest = inside.group("rest")
+    return f"./{rest}" if rest else "."
+
+
+
+def redact_sandbox_paths(text: str) -> str:
+    """Backstop for :func:`scrub_paths`: rewrite any remaining ``…/atlante-eval-*`` path.
+
+    A path into a trial's ``sandbox/`` keeps its sandbox-relative tail; any other path under the
+    run directory (the private HOME, a kept trial dir) becomes ``<atlante-temp>``.
+    """
+    if SANDBOX_DIR_PREFIX not in text:
+        return text
+    return _SANDBOX_TOKEN.sub(_redact_token, text)

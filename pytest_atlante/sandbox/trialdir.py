@@ -72,6 +72,9 @@ DIFF_READ_LIMIT = 2_000_000
 # report keeps 20,000 characters of diff anyway.
 _GIT_TIMEOUT_S = 300.0
 
+# Every run directory is named so; the report scrubs any path through one (redact.redact_sandbox_paths).
+SANDBOX_DIR_PREFIX = "atlante-eval-"
+
 
 class SandboxError(Exception):
     """The sandbox could not be assembled, snapshotted or diffed: the trial is an infra-error."""
@@ -118,7 +121,7 @@ class Diff:
 def run_dir(run_id: str) -> Path:
     """The run's directory in the OS temp dir, as a realpath (macOS ``/tmp`` is a symlink)."""
     _require_plain_name(run_id, "run id")
-    return Path(os.path.realpath(tempfile.gettempdir())) / f"atlante-eval-{run_id}"
+    return Path(os.path.realpath(tempfile.gettempdir())) / f"{SANDBOX_DIR_PREFIX}{run_id}"
 
 
 def assemble(

@@ -22,7 +22,8 @@ from pytest_atlante.suite.config import CONFIG_FILE, Harness, SkillSource, load_
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, atomic_write_text, read_capped, sha256_file
 from pytest_atlante.hosts.base import frontmatter
-from pytest_atlante.hosts.registry import HOST_NAMES, HostName, host_for
+from pytest_atlante.hosts.names import HOST_NAMES, HostName
+from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.packs import harness_layers, resolve_packages
 from pytest_atlante.suite.scenario import unsafe_path_reason
 

@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 from pytest_atlante.diagnostics import Diagnostic, json_path
 from pytest_atlante.sandbox.isolation import IsolationSetting
 from pytest_atlante.suite.documents import LoadedDocument, load_document, validate_model
-from pytest_atlante.hosts.registry import HostName, min_config_version
+from pytest_atlante.hosts.names import HostName, min_config_version
 from pytest_atlante.models import StrictModel
 from pytest_atlante.suite.scenario import MAX_TIMEOUT_MS, SLUG_PATTERN
 

@@ -13,25 +13,17 @@ so the digests describe what every trial of the run then copies into its sandbox
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 from pytest_atlante.suite.build import build_dir
 from pytest_atlante.suite.discovery import ScenarioEntry
-from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped, sha256_file
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.fsutil import DIGEST_PREFIX, MAX_DOCUMENT_BYTES, UnreadableFile, fingerprint, read_capped, sha256_file
+from pytest_atlante.hosts.names import HostName
 
-PREFIX = "sha256:"
-
-
-def fingerprint(value: Any) -> str:
-    """``sha256:<hex>`` of ``value``'s canonical JSON (sorted keys, no whitespace)."""
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+PREFIX = DIGEST_PREFIX
 
 
 def tree_listing(root: Path) -> list[list[str]]:

@@ -16,7 +16,8 @@ from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.suite.documents import load_document, validate_model
 from pytest_atlante.fsutil import file_kind
-from pytest_atlante.hosts.registry import HostName, host_for, min_config_version
+from pytest_atlante.hosts.names import HostName, min_config_version
+from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
 from pytest_atlante.suite.scenario import Scenario, rule_diagnostics, unsafe_path_reason
 

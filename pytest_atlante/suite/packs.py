@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_atlante.suite.config import CONFIG_FILE, Harness, PackConfig, PackSuite, version_diagnostics
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.suite.documents import load_document, validate_model
 from pytest_atlante.suite.scenario import SLUG_PATTERN, unsafe_path_reason

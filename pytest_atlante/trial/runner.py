@@ -33,7 +33,7 @@ from pytest_atlante.pathnames import escape_surrogates
 from pytest_atlante.sandbox.process import RunResult, allowlisted_environment, run
 from pytest_atlante.records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
 from pytest_atlante.sandbox.redact import Secrets, secrets_in_env, secrets_in_file
-from pytest_atlante.report.model import scrub_paths
+from pytest_atlante.sandbox.redact import scrub_paths
 from pytest_atlante.sandbox.sources import RunSources, changed_in_copy, copy_of
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS
 from pytest_atlante.trial.transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files

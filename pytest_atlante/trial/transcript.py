@@ -30,7 +30,8 @@ from pytest_atlante.pathnames import escape_path
 from pytest_atlante.hosts.streams import SYNTHETIC_MODEL, claude_model_usage, claude_usage, opencode_usage, sum_usage
 from pytest_atlante.hosts.streams import _dict, _event as _json  # the monitors' junk-tolerant readers
 from pytest_atlante.records import Usage
-from pytest_atlante.report.model import iso_utc, redact_sandbox_paths, scrub_paths
+from pytest_atlante.records import iso_utc
+from pytest_atlante.sandbox.redact import redact_sandbox_paths, scrub_paths
 
 TRANSCRIPT_SCHEMA = "atlante/transcript-v1"
 TRANSCRIPT_FILE = "transcript.jsonl"

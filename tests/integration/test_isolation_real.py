@@ -35,7 +35,8 @@ from trial_helpers import (
     sleeper,
     write_project,
 )
-from pytest_atlante.report.model import SANDBOX_DIR_PREFIX, EvalReport
+from pytest_atlante.report.model import EvalReport
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600), pytest.mark.usefixtures("on_path")]
 

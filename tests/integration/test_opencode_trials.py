@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.hosts.opencode import PROJECT_CONFIG
-from pytest_atlante.report.model import SANDBOX_DIR_PREFIX
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from pytest_atlante.trial.scripted import OPENCODE_MODEL_ID, OPENCODE_PROVIDER_ID, ScriptedModelServer, load_script
 from trial_helpers import (
     run_agent_cases,

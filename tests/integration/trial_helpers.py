@@ -29,9 +29,10 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from pytest_atlante.hosts.registry import HostName
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.records import CheckResult, TrialRecord, Verdict
-from pytest_atlante.report.model import SANDBOX_DIR_PREFIX, EvalReport
+from pytest_atlante.report.model import EvalReport
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 
 CheckOutcome = Literal["pass", "fail", "error", "timeout"]
 # ``{scenario: (verdict, per-check outcomes)}``

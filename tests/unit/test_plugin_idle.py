@@ -12,7 +12,7 @@ import ast
 import pytest
 
 # fsutil (stdlib only) reads atlante.jsonc without blocking, so a FIFO there cannot hang the run.
-IDLE_MODULES = ["pytest_atlante", "pytest_atlante.fsutil", "pytest_atlante.hosts", "pytest_atlante.hosts.registry",
+IDLE_MODULES = ["pytest_atlante", "pytest_atlante.fsutil", "pytest_atlante.hosts", "pytest_atlante.hosts.names", "pytest_atlante.hosts.registry",
                 "pytest_atlante.plugin"]
 
 REPORTER = (

@@ -16,19 +16,9 @@ from pydantic import ValidationError
 
 from pytest_atlante import __version__
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report.model import (
-    REPORT_SCHEMA,
-    BudgetRecord,
-    EvalReport,
-    HostIdentity,
-    build_report,
-    ensure_gitignore,
-    iso_utc,
-    new_run_id,
-    redact_sandbox_paths,
-    scrub_paths,
-    write_report,
-)
+from pytest_atlante.report.model import REPORT_SCHEMA, BudgetRecord, EvalReport, HostIdentity, build_report, ensure_gitignore, new_run_id, write_report
+from pytest_atlante.records import iso_utc
+from pytest_atlante.sandbox.redact import redact_sandbox_paths, scrub_paths
 
 START = datetime(2025, 6, 1, 8, 36, 55, 123456, tzinfo=timezone.utc)
 HOST = HostIdentity(name="claude-code", version="2.1.197", dialect="claude-code")

@@ -1,0 +1,37 @@
+"""The hosts' names and the one table of hosts: a leaf every layer may read.
+
+Adding a host is one adapter module under ``hosts/`` (implementing ``hosts.base.Host``) plus its
+line in ``HOSTS`` below and its name in ``HostName`` (the configuration's JSON schema validates
+against it; a check at import keeps the two equal).  Everything that lists hosts derives from
+here: ``--atlante-host`` and ``atlante eval --host`` choices, the configuration's version rules,
+the report's host field, the provenance view.  Nothing is imported: the plugin reads these names
+on every pytest run, and adapters load only when a run asks for one (``registry.host_for``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+HostName = Literal["claude-code", "opencode"]
+HOST_NAMES: tuple[HostName, ...] = get_args(HostName)
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    adapter: str   # "module:Class" of its adapter, imported on first use
+    since: str     # the first configuration version that admits the host
+
+
+HOSTS: dict[HostName, HostEntry] = {
+    "claude-code": HostEntry("pytest_atlante.hosts.claude_code:ClaudeCodeHost", since="0.2"),
+    "opencode": HostEntry("pytest_atlante.hosts.opencode:OpenCodeHost", since="0.1"),
+}
+if tuple(HOSTS) != HOST_NAMES:  # pragma: no cover - a host added to one and not the other
+    raise ImportError(f"hosts.names: HOSTS {tuple(HOSTS)} and HostName {HOST_NAMES} disagree")
+
+
+def min_config_version(name: str) -> str:
+    """The first ``atlante.jsonc`` version that admits ``name`` (v0.1 knew only OpenCode)."""
+    entry = HOSTS.get(name)  # type: ignore[call-overload]
+    return "0.1" if entry is None else entry.since
