@@ -103,7 +103,7 @@ def test_the_last_process_of_a_run_out_removes_its_emptied_directory(tmp_path: P
 def test_a_dead_runs_directory_is_removed_however_young(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No age rule: a run killed a moment ago is removed by the next run, copied login and all."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    script = ("import sys, time; from pytest_atlante import rundirs; c = rundirs.claim('k1'); "
+    script = ("import sys, time; from pytest_atlante.sandbox import rundirs; c = rundirs.claim('k1'); "
               "d = rundirs.run_dir('k1') / 'scenario-1' / 'home' / '.claude'; d.mkdir(parents=True); "
               "(d / '.credentials.json').write_text('secret'); print('held', flush=True); time.sleep(300)")
     holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
