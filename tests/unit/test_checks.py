@@ -1,21 +1,27 @@
-"""The six check types against a real sandbox: pass, fail and error for each, and their messages."""
+"""The six check types against a real sandbox: pass, fail and error for each, and their messages;
+and the dispatch table, which must name exactly the models of the ``Check`` union."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Annotated, Literal, Union, get_args
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import Field, TypeAdapter
 
-from pytest_atlante.checks import run_checks
+import pytest_atlante.checks as checks_package
+from pytest_atlante.checks import TABLE, Check, CommandCheck, check_table, run_checks, union_members
+from pytest_atlante.checks.base import CheckContext, CheckKind, Rules
+from pytest_atlante.models import StrictModel
 from pytest_atlante.sandbox.process import allowlisted_environment
 from pytest_atlante.records import CheckResult
 from pytest_atlante.sandbox.trialdir import Diff, Sandbox, assemble, collect_diff, remove_tree, run_dir, snapshot
-from pytest_atlante.suite.scenario import Check
 
 CHECK: TypeAdapter[Check] = TypeAdapter(Check)
 NO_DIFF = Diff(changed_paths=[], text="")
@@ -339,3 +345,65 @@ def test_every_check_runs_after_earlier_failures_and_errors(sb: Sandbox) -> None
         (2, "file-contains", True, False),
         (3, "diff-allowlist", True, False),
     ]
+
+
+# --- the dispatch table ----------------------------------------------------------------------------
+
+
+def test_the_dispatch_table_and_the_union_name_the_same_models() -> None:
+    members = union_members(Check)
+    assert len(members) == 6
+    assert set(TABLE) == set(members)
+    assert all(kind.model is model for model, kind in TABLE.items())
+    # Each model's discriminator names the check type its runner reports.
+    assert sorted(get_args(kind.model.model_fields["type"].annotation)[0] for kind in TABLE.values()) == [
+        "command", "diff-allowlist", "file-absent", "file-contains", "file-exists", "file-unchanged",
+    ]
+
+
+def test_every_kind_a_check_module_defines_is_in_the_table() -> None:
+    """A new check module whose kind was left out of ``_KINDS`` is caught here, not in a trial."""
+    listed = list(TABLE.values())
+    for info in pkgutil.iter_modules(checks_package.__path__):
+        module = importlib.import_module(f"{checks_package.__name__}.{info.name}")
+        kinds = [value for value in vars(module).values() if isinstance(value, CheckKind)]
+        assert info.name == "base" or kinds, f"checks/{info.name}.py defines no CheckKind"
+        assert all(kind in listed for kind in kinds), f"checks/{info.name}.py has a kind outside the table"
+
+
+class SpareCheck(StrictModel):
+    type: Literal["spare"]
+
+
+def _spare_run(index: int, check: SpareCheck, ctx: CheckContext) -> CheckResult:
+    return CheckResult(index=index, type=check.type, passed=True, message="spare")
+
+
+def _spare_rules(check: SpareCheck, where: str, found: Rules) -> None:
+    return None
+
+
+SPARE = CheckKind(SpareCheck, _spare_run, _spare_rules)
+WIDER = Annotated[Union[CommandCheck, SpareCheck], Field(discriminator="type")]
+
+
+def test_a_union_member_without_a_table_entry_is_refused() -> None:
+    with pytest.raises(TypeError, match="in the Check union without a runner in the table: SpareCheck"):
+        check_table(WIDER, [TABLE[CommandCheck]])
+    with pytest.raises(TypeError, match="without a runner in the table: SpareCheck"):
+        every_and_spare = Union[(*union_members(Check), SpareCheck)]  # type: ignore[valid-type]
+        check_table(Annotated[every_and_spare, Field(discriminator="type")], TABLE.values())
+
+
+def test_a_table_entry_outside_the_union_or_listed_twice_is_refused() -> None:
+    with pytest.raises(TypeError, match="in the table but not in the Check union: SpareCheck"):
+        check_table(Check, [*TABLE.values(), SPARE])
+    with pytest.raises(TypeError, match="CommandCheck is listed twice"):
+        check_table(Check, [*TABLE.values(), TABLE[CommandCheck]])
+
+
+def test_a_matching_union_and_table_make_a_table_that_dispatches(sb: Sandbox) -> None:
+    table = check_table(WIDER, [TABLE[CommandCheck], SPARE])
+    assert set(table) == {CommandCheck, SpareCheck}
+    ctx = CheckContext(sandbox=sb, diff=NO_DIFF, env={})
+    assert table[SpareCheck].run(0, SpareCheck(type="spare"), ctx).message == "spare"
