@@ -1,7 +1,7 @@
 """Host adapters: everything host-specific about running one trial session through a real CLI.
 
-``host_for(name)`` returns the adapter the trial pipeline drives (``registry.py`` maps names to
-adapter modules); see ``docs/hosts.md``.  Importing this package imports only the registry (the
+``host_for(name)`` returns the adapter the trial pipeline drives (``names.HOSTS`` maps names to
+adapter modules, ``registry.py`` imports them); see ``docs/hosts.md``.  Importing this package imports only the registry (the
 plugin reads the host names on every pytest run); the shared types load on first use.
 """
 
@@ -13,10 +13,11 @@ from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 
 if TYPE_CHECKING:
-    from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome, StreamMonitor
+    from pytest_atlante.hosts.base import AgentSpec, Host, HostInfo, ScriptedEndpoint, SessionOutcome, StreamMonitor
 
 __all__ = [
     "HOST_NAMES",
+    "AgentSpec",
     "Host",
     "HostInfo",
     "HostName",
@@ -27,7 +28,7 @@ __all__ = [
     "host_for",
 ]
 
-_FROM_BASE = {"Host", "HostInfo", "ScriptedEndpoint", "SessionOutcome", "StreamMonitor"}
+_FROM_BASE = {"AgentSpec", "Host", "HostInfo", "ScriptedEndpoint", "SessionOutcome", "StreamMonitor"}
 
 
 def __getattr__(name: str) -> Any:

@@ -15,14 +15,14 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 import json
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Protocol
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.names import HostName
 
 if TYPE_CHECKING:
-    from pytest_atlante.suite.config import AgentSource
+    from pytest_atlante.hosts.transcripts import TranscriptBuilder
     from pytest_atlante.records import Usage
 
 HOST_MISSING = "eval-host-missing"
@@ -51,14 +51,35 @@ class HostInfo:
     executable: str  # absolute path of the probed binary
 
 
+#: The model id the scripted model serves unless told otherwise (its ``/v1/models`` listing).
+SCRIPTED_MODEL_ID = "scripted-model"
+
+
 @dataclass(frozen=True)
 class ScriptedEndpoint:
-    """Where the scripted model listens, in the form each host needs (built by the trial engine)."""
+    """Where the scripted model listens, host-neutral (built by the trial engine from its server).
 
-    anthropic_base_url: str
-    openai_base_url: str
-    claude_env: dict[str, str]
-    opencode_config: dict[str, Any]
+    Each adapter derives its own wiring from it (Claude Code's environment, OpenCode's provider
+    block) in ``prepare`` and ``environment``.
+    """
+
+    anthropic_base_url: str  # Anthropic Messages (the client appends ``/v1/messages``)
+    openai_base_url: str  # OpenAI chat completions (``.../v1``)
+    model_id: str = SCRIPTED_MODEL_ID
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A harness agent to render as a native agent file: what ``render_agent`` reads.
+
+    Host-neutral and free of the configuration's models: ``atlante build`` converts each
+    configured agent into one.  ``tools`` are host-neutral tool names (``read``, ``write``, ``edit``,
+    ``bash``, ``glob``, ``grep``, ``skill``, ``task``); None leaves the host's default tools.
+    """
+
+    description: str
+    model: str | None = None
+    tools: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -101,7 +122,7 @@ class Host(Protocol):
         self, info: HostInfo, parent_env: Mapping[str, str], user_home: Path, model: str | None
     ) -> list[Diagnostic]: ...
 
-    def render_agent(self, name: str, agent: AgentSource, body: str) -> str:
+    def render_agent(self, name: str, agent: AgentSpec, body: str) -> str:
         """The native agent file (frontmatter + prompt) ``atlante build`` writes for this host."""
 
     def prepare(
@@ -134,6 +155,11 @@ class Host(Protocol):
         ...
 
     def new_monitor(self) -> StreamMonitor: ...
+
+    def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
+        """Read the session's captured stdout (``(ms, line)`` pairs, redacted, in order) into
+        host-neutral transcript events through ``builder`` (``hosts.transcripts``), ending with
+        one ``result`` event.  Junk lines are skipped; never raises."""
 
     def finalize(
         self,

@@ -15,13 +15,14 @@ import json
 import os
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.base import (
     CREDENTIALS_LIMIT,
     HOST_UNAUTHENTICATED,
+    AgentSpec,
     HostInfo,
     ScriptedEndpoint,
     SessionOutcome,
@@ -33,10 +34,16 @@ from pytest_atlante.hosts.base import (
 )
 from pytest_atlante.hosts.policy import claude_settings
 from pytest_atlante.hosts.names import HostName
-from pytest_atlante.hosts.streams import ClaudeStreamMonitor
-
-if TYPE_CHECKING:
-    from pytest_atlante.suite.config import AgentSource
+from pytest_atlante.hosts.streams import SYNTHETIC_MODEL, ClaudeStreamMonitor, claude_model_usage, claude_usage
+from pytest_atlante.hosts.streams import _dict, _event
+from pytest_atlante.hosts.transcripts import (
+    RESULT_CAP_CHARS,
+    TEXT_CAP_CHARS,
+    TranscriptBuilder,
+    capped,
+    neutral_input,
+    result_text,
+)
 
 SUPPORTED = ">=2.0.0 <3.0.0"
 # Harness tool names → Claude Code's tool names in an agent's ``tools`` list.
@@ -126,6 +133,20 @@ _LOGIN_HINT = (
 )
 
 
+def scripted_env(endpoint: ScriptedEndpoint) -> dict[str, str]:
+    """Environment that points Claude Code at the scripted model and keeps it off the network.
+
+    ``CLAUDE_CODE_MAX_RETRIES=1``: against a custom base URL Claude retries even a 401 ten times
+    with backoff (FACTS §3); a scripted error turn should fail fast.
+    """
+    return {
+        "ANTHROPIC_BASE_URL": endpoint.anthropic_base_url,
+        "ANTHROPIC_API_KEY": "atlante-scripted",
+        **QUIET_ENV,
+        "CLAUDE_CODE_MAX_RETRIES": "1",
+    }
+
+
 def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() in {"1", "true", "yes", "on"}
 
@@ -180,7 +201,7 @@ class ClaudeCodeHost:
     def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
         return []
 
-    def render_agent(self, name: str, agent: AgentSource, body: str) -> str:
+    def render_agent(self, name: str, agent: AgentSpec, body: str) -> str:
         fields = [("name", name), ("description", agent.description)]
         if agent.tools is not None:
             fields.append(("tools", ", ".join(TOOL_NAMES[t] for t in agent.tools)))
@@ -264,7 +285,7 @@ class ClaudeCodeHost:
         env.pop("CLAUDE_CONFIG_DIR", None)  # the private HOME holds the copied login and trust entry
         if scripted is not None:
             env.update(QUIET_ENV)
-            env.update(scripted.claude_env)
+            env.update(scripted_env(scripted))
             return env
         env.update(credential_variables(parent_env))
         env.update(_cloud_file_pointers(parent_env, env))
@@ -276,6 +297,9 @@ class ClaudeCodeHost:
 
     def new_monitor(self) -> StreamMonitor:
         return ClaudeStreamMonitor()
+
+    def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
+        transcript_events(lines, builder)
 
     def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path,
                  wrap: Callable[[list[str]], list[str]] | None = None) -> SessionOutcome:
@@ -303,3 +327,73 @@ def _cloud_file_pointers(parent_env: Mapping[str, str], env: Mapping[str, str]) 
         if adc.is_file():
             out["GOOGLE_APPLICATION_CREDENTIALS"] = str(adc)
     return out
+
+
+# --------------------------------------------------------------------------- transcript
+
+# Claude Code's tool name → host-neutral name (unknown tools are lower-cased).
+NEUTRAL_TOOLS = {"Write": "write", "Edit": "edit", "MultiEdit": "edit", "Read": "read", "Bash": "bash",
+                 "Glob": "glob", "Grep": "grep", "Task": "task", "Agent": "task", "Skill": "skill",
+                 "TodoWrite": "todowrite", "WebFetch": "webfetch", "WebSearch": "websearch",
+                 "NotebookEdit": "notebookedit"}
+
+
+def transcript_events(lines: Iterable[tuple[int, str]], b: TranscriptBuilder) -> None:
+    """``claude -p --output-format stream-json`` lines → host-neutral transcript events."""
+    seen_messages: set[str] = set()
+    tools: dict[str, str] = {}
+    for t, line in lines:
+        event = _event(line)
+        if event is None:
+            continue
+        kind = event.get("type")
+        agent = event.get("parent_tool_use_id") if isinstance(event.get("parent_tool_use_id"), str) else None
+        if kind == "assistant":
+            message = _dict(event.get("message"))
+            message_id = message.get("id")
+            if isinstance(message_id, str) and message_id not in seen_messages:
+                seen_messages.add(message_id)
+                if agent is None:
+                    b.turn += 1
+                usage = message.get("usage")
+                if isinstance(usage, dict) and message.get("model") != SYNTHETIC_MODEL:
+                    # message_start usage: input and cache exact, output_tokens only 1 (FACTS §3)
+                    b.usage(t, claude_usage(usage), None, exact=False, agent=agent)
+            for block in message.get("content") or []:
+                block = _dict(block)
+                if block.get("type") == "text" and block.get("text"):
+                    b.emit(t, "text", agent=agent, **capped(str(block["text"]), TEXT_CAP_CHARS))
+                elif block.get("type") == "tool_use":
+                    host_tool = str(block.get("name", ""))
+                    tools[str(block.get("id"))] = host_tool
+                    b.emit(t, "tool_call", id=block.get("id"), tool=NEUTRAL_TOOLS.get(host_tool, host_tool.lower()),
+                           hostTool=host_tool, input=neutral_input(block.get("input")), agent=agent)
+        elif kind == "user":
+            for block in _dict(event.get("message")).get("content") or []:
+                block = _dict(block)
+                if block.get("type") == "tool_result":
+                    host_tool = tools.get(str(block.get("tool_use_id")), "")
+                    b.emit(t, "tool_result", id=block.get("tool_use_id"), tool=NEUTRAL_TOOLS.get(host_tool, host_tool.lower()),
+                           isError=block.get("is_error") is True, agent=agent,
+                           **capped(result_text(block.get("content")), RESULT_CAP_CHARS))
+        elif kind == "system" and event.get("subtype") in ("task_started", "task_notification"):
+            b.emit(t, "subagent", id=event.get("tool_use_id"), agent=event.get("subagent_type"),
+                   description=event.get("description") or event.get("summary"),
+                   status="started" if event.get("subtype") == "task_started" else event.get("status"))
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            b.emit(t, "error", message=f"API retry {event.get('attempt')}: {event.get('error')} (HTTP {event.get('error_status')})")
+        elif kind == "result":
+            _result(t, event, b)
+
+
+def _result(t: int, event: dict[str, Any], b: TranscriptBuilder) -> None:
+    # the same reading as the budget monitor's, so the totals equal the trial record's usage
+    usage = claude_model_usage(_dict(event.get("modelUsage")))
+    if usage is None and isinstance(event.get("usage"), dict):
+        usage = claude_usage(event["usage"])
+    cost = event.get("total_cost_usd")
+    if event.get("is_error") is True:
+        b.emit(t, "error", message=str(event.get("result") or event.get("subtype") or "error"))
+    b.emit(t, "result", usage=usage.model_dump() if usage else None,
+           costUsd=cost if isinstance(cost, (int, float)) else None, turns=event.get("num_turns"),
+           stopReason=event.get("terminal_reason") or event.get("stop_reason"), isError=event.get("is_error") is True)

@@ -18,11 +18,12 @@ import signal
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
+    AgentSpec,
     HostInfo,
     ScriptedEndpoint,
     SessionOutcome,
@@ -41,13 +42,18 @@ from pytest_atlante.hosts.opencode_store import (
     stored_credential_rows,
 )
 from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
-from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
+from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, _dict, _event, opencode_usage, sum_usage
 from pytest_atlante.hosts.names import HostName
+from pytest_atlante.hosts.transcripts import (
+    RESULT_CAP_CHARS,
+    TEXT_CAP_CHARS,
+    TranscriptBuilder,
+    capped,
+    neutral_input,
+    result_text,
+)
 from pytest_atlante.sandbox.process import run
 from pytest_atlante.records import Usage
-
-if TYPE_CHECKING:
-    from pytest_atlante.suite.config import AgentSource
 
 SUPPORTED = ">=1.18.29 <2.0.0 (V1) or >=2.0.0 <3.0.0 (V2)"
 # OpenCode agents restrict tools through permission keys; write and edit share the ``edit`` key.
@@ -58,6 +64,9 @@ V1_MINIMUM = (1, 18, 29)
 #: The selected project config path: the one file a trial's configuration lives in.
 PROJECT_CONFIG = ".opencode/opencode.jsonc"
 CONFIG_SCHEMA_URL = "https://opencode.ai/config.json"
+
+#: The provider under which the trial's config exposes the scripted model.
+SCRIPTED_PROVIDER_ID = "atlante-scripted"
 
 #: Every port-1..1023 service is off on a test machine; 9 is "discard", never an npm registry.
 CLOSED_REGISTRY = "http://127.0.0.1:9/"
@@ -107,6 +116,35 @@ def _dialect(info: HostInfo) -> OpenCodeDialect:
     return "opencode-v2" if info.dialect == "opencode-v2" else "opencode-v1"
 
 
+def scripted_provider_config(endpoint: ScriptedEndpoint) -> dict[str, Any]:
+    """``provider``, ``model`` and ``small_model`` keys of a V1 ``opencode.json`` for the scripted model.
+
+    Uses the ``@ai-sdk/openai-compatible`` provider bundled in the binary: a versioned spec would
+    make OpenCode npm-install it at run time, which hangs offline (FACTS §8). The cost table (USD
+    per million tokens, Sonnet-like) makes the reported cost non-zero, so cost budgets are testable.
+    """
+    model_ref = f"{SCRIPTED_PROVIDER_ID}/{endpoint.model_id}"
+    return {
+        "model": model_ref,
+        "small_model": model_ref,
+        "provider": {
+            SCRIPTED_PROVIDER_ID: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Atlante scripted model",
+                "options": {"baseURL": endpoint.openai_base_url, "apiKey": "atlante-scripted"},
+                "models": {
+                    endpoint.model_id: {
+                        "name": "Atlante scripted model",
+                        "tool_call": True,
+                        "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
+                        "limit": {"context": 200000, "output": 8192},
+                    }
+                },
+            }
+        },
+    }
+
+
 def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: ScriptedEndpoint | None) -> dict[str, Any]:
     """The trial's fresh configuration: containment policy, model, and nothing from the project.
 
@@ -121,7 +159,7 @@ def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: Scri
     """
     config: dict[str, Any] = {"$schema": CONFIG_SCHEMA_URL, "autoupdate": False, "share": "disabled"}
     if scripted is not None:
-        config.update(scripted.opencode_config)
+        config.update(scripted_provider_config(scripted))
     elif model:
         config["model"] = model
     config.update(opencode_permission(dialect))
@@ -146,7 +184,7 @@ class OpenCodeHost:
                                "set eval.model to a provider/model your stored OpenCode credentials cover")]
         return []
 
-    def render_agent(self, name: str, agent: AgentSource, body: str) -> str:
+    def render_agent(self, name: str, agent: AgentSpec, body: str) -> str:
         fields = [("description", agent.description), ("mode", "all")]
         if agent.model is not None and "/" in agent.model:
             fields.append(("model", agent.model))
@@ -252,6 +290,9 @@ class OpenCodeHost:
     def new_monitor(self) -> StreamMonitor:
         return OpenCodeStreamMonitor()
 
+    def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
+        transcript_events(lines, builder)
+
     def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path,
                  wrap: Callable[[list[str]], list[str]] | None = None) -> SessionOutcome:
         """The stream's outcome plus what only ``opencode export`` knows: the model identity, and
@@ -334,3 +375,53 @@ def _last_assistant_model(messages: object) -> str | None:
             if ref:
                 return ref
     return None
+
+
+# --------------------------------------------------------------------------- transcript
+
+
+def transcript_events(lines: Iterable[tuple[int, str]], b: TranscriptBuilder) -> None:
+    """``opencode run --format json`` lines → host-neutral transcript events (its tool names
+    already are the neutral ones)."""
+    total: Usage | None = None
+    cost_total: float | None = None
+    for t, line in lines:
+        event = _event(line)
+        if event is None:
+            continue
+        kind = event.get("type")
+        part = _dict(event.get("part"))
+        if kind == "step_start":
+            b.turn += 1
+        elif kind == "text" and part.get("text"):
+            b.emit(t, "text", agent=None, **capped(str(part["text"]), TEXT_CAP_CHARS))
+        elif kind == "tool_use":
+            state = _dict(part.get("state"))
+            tool = str(part.get("tool", ""))
+            b.emit(t, "tool_call", id=part.get("callID"), tool=tool, hostTool=tool, input=neutral_input(state.get("input")), agent=None)
+            failed = state.get("status") == "error"
+            output = state.get("error") if failed else state.get("output")
+            b.emit(t, "tool_result", id=part.get("callID"), tool=tool, isError=failed, agent=None,
+                   **capped(result_text(output), RESULT_CAP_CHARS))
+            child = _dict(state.get("metadata")).get("sessionId")
+            if tool == "task":
+                arguments = _dict(state.get("input"))
+                b.emit(t, "subagent", id=child if isinstance(child, str) else part.get("callID"),
+                       agent=arguments.get("subagent_type"), description=arguments.get("description"), status=state.get("status"))
+        elif kind == "step_finish":
+            tokens = part.get("tokens")
+            step_cost = part.get("cost") if isinstance(part.get("cost"), (int, float)) else None
+            if isinstance(tokens, dict):
+                step = opencode_usage(tokens)
+                total = step if total is None else sum_usage([total, step])
+                b.usage(t, step, step_cost, exact=True)
+            if step_cost is not None:
+                cost_total = (cost_total or 0.0) + step_cost
+        elif kind == "error":
+            error = _dict(event.get("error"))
+            message = _dict(error.get("data")).get("message")
+            b.emit(t, "error", message=": ".join(str(p) for p in (error.get("name"), message) if p) or "error")
+    last_t = b.events[-1]["t"] if b.events else 0
+    # OpenCode has no summary event (FACTS §8): the totals are the sum of the steps.
+    b.emit(last_t, "result", usage=total.model_dump() if total else None, costUsd=cost_total, turns=b.turn,
+           stopReason=None, isError=any(e["type"] == "error" for e in b.events))

@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_atlante import __version__
-from pytest_atlante.suite.config import CONFIG_FILE, Harness, SkillSource, load_project_config
+from pytest_atlante.suite.config import CONFIG_FILE, AgentSource, Harness, SkillSource, load_project_config
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, atomic_write_text, read_capped, sha256_file
-from pytest_atlante.hosts.base import frontmatter
+from pytest_atlante.hosts.base import AgentSpec, frontmatter
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.packs import harness_layers, resolve_packages
-from pytest_atlante.suite.scenario import unsafe_path_reason
+from pytest_atlante.checks.base import unsafe_path_reason
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
 HOSTS: tuple[HostName, ...] = HOST_NAMES
@@ -63,6 +63,12 @@ def gather(project_root: Path) -> tuple[list[HarnessInput], list[Diagnostic]]:
     problems = problems + pack_problems
     inputs.extend(HarnessInput(origin, base, harness) for origin, base, harness in harness_layers(packs))
     return inputs, problems
+
+
+def agent_spec(agent: AgentSource) -> AgentSpec:
+    """A configured agent as the host adapters see it (they know nothing of the configuration)."""
+    return AgentSpec(description=agent.description, model=agent.model,
+                     tools=tuple(agent.tools) if agent.tools is not None else None)
 
 
 def _skill_file(name: str, skill: SkillSource, body: str) -> str:
@@ -126,7 +132,7 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tu
             except (UnreadableFile, UnicodeDecodeError) as exc:
                 problems.append(_unreadable(file, f"$.harness.agents.{name}.prompt", exc))
                 continue
-            outputs[f"{owned}/agents/{name}.md"] = adapter.render_agent(name, agent, body).encode()
+            outputs[f"{owned}/agents/{name}.md"] = adapter.render_agent(name, agent_spec(agent), body).encode()
         for name, skill in sorted(item.harness.skills.items()):
             path = _claimed_source(owners, problems, item, file, ("skill", name), skill.dir)
             if path is None:

@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
-from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.suite.documents import load_document, validate_model
 from pytest_atlante.fsutil import file_kind
 from pytest_atlante.hosts.names import HostName, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
-from pytest_atlante.suite.scenario import Scenario, rule_diagnostics, unsafe_path_reason
+from pytest_atlante.checks.base import unsafe_path_reason
+from pytest_atlante.suite.scenario import Scenario, rule_diagnostics
+from pytest_atlante.suite.script import Script, load_script
 
 
 
@@ -31,17 +33,43 @@ class ScenarioEntry:
     line: int             # 1-based line of the scenario's name, for reportinfo()
     source: str           # "local" or the pack locator
     fixture: Path         # absolute fixture directory
-    script: Path | None   # the scripted-model script, in scripted mode
+    script: Path | None   # the scripted-model script's file, in scripted mode
+    # The script as discovery read and validated it: every trial plays this (None when absent or invalid).
+    parsed_script: Script | None = None
 
 
 @dataclass
 class Suite:
+    """What :func:`discover` found, valid or not: the problems are in ``diagnostics``.
+
+    ``config`` and ``eval`` are None only when the configuration (or its eval section) is missing
+    or invalid, and then a diagnostic says so; :meth:`validated` is the suite a run executes.
+    """
+
     project_root: Path
     config: ProjectConfig | None
     eval: EvalSection | None
     packs: list[ResolvedPack] = field(default_factory=list)
     scenarios: list[ScenarioEntry] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def validated(self) -> ValidSuite:
+        """The suite with its configuration and eval section (ValueError when it has none)."""
+        if self.config is None or self.eval is None:
+            found = "; ".join(d.render() for d in self.diagnostics) or "no eval section"
+            raise ValueError(f"the suite at {self.project_root} has no valid eval configuration: {found}")
+        return ValidSuite(self.project_root, self.config, self.eval, list(self.packs), list(self.scenarios))
+
+
+@dataclass(frozen=True)
+class ValidSuite:
+    """A suite whose configuration validated: what a run executes (its ``eval`` is always there)."""
+
+    project_root: Path
+    config: ProjectConfig
+    eval: EvalSection
+    packs: list[ResolvedPack] = field(default_factory=list)
+    scenarios: list[ScenarioEntry] = field(default_factory=list)
 
 
 def expand_glob(root: Path, pattern: str) -> list[Path]:
@@ -169,27 +197,26 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
         if safe:
             suite.diagnostics.extend(_fixture_problems(fixture_root, fixture, scenario.task.fixture, host, display, root))
         script = _script_for(document, scenario.name) if scripted else None
+        parsed: Script | None = None
         if scripted:
             if script is None and not optional_scripts:
                 suite.diagnostics.append(Diagnostic(display, "$.name", "eval-script-missing",
                                                     f"no scripted-model script for scenario {scenario.name!r}",
                                                     f"add scripted/{scenario.name}.json beside the scenario document"))
             elif script is not None:
-                suite.diagnostics.extend(_script_diagnostics(script, root))
+                parsed, script_problems = _load_script(script, root)
+                suite.diagnostics.extend(script_problems)
         suite.scenarios.append(ScenarioEntry(scenario, document, display, loaded.line_of_key("name", scenario.name),
                                              # an unsafe path (a NUL) is already a diagnostic; never resolve it
-                                             source, fixture.resolve() if safe else fixture, script))
+                                             source, fixture.resolve() if safe else fixture, script, parsed))
 
 
-def _script_diagnostics(script: Path, root: Path) -> list[Diagnostic]:
-    from pytest_atlante.diagnostics import DiagnosticError
-    from pytest_atlante.trial.scripted import load_script
-
+def _load_script(script: Path, root: Path) -> tuple[Script | None, list[Diagnostic]]:
+    """The validated script, or None and its problems (located by the script's display path)."""
     try:
-        load_script(script)
+        return load_script(script), []
     except DiagnosticError as exc:
-        return [Diagnostic(display_path(script, root), d.location, d.code, d.message, d.hint) for d in exc.diagnostics]
-    return []
+        return None, [Diagnostic(display_path(script, root), d.location, d.code, d.message, d.hint) for d in exc.diagnostics]
 
 
 def _duplicates(suite: Suite) -> None:

@@ -22,7 +22,8 @@ from pytest_atlante.suite.config import CONFIG_FILE, Harness, PackConfig, PackSu
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.suite.documents import load_document, validate_model
-from pytest_atlante.suite.scenario import SLUG_PATTERN, unsafe_path_reason
+from pytest_atlante.checks.base import unsafe_path_reason
+from pytest_atlante.suite.scenario import SLUG_PATTERN
 
 # npm's package-name rules: lowercase (legacy names may carry capitals), no leading dot or
 # underscore, an optional ``@scope/``; this also keeps ``.``, ``..`` and ``a/../b`` out of node_modules.

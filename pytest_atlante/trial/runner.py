@@ -17,7 +17,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from pytest_atlante.sandbox import rundirs
 from pytest_atlante.sandbox import trialdir as sandboxes
@@ -25,7 +25,7 @@ from pytest_atlante.sandbox.audit import Audit
 from pytest_atlante.trial.budget import TokenGate, TrialBudget
 from pytest_atlante.suite.build import tree_dir
 from pytest_atlante.checks import run_checks
-from pytest_atlante.suite.discovery import ScenarioEntry, Suite
+from pytest_atlante.suite.discovery import ScenarioEntry, Suite, ValidSuite
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.sandbox.isolation import Confinement, IsolationRecord, hidden_roots
@@ -37,9 +37,6 @@ from pytest_atlante.sandbox.redact import scrub_paths
 from pytest_atlante.sandbox.sources import RunSources, changed_in_copy, copy_of
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS
 from pytest_atlante.trial.transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
-
-if TYPE_CHECKING:
-    from pytest_atlante.trial.scripted import Script
 
 __all__ = ["Facts", "Progress", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
 
@@ -342,10 +339,10 @@ def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> Trial
 class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
-    def __init__(self, suite: Suite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
+    def __init__(self, suite: Suite | ValidSuite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
                  sources: RunSources, report_dir: Path, isolation: IsolationRecord | None = None,
                  out_dir: Path | None = None) -> None:
-        assert suite.eval is not None
+        suite = suite if isinstance(suite, ValidSuite) else suite.validated()
         self.suite = suite
         self.model = suite.eval.model
         self.run_id = run_id
@@ -363,9 +360,6 @@ class TrialRunner:
         # of this run is alive (rundirs).
         self.claim = rundirs.claim(run_id)
         self.out_dir = out_dir  # where this process writes each trial's transcript (beside the report)
-        # Scripts as first read by this process: validation read each one before the run, and
-        # every trial of a scenario then plays the same script without parsing it again.
-        self.scripts: dict[Path, Script] = {}
 
     def close(self) -> None:
         self.claim.release()
@@ -401,7 +395,7 @@ class TrialRunner:
         for path in self.host.credential_files(Path.home(), parent_env):
             secrets.add(secrets_in_file(path))
         try:
-            with scripted_model(entry, sb, self.scripted and with_host, self.scripts) as (endpoint, turns):
+            with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns):
                 try:
                     clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
                     rec = self._in_sandbox(entry, sb, base, budget, progress, endpoint, secrets, with_host)
@@ -443,26 +437,23 @@ class TrialRunner:
 
 
 @contextmanager
-def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool, scripts: dict[Path, Script]
+def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
                    ) -> Iterator[tuple[ScriptedEndpoint | None, Callable[[], int] | None]]:
     """The scripted model server for one trial (scripted runs only).
 
-    Yields the endpoint the host is pointed at and a callable counting the turns served; for a
-    real-provider run both are ``None``.  ``scripts`` caches the loaded scripts by path.
+    Yields the endpoint the host is pointed at (the adapter derives its own wiring from it) and a
+    callable counting the turns served; for a real-provider run both are ``None``.  The script is
+    the one discovery read and validated (``entry.parsed_script``): a trial never parses it again.
     """
     if not enabled:
         yield None, None
         return
-    from pytest_atlante.trial.scripted import ScriptedModelServer, claude_env, load_script, opencode_provider_config
+    from pytest_atlante.trial.scripted import ScriptedModelServer
 
-    assert entry.script is not None
-    if entry.script not in scripts:
-        scripts[entry.script] = load_script(entry.script)
-    server = ScriptedModelServer(scripts[entry.script], sandbox_root=sb.root)
+    assert entry.parsed_script is not None, "scripted runs validate every scenario's script first"
+    server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root)
     server.start()
     try:
-        yield (ScriptedEndpoint(server.anthropic_base_url, server.openai_base_url, claude_env(server),
-                                opencode_provider_config(server)),
-               lambda: server.turns_served)
+        yield server.endpoint, lambda: server.turns_served
     finally:
         server.stop()

@@ -8,7 +8,9 @@ The host really runs the tools, so a scenario's checks see real effects on disk.
 Which turn to play is derived from the request alone — the number of assistant messages already in
 ``messages`` — so a host's retry gets the same turn again and parallel sessions do not disturb each
 other. Requests that offer no tools (OpenCode's title generator) are side requests: they get a short
-title and consume no turn. See ``docs/scripted-model.md`` for the script format.
+title and consume no turn. The script document itself (``Script``, ``load_script``) is
+``suite/script.py``; see ``docs/scripted-model.md`` for the format.  Each host's wiring (Claude
+Code's environment, OpenCode's provider block) is its adapter's, from :attr:`ScriptedModelServer.endpoint`.
 """
 
 from __future__ import annotations
@@ -22,15 +24,11 @@ import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Mapping, Union
+from typing import Any, Literal, Mapping
 from urllib.parse import urlsplit
 
-import json5
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
-from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.suite.scenario import unsafe_path_reason
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, ScriptedEndpoint
+from pytest_atlante.suite.script import BashAction, EditAction, ReadAction, Script, Turn, WriteAction
 from pytest_atlante.trial.dialects import (
     Dialect,
     OfferedTool,
@@ -49,11 +47,8 @@ from pytest_atlante.trial.dialects import (
     tool_arguments,
 )
 
-SCRIPT_SCHEMA = "atlante/scripted-model-v1"
-SCRIPT_INVALID = "eval-script-invalid"
-#: Model id under which OpenCode's provider block exposes the scripted model.
-OPENCODE_PROVIDER_ID = "atlante-scripted"
-OPENCODE_MODEL_ID = "scripted-model"
+#: The model id the server lists and answers as when a request names none.
+MODEL_ID = SCRIPTED_MODEL_ID
 #: What a turn reports when the script gives no ``usage``: small, non-zero, obviously synthetic.
 DEFAULT_USAGE = ReplyUsage(input=100, output=20)
 #: Replies that play no scripted turn report no tokens, so a host's totals are exactly the sum of
@@ -61,179 +56,6 @@ DEFAULT_USAGE = ReplyUsage(input=100, output=20)
 NO_USAGE = ReplyUsage(input=0, output=0)
 SIDE_REPLY_TEXT = "Scripted session"
 EXHAUSTED_REPLY_TEXT = "The scripted model has no more turns."
-
-
-class ScriptError(DiagnosticError):
-    """A script file could not be loaded; every problem is a ``Diagnostic`` with a JSON path."""
-
-
-# --------------------------------------------------------------------------- script document
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-def _safe_relative(value: str) -> str:
-    reason = unsafe_path_reason(value)
-    if reason:
-        raise ValueError(f"{reason}; action paths are relative to the sandbox root")
-    return value
-
-
-SandboxPath = Annotated[str, Field(min_length=1), AfterValidator(_safe_relative)]
-
-
-class WriteAction(_Strict):
-    """Create or overwrite a file (Claude Code ``Write``, OpenCode ``write``)."""
-
-    type: Literal["write"]
-    path: SandboxPath
-    content: str
-
-
-class EditAction(_Strict):
-    """Replace ``old`` by ``new`` in a file (``Edit`` / ``edit``); the host requires a prior read
-    or write of that file in the same session."""
-
-    type: Literal["edit"]
-    path: SandboxPath
-    old: Annotated[str, Field(min_length=1)]
-    new: str
-    replace_all: bool = False
-
-
-class ReadAction(_Strict):
-    """Read a file (``Read`` / ``read``); needed before editing a file the session has not seen."""
-
-    type: Literal["read"]
-    path: SandboxPath
-
-
-class BashAction(_Strict):
-    """Run a shell command in the sandbox (``Bash`` / ``bash``)."""
-
-    type: Literal["bash"]
-    command: Annotated[str, Field(min_length=1)]
-    description: Annotated[str, Field(min_length=1)] | None = None
-    timeout_ms: Annotated[int, Field(gt=0, le=600_000)] | None = None
-
-
-Action = Annotated[Union[WriteAction, EditAction, ReadAction, BashAction], Field(discriminator="type")]
-ACTION_TYPES = frozenset({"write", "edit", "read", "bash"})
-
-
-class Usage(_Strict):
-    """Token figures the host reports for a turn; ``input`` excludes cached tokens."""
-
-    input: Annotated[int, Field(ge=0)]
-    output: Annotated[int, Field(ge=0)]
-    cache_read: Annotated[int, Field(ge=0)] = 0
-    cache_write: Annotated[int, Field(ge=0)] = 0
-
-
-class TurnError(_Strict):
-    """Answer this turn with an HTTP error instead of a model response."""
-
-    status: Annotated[int, Field(ge=400, le=599)]
-    message: Annotated[str, Field(min_length=1)] = "scripted error"
-
-
-class Turn(_Strict):
-    """One model response: text, then one tool call per action. No actions ends the session."""
-
-    text: str = ""
-    actions: list[Action] = Field(default_factory=list)
-    usage: Usage | None = None
-    error: TurnError | None = None
-
-    @model_validator(mode="after")
-    def _one_kind_of_answer(self) -> Turn:
-        if self.error is not None and (self.text or self.actions or self.usage):
-            raise ValueError("a turn with 'error' answers with an HTTP error only: drop text, actions and usage")
-        if self.error is None and not self.text and not self.actions:
-            raise ValueError("a turn needs 'text', 'actions' or 'error'")
-        return self
-
-
-class Script(_Strict):
-    """A scripted-model document (schema ``atlante/scripted-model-v1``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=False)
-
-    schema_id: Literal["atlante/scripted-model-v1"] = Field(alias="schema")
-    description: str | None = None
-    turns: Annotated[list[Turn], Field(min_length=1)]
-
-
-def _reject_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"duplicate key {json.dumps(key)}")
-        seen[key] = value
-    return seen
-
-
-def _error_location(loc: tuple[int | str, ...]) -> str:
-    # A discriminated union puts the tag in the path ($.turns[0].actions[1].write.path); users
-    # wrote no such key, so drop it.
-    parts = [
-        part
-        for index, part in enumerate(loc)
-        if not (part in ACTION_TYPES and index >= 2 and loc[index - 2] == "actions")
-    ]
-    return json_path(parts)
-
-
-def _hint(error_type: str) -> str:
-    if error_type == "union_tag_invalid":
-        return "action 'type' is one of: " + ", ".join(sorted(ACTION_TYPES))
-    if error_type == "extra_forbidden":
-        return "remove the key; docs/scripted-model.md lists the allowed keys"
-    if error_type == "missing":
-        return "add the field; docs/scripted-model.md shows every action's fields"
-    return "see docs/scripted-model.md for the script format"
-
-
-def load_script(path: Path) -> Script:
-    """Load and validate a script (JSON or JSONC); raise :class:`ScriptError` listing every problem."""
-    where = str(path)
-
-    def fail(location: str, message: str, hint: str) -> ScriptError:
-        return ScriptError(diagnostics=[Diagnostic(where, location, SCRIPT_INVALID, message, hint)])
-
-    try:
-        text = read_capped(path, MAX_DOCUMENT_BYTES).decode("utf-8")
-    except UnreadableFile as exc:
-        raise fail("", f"cannot read the script: it {exc.reason}", "check the scenario's script path") from None
-    except UnicodeDecodeError as exc:
-        raise fail("", f"cannot read the script: {exc}", "save the script as UTF-8") from None
-    try:
-        document = json5.loads(text, object_pairs_hook=_reject_duplicate_keys)
-    except ValueError as exc:
-        message = str(exc)
-        location = ""
-        # json5 reports "<string>:LINE message"; keep the line as the location.
-        head, _, rest = message.partition(" ")
-        if head.startswith("<string>:") and head[len("<string>:") :].isdigit():
-            location, message = f"line {head[len('<string>:'):]}", rest
-        raise fail(location, f"not valid JSON/JSONC: {message}", "fix the syntax; comments and trailing commas are allowed") from None
-    try:
-        return Script.model_validate(document)
-    except ValidationError as exc:
-        raise ScriptError(
-            diagnostics=[
-                Diagnostic(
-                    where,
-                    _error_location(tuple(err["loc"])),
-                    SCRIPT_INVALID,
-                    err["msg"].removeprefix("Value error, "),
-                    _hint(err["type"]),
-                )
-                for err in exc.errors()
-            ]
-        ) from None
 
 
 # --------------------------------------------------------------------------- request log
@@ -365,6 +187,11 @@ class ScriptedModelServer:
         """For an ``@ai-sdk/openai-compatible`` provider's ``baseURL``."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def endpoint(self) -> ScriptedEndpoint:
+        """Where the host is pointed: each adapter derives its own wiring from it."""
+        return ScriptedEndpoint(self.anthropic_base_url, self.openai_base_url, MODEL_ID)
+
     # -- observations
 
     @property
@@ -389,10 +216,10 @@ class ScriptedModelServer:
         if route == "":
             answer = _Answer(200, "text/plain", b"atlante scripted model\n")
         elif route == "/v1/models":
-            model = {"id": OPENCODE_MODEL_ID, "object": "model", "type": "model", "owned_by": "atlante",
+            model = {"id": MODEL_ID, "object": "model", "type": "model", "owned_by": "atlante",
                      "display_name": "Atlante scripted model", "created": 0}
             listing = {"object": "list", "data": [model], "has_more": False,
-                       "first_id": OPENCODE_MODEL_ID, "last_id": OPENCODE_MODEL_ID}
+                       "first_id": MODEL_ID, "last_id": MODEL_ID}
             answer = _Answer(200, "application/json", json.dumps(listing).encode())
         else:
             answer = _Answer(404, "application/json", json.dumps({"error": {"message": "not found"}}).encode())
@@ -428,7 +255,7 @@ class ScriptedModelServer:
         assistant_turns = sum(
             1 for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict) and m.get("role") == "assistant"
         )
-        model = body.get("model") if isinstance(body.get("model"), str) else OPENCODE_MODEL_ID
+        model = body.get("model") if isinstance(body.get("model"), str) else MODEL_ID
         stream = body.get("stream") is True
         message_id = f"msg_scripted_{uuid.uuid4().hex[:16]}"
         common: dict[str, Any] = {
@@ -545,52 +372,3 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             return
 
     return Handler
-
-
-# --------------------------------------------------------------------------- host wiring
-
-
-def claude_env(server: ScriptedModelServer) -> dict[str, str]:
-    """Environment that points Claude Code at ``server`` and keeps it off the network.
-
-    ``CLAUDE_CODE_MAX_RETRIES=1``: against a custom base URL Claude retries even a 401 ten times
-    with backoff (FACTS §3); a scripted error turn should fail fast.
-    """
-    return {
-        "ANTHROPIC_BASE_URL": server.anthropic_base_url,
-        "ANTHROPIC_API_KEY": "atlante-scripted",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_MAX_RETRIES": "1",
-    }
-
-
-def opencode_provider_config(server: ScriptedModelServer) -> dict[str, Any]:
-    """``provider``, ``model`` and ``small_model`` keys of a V1 ``opencode.json`` for ``server``.
-
-    Uses the ``@ai-sdk/openai-compatible`` provider bundled in the binary: a versioned spec would
-    make OpenCode npm-install it at run time, which hangs offline (FACTS §8). The cost table (USD
-    per million tokens, Sonnet-like) makes the reported cost non-zero, so cost budgets are testable.
-    """
-    model_ref = f"{OPENCODE_PROVIDER_ID}/{OPENCODE_MODEL_ID}"
-    return {
-        "model": model_ref,
-        "small_model": model_ref,
-        "provider": {
-            OPENCODE_PROVIDER_ID: {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Atlante scripted model",
-                "options": {"baseURL": server.openai_base_url, "apiKey": "atlante-scripted"},
-                "models": {
-                    OPENCODE_MODEL_ID: {
-                        "name": "Atlante scripted model",
-                        "tool_call": True,
-                        "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
-                        "limit": {"context": 200000, "output": 8192},
-                    }
-                },
-            }
-        },
-    }

@@ -2,10 +2,11 @@
 
 The trial engine hands every stdout line of the host session to a :class:`StreamCapture` (with
 the time it arrived), alongside the budget monitor.  After the session, :func:`build_transcript`
-turns the captured lines into ordered, host-neutral events — assistant text, tool calls with a
-host-neutral tool name and argument names, tool results (truncated, full size kept), per-turn
-usage, subagent/skill calls, errors, the final totals and the abort — and :func:`write_trial_files`
-writes them, plus the raw stream, beside the report.  The schema is documented in
+has the host's own reader (``Host.transcript_events``, each adapter's stream shapes) turn the
+captured lines into ordered, host-neutral events — assistant text, tool calls with a host-neutral
+tool name and argument names, tool results (truncated, full size kept), per-turn usage,
+subagent/skill calls, errors, the final totals — adds the header and the abort, and
+:func:`write_trial_files` writes them, plus the raw stream, beside the report.  The schema is documented in
 ``docs/transcripts.md``.
 
 Privacy: credential values from the parent environment and sandbox paths are removed from every
@@ -23,13 +24,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from pytest_atlante.fsutil import atomic_write_bytes
-from pytest_atlante.pathnames import escape_path
-from pytest_atlante.hosts.streams import SYNTHETIC_MODEL, claude_model_usage, claude_usage, opencode_usage, sum_usage
-from pytest_atlante.hosts.streams import _dict, _event as _json  # the monitors' junk-tolerant readers
-from pytest_atlante.records import Usage
+from pytest_atlante.hosts.registry import host_for
+from pytest_atlante.hosts.streams import _event as _json  # the monitors' junk-tolerant reader
+from pytest_atlante.hosts.transcripts import TranscriptBuilder
 from pytest_atlante.records import iso_utc
 from pytest_atlante.sandbox.redact import redact_sandbox_paths, scrub_paths
 
@@ -38,8 +38,6 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 HOST_STREAM_FILE = "host-stream.jsonl"
 STREAM_CAP_BYTES = 2_000_000  # raw stream kept per trial (and written as host-stream.jsonl)
 TAIL_LINES = 64  # lines past the cap still kept: the end of a stream says how the session ended
-RESULT_CAP_CHARS = 2_000  # characters of one tool result kept in the transcript
-TEXT_CAP_CHARS = 20_000  # characters of one assistant text kept
 REDACTED = "<redacted>"
 
 # Environment variables whose values are credentials, by name.  Short values ("1", "true") are
@@ -48,17 +46,6 @@ _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COO
 _SECRET_MIN_CHARS = 8
 # Credential shapes that need no environment variable to be recognised.
 _SECRET_SHAPES = re.compile(r"sk-(?:ant-)?[A-Za-z0-9_-]{16,}|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}")
-
-# Host tool name → host-neutral name (OpenCode's names are already the neutral ones).
-_CLAUDE_TOOLS = {"Write": "write", "Edit": "edit", "MultiEdit": "edit", "Read": "read", "Bash": "bash",
-                 "Glob": "glob", "Grep": "grep", "Task": "task", "Agent": "task", "Skill": "skill",
-                 "TodoWrite": "todowrite", "WebFetch": "webfetch", "WebSearch": "websearch",
-                 "NotebookEdit": "notebookedit"}
-# Host argument name → host-neutral name (the scripted model's spelling, docs/scripted-model.md).
-_ARGUMENTS = {"file_path": "path", "filePath": "path", "old_string": "old", "oldString": "old",
-              "new_string": "new", "newString": "new", "replaceAll": "replace_all", "subagent_type": "agent",
-              "skill": "name"}
-
 
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """Values of credential-named variables, longest first (so no secret is half-replaced)."""
@@ -129,160 +116,16 @@ class StreamCapture:
 # --------------------------------------------------------------------------- building
 
 
-@dataclass
-class _Builder:
-    events: list[dict[str, Any]] = field(default_factory=list)
-    turn: int = 0
-    cumulative: int = 0
-    max_tokens: int = 0
-    budget_marked: bool = False
-
-    def emit(self, t: int, kind: str, **fields: Any) -> None:
-        self.events.append({"seq": len(self.events) + 1, "t": t, "type": kind, "turn": self.turn, **fields})
-
-    def usage(self, t: int, usage: Usage, cost: float | None, *, exact: bool, agent: str | None = None) -> None:
-        self.cumulative += usage.total
-        crossed = bool(self.max_tokens) and not self.budget_marked and self.cumulative > self.max_tokens
-        self.budget_marked = self.budget_marked or crossed
-        extra: dict[str, Any] = {"budgetCrossed": True} if crossed else {}
-        self.emit(t, "usage", usage=usage.model_dump(), costUsd=cost, outputExact=exact,
-                  cumulativeTokens=self.cumulative, agent=agent, **extra)
-
-
-def neutral_input(value: object) -> dict[str, Any]:
-    """A tool call's arguments with host-neutral names; a ``path`` in its shown form (``escape_path``),
-    as the report names it."""
-    fields = {_ARGUMENTS.get(k, k): v for k, v in _dict(value).items()}
-    if isinstance(fields.get("path"), str):
-        fields["path"] = escape_path(fields["path"])
-    return fields
-
-
-def _capped(text: str, limit: int) -> dict[str, Any]:
-    if len(text) <= limit:
-        return {"text": text, "chars": len(text), "truncated": False}
-    return {"text": text[:limit], "chars": len(text), "truncated": True}
-
-
-def _result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(_dict(b).get("text", "")) for b in content if isinstance(b, dict))
-    return "" if content is None else json.dumps(content)
-
-
-def _claude(lines: Iterable[tuple[int, str]], b: _Builder) -> None:
-    seen_messages: set[str] = set()
-    tools: dict[str, str] = {}
-    for t, line in lines:
-        event = _json(line)
-        if event is None:
-            continue
-        kind = event.get("type")
-        agent = event.get("parent_tool_use_id") if isinstance(event.get("parent_tool_use_id"), str) else None
-        if kind == "assistant":
-            message = _dict(event.get("message"))
-            message_id = message.get("id")
-            if isinstance(message_id, str) and message_id not in seen_messages:
-                seen_messages.add(message_id)
-                if agent is None:
-                    b.turn += 1
-                usage = message.get("usage")
-                if isinstance(usage, dict) and message.get("model") != SYNTHETIC_MODEL:
-                    # message_start usage: input and cache exact, output_tokens only 1 (FACTS §3)
-                    b.usage(t, claude_usage(usage), None, exact=False, agent=agent)
-            for block in message.get("content") or []:
-                block = _dict(block)
-                if block.get("type") == "text" and block.get("text"):
-                    b.emit(t, "text", agent=agent, **_capped(str(block["text"]), TEXT_CAP_CHARS))
-                elif block.get("type") == "tool_use":
-                    host_tool = str(block.get("name", ""))
-                    tools[str(block.get("id"))] = host_tool
-                    b.emit(t, "tool_call", id=block.get("id"), tool=_CLAUDE_TOOLS.get(host_tool, host_tool.lower()),
-                           hostTool=host_tool, input=neutral_input(block.get("input")), agent=agent)
-        elif kind == "user":
-            for block in _dict(event.get("message")).get("content") or []:
-                block = _dict(block)
-                if block.get("type") == "tool_result":
-                    host_tool = tools.get(str(block.get("tool_use_id")), "")
-                    b.emit(t, "tool_result", id=block.get("tool_use_id"), tool=_CLAUDE_TOOLS.get(host_tool, host_tool.lower()),
-                           isError=block.get("is_error") is True, agent=agent,
-                           **_capped(_result_text(block.get("content")), RESULT_CAP_CHARS))
-        elif kind == "system" and event.get("subtype") in ("task_started", "task_notification"):
-            b.emit(t, "subagent", id=event.get("tool_use_id"), agent=event.get("subagent_type"),
-                   description=event.get("description") or event.get("summary"),
-                   status="started" if event.get("subtype") == "task_started" else event.get("status"))
-        elif kind == "system" and event.get("subtype") == "api_retry":
-            b.emit(t, "error", message=f"API retry {event.get('attempt')}: {event.get('error')} (HTTP {event.get('error_status')})")
-        elif kind == "result":
-            _claude_result(t, event, b)
-
-
-def _claude_result(t: int, event: dict[str, Any], b: _Builder) -> None:
-    # the same reading as the budget monitor's, so the totals equal the trial record's usage
-    usage = claude_model_usage(_dict(event.get("modelUsage")))
-    if usage is None and isinstance(event.get("usage"), dict):
-        usage = claude_usage(event["usage"])
-    cost = event.get("total_cost_usd")
-    if event.get("is_error") is True:
-        b.emit(t, "error", message=str(event.get("result") or event.get("subtype") or "error"))
-    b.emit(t, "result", usage=usage.model_dump() if usage else None,
-           costUsd=cost if isinstance(cost, (int, float)) else None, turns=event.get("num_turns"),
-           stopReason=event.get("terminal_reason") or event.get("stop_reason"), isError=event.get("is_error") is True)
-
-
-def _opencode(lines: Iterable[tuple[int, str]], b: _Builder) -> None:
-    total: Usage | None = None
-    cost_total: float | None = None
-    for t, line in lines:
-        event = _json(line)
-        if event is None:
-            continue
-        kind = event.get("type")
-        part = _dict(event.get("part"))
-        if kind == "step_start":
-            b.turn += 1
-        elif kind == "text" and part.get("text"):
-            b.emit(t, "text", agent=None, **_capped(str(part["text"]), TEXT_CAP_CHARS))
-        elif kind == "tool_use":
-            state = _dict(part.get("state"))
-            tool = str(part.get("tool", ""))
-            b.emit(t, "tool_call", id=part.get("callID"), tool=tool, hostTool=tool, input=neutral_input(state.get("input")), agent=None)
-            failed = state.get("status") == "error"
-            output = state.get("error") if failed else state.get("output")
-            b.emit(t, "tool_result", id=part.get("callID"), tool=tool, isError=failed, agent=None,
-                   **_capped(_result_text(output), RESULT_CAP_CHARS))
-            child = _dict(state.get("metadata")).get("sessionId")
-            if tool == "task":
-                arguments = _dict(state.get("input"))
-                b.emit(t, "subagent", id=child if isinstance(child, str) else part.get("callID"),
-                       agent=arguments.get("subagent_type"), description=arguments.get("description"), status=state.get("status"))
-        elif kind == "step_finish":
-            tokens = part.get("tokens")
-            step_cost = part.get("cost") if isinstance(part.get("cost"), (int, float)) else None
-            if isinstance(tokens, dict):
-                step = opencode_usage(tokens)
-                total = step if total is None else sum_usage([total, step])
-                b.usage(t, step, step_cost, exact=True)
-            if step_cost is not None:
-                cost_total = (cost_total or 0.0) + step_cost
-        elif kind == "error":
-            error = _dict(event.get("error"))
-            message = _dict(error.get("data")).get("message")
-            b.emit(t, "error", message=": ".join(str(p) for p in (error.get("name"), message) if p) or "error")
-    last_t = b.events[-1]["t"] if b.events else 0
-    # OpenCode has no summary event (FACTS §8): the totals are the sum of the steps.
-    b.emit(last_t, "result", usage=total.model_dump() if total else None, costUsd=cost_total, turns=b.turn,
-           stopReason=None, isError=any(e["type"] == "error" for e in b.events))
-
-
 def build_transcript(capture: StreamCapture, *, host: str, dialect: str, scenario: str, trial: int,
                      max_tokens: int = 0, abort: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The transcript's lines: a header, then the events in stream order, then the abort if any."""
-    b = _Builder(max_tokens=max_tokens)
+    """The transcript's lines: a header, then the events in stream order, then the abort if any.
+
+    The events come from the host's own reader (``Host.transcript_events``); this function adds
+    what every host shares: the header, the truncation marker and the abort.
+    """
+    b = TranscriptBuilder(max_tokens=max_tokens)
     lines = capture.lines()
-    (_claude if host == "claude-code" else _opencode)(lines, b)
+    host_for(host).transcript_events(lines, b)
     if capture.truncated:
         b.emit(b.events[-1]["t"] if b.events else 0, "truncated", droppedLines=capture.dropped_lines)
     if abort is not None:

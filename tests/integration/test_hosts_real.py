@@ -22,7 +22,8 @@ from pytest_atlante.hosts.base import Host
 from pytest_atlante.hosts.opencode import PROJECT_CONFIG
 from pytest_atlante.hosts.opencode_store import data_dir
 from pytest_atlante.sandbox.process import allowlisted_environment, run
-from pytest_atlante.trial.scripted import RequestRecord, Script, ScriptedModelServer, claude_env, opencode_provider_config
+from pytest_atlante.suite.script import Script
+from pytest_atlante.trial.scripted import RequestRecord, ScriptedModelServer
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(300)]
 
@@ -50,12 +51,7 @@ class Session:
 
 
 def endpoint(server: ScriptedModelServer) -> ScriptedEndpoint:
-    return ScriptedEndpoint(
-        anthropic_base_url=server.anthropic_base_url,
-        openai_base_url=server.openai_base_url,
-        claude_env=claude_env(server),
-        opencode_config=opencode_provider_config(server),
-    )
+    return server.endpoint
 
 
 def parent_env(path: str) -> dict[str, str]:

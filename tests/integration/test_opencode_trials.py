@@ -22,7 +22,10 @@ import pytest
 
 from pytest_atlante.hosts.opencode import PROJECT_CONFIG
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
-from pytest_atlante.trial.scripted import OPENCODE_MODEL_ID, OPENCODE_PROVIDER_ID, ScriptedModelServer, load_script
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
+from pytest_atlante.hosts.opencode import SCRIPTED_PROVIDER_ID
+from pytest_atlante.suite.script import load_script
+from pytest_atlante.trial.scripted import ScriptedModelServer
 from trial_helpers import (
     run_agent_cases,
     run_matrix,
@@ -47,7 +50,7 @@ pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
 HOST: HostName = "opencode"
 VERSION = "1.18.33"
-SCRIPTED_MODEL = f"{OPENCODE_PROVIDER_ID}/{OPENCODE_MODEL_ID}"
+SCRIPTED_MODEL = f"{SCRIPTED_PROVIDER_ID}/{SCRIPTED_MODEL_ID}"
 # A model of OpenCode's built-in ``anthropic`` provider, as a user without the scripted model names it.
 ANTHROPIC_MODEL = "anthropic/claude-sonnet-4-5"
 

@@ -19,16 +19,14 @@ from typing import Any, Iterator
 import pytest
 
 from pytest_atlante.diagnostics import DiagnosticError
+from pytest_atlante.hosts.claude_code import scripted_env as claude_scripted_env
+from pytest_atlante.hosts.opencode import scripted_provider_config
+from pytest_atlante.suite.script import Script, ScriptError, load_script
 from pytest_atlante.trial.scripted import (
     DEFAULT_USAGE,
     EXHAUSTED_REPLY_TEXT,
     SIDE_REPLY_TEXT,
-    Script,
-    ScriptError,
     ScriptedModelServer,
-    claude_env,
-    load_script,
-    opencode_provider_config,
 )
 from pytest_atlante.trial.dialects import parse_sse, sse_event
 
@@ -344,10 +342,10 @@ def test_health_models_unknown_routes_and_stop(tmp_path: Path) -> None:
 
 
 def test_host_wiring_helpers(server: ScriptedModelServer) -> None:
-    env = claude_env(server)
+    env = claude_scripted_env(server.endpoint)
     assert env["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{server.port}"
     assert env["CLAUDE_CODE_MAX_RETRIES"] == "1" and env["ANTHROPIC_API_KEY"] == "atlante-scripted"
-    config = opencode_provider_config(server)
+    config = scripted_provider_config(server.endpoint)
     assert config["model"] == config["small_model"] == "atlante-scripted/scripted-model"
     provider = config["provider"]["atlante-scripted"]
     assert provider["npm"] == "@ai-sdk/openai-compatible"  # bundled; a version would npm-install
@@ -398,7 +396,7 @@ def claude_run(sandbox: Path, home: Path, server: ScriptedModelServer) -> tuple[
     (sandbox / ".claude").mkdir(exist_ok=True)
     (sandbox / ".claude/settings.json").write_text(json.dumps({"permissions": {"allow": ["Write", "Edit", "Read", "Bash"]}}))
     result = run_cli([str(CLAUDE), "-p", "Add a health module", "--output-format", "stream-json", "--verbose",
-                      "--setting-sources", "project"], sandbox, {**base_env(home), **claude_env(server)})
+                      "--setting-sources", "project"], sandbox, {**base_env(home), **claude_scripted_env(server.endpoint)})
     return result, events_of(result.stdout)
 
 
@@ -460,7 +458,7 @@ def test_opencode_plays_the_script(dirs: tuple[Path, Path], wiring: str) -> None
                                   "permission": {"edit": "allow", "bash": "allow"}}
         env = {**base_env(home), **OPENCODE_ENV}
         if wiring == "openai-compatible":
-            config.update(opencode_provider_config(server))
+            config.update(scripted_provider_config(server.endpoint))
         else:
             config.update(model="anthropic/claude-sonnet-4-5", small_model="anthropic/claude-sonnet-4-5")
             env["ANTHROPIC_BASE_URL"] = server.anthropic_base_url + "/v1"

@@ -15,12 +15,7 @@ from pytest_atlante.hosts.policy import claude_settings
 
 INFO = HostInfo("claude-code", "2.1.197", "claude-code", "/opt/bin/claude")
 HOST = host_for("claude-code")
-SCRIPTED = ScriptedEndpoint(
-    anthropic_base_url="http://127.0.0.1:4321",
-    openai_base_url="http://127.0.0.1:4321/v1",
-    claude_env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:4321", "ANTHROPIC_API_KEY": "atlante-scripted"},
-    opencode_config={},
-)
+SCRIPTED = ScriptedEndpoint(anthropic_base_url="http://127.0.0.1:4321", openai_base_url="http://127.0.0.1:4321/v1")
 
 
 def codes(parent_env: dict[str, str], user_home: Path) -> list[str]:

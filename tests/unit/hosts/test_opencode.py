@@ -18,12 +18,20 @@ from pytest_atlante.records import Usage
 V1 = HostInfo("opencode", "1.18.33", "opencode-v1", "/opt/bin/opencode")
 V2 = HostInfo("opencode", "2.0.0", "opencode-v2", "/opt/bin/opencode")
 HOST = host_for("opencode")
+# The adapter's own wiring for the scripted model (V1 spelling; V2 renames ``provider``).
 PROVIDER_BLOCK = {
     "model": "atlante-scripted/scripted-model",
     "small_model": "atlante-scripted/scripted-model",
-    "provider": {"atlante-scripted": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:9999/v1"}}},
+    "provider": {"atlante-scripted": {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Atlante scripted model",
+        "options": {"baseURL": "http://127.0.0.1:9999/v1", "apiKey": "atlante-scripted"},
+        "models": {"scripted-model": {"name": "Atlante scripted model", "tool_call": True,
+                                      "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
+                                      "limit": {"context": 200000, "output": 8192}}},
+    }},
 }
-SCRIPTED = ScriptedEndpoint("http://127.0.0.1:9999", "http://127.0.0.1:9999/v1", {}, PROVIDER_BLOCK)
+SCRIPTED = ScriptedEndpoint("http://127.0.0.1:9999", "http://127.0.0.1:9999/v1")
 
 
 def write_auth(user_home: Path, document: object) -> None:

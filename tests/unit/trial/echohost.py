@@ -12,10 +12,11 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.transcripts import TranscriptBuilder
 from pytest_atlante.records import Usage
 
 NAME = "echo"
@@ -94,6 +95,20 @@ class EchoHost:
 
     def new_monitor(self) -> EchoMonitor:
         return EchoMonitor()
+
+    def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
+        monitor = EchoMonitor()
+        last = 0
+        for t, line in lines:
+            before = monitor.total or 0
+            monitor.feed(line)
+            if monitor.total is not None and monitor.total != before:
+                builder.turn += 1
+                builder.usage(t, Usage(inputTokens=monitor.total - before), None, exact=True)
+            last = t
+        usage = monitor.outcome().usage
+        builder.emit(last, "result", usage=usage.model_dump() if usage else None, costUsd=None, turns=builder.turn,
+                     stopReason=None, isError=False)
 
     def finalize(self, info: HostInfo, monitor: Any, *, env: Mapping[str, str], cwd: Path,
                  wrap: Callable[[list[str]], list[str]] | None = None) -> SessionOutcome:

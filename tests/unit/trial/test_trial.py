@@ -166,3 +166,33 @@ def test_the_echo_host_is_reached_through_the_registry_only(echo: Project, tmp_p
     assert isinstance(host_for(NAME), EchoHost)
     with pytest.raises(ValueError, match="unknown host 'nope'"):
         host_for("nope")
+
+
+def test_a_scripted_trial_plays_the_script_discovery_read(echo: Project) -> None:
+    """Discovery keeps the parsed script on the entry; the trial plays it without reading the file."""
+    from pytest_atlante.suite.script import load_script
+
+    echo.scenario(scenario_doc(task={"fixture": "eval/fixtures/app", "prompt": json.dumps(WRITES_HELLO)}))
+    script_file = echo.script("writes-hello", [{"text": "Done."}])
+    suite = discover(echo.root, scripted=True)
+    assert not suite.diagnostics, suite.diagnostics
+    entry = suite.scenarios[0]
+    assert entry.script == script_file and entry.parsed_script == load_script(script_file)
+    script_file.unlink()  # a re-read would fail the trial now
+    runner = TrialRunner(suite, new_run_id(__import__("datetime").datetime.now()), host_for(NAME).probe({}),
+                         scripted=True, keep=False, sources={}, report_dir=echo.root / ".atlante" / "eval" / "run")
+    budget = TrialBudget(timeoutMs=20_000, maxTokens=10_000, maxSessions=1, trials=1, allocated=True)
+    record = runner.run(entry, 1, "node", budget, lambda _: None)
+    assert record.verdict == "pass", record
+    assert record.scriptedTurns == 0  # the echo host never asks the scripted model
+
+
+def test_a_suite_without_an_eval_section_does_not_validate(echo: Project) -> None:
+    suite = discover(echo.root)
+    valid = suite.validated()
+    assert (valid.eval, valid.config, valid.scenarios) == (suite.eval, suite.config, suite.scenarios)
+    (echo.root / "atlante.jsonc").unlink()
+    missing = discover(echo.root)
+    assert missing.eval is None
+    with pytest.raises(ValueError, match="no valid eval configuration"):
+        missing.validated()

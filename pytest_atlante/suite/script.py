@@ -1,0 +1,193 @@
+"""The scripted model's script: one document per scenario (schema ``atlante/scripted-model-v1``).
+
+A script is the list of model turns the scripted model plays to a host CLI (``trial/scripted.py``):
+text, host-neutral tool calls (actions) and usage per turn.  Discovery loads and validates each
+scenario's script once, in scripted mode, and keeps the parsed :class:`Script` on the scenario's
+entry; every trial plays that.  See ``docs/scripted-model.md`` for the format.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Literal, Union
+
+import json5
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
+from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
+from pytest_atlante.checks.base import unsafe_path_reason
+
+SCRIPT_SCHEMA = "atlante/scripted-model-v1"
+SCRIPT_INVALID = "eval-script-invalid"
+
+
+class ScriptError(DiagnosticError):
+    """A script file could not be loaded; every problem is a ``Diagnostic`` with a JSON path."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _safe_relative(value: str) -> str:
+    reason = unsafe_path_reason(value)
+    if reason:
+        raise ValueError(f"{reason}; action paths are relative to the sandbox root")
+    return value
+
+
+SandboxPath = Annotated[str, Field(min_length=1), AfterValidator(_safe_relative)]
+
+
+class WriteAction(_Strict):
+    """Create or overwrite a file (Claude Code ``Write``, OpenCode ``write``)."""
+
+    type: Literal["write"]
+    path: SandboxPath
+    content: str
+
+
+class EditAction(_Strict):
+    """Replace ``old`` by ``new`` in a file (``Edit`` / ``edit``); the host requires a prior read
+    or write of that file in the same session."""
+
+    type: Literal["edit"]
+    path: SandboxPath
+    old: Annotated[str, Field(min_length=1)]
+    new: str
+    replace_all: bool = False
+
+
+class ReadAction(_Strict):
+    """Read a file (``Read`` / ``read``); needed before editing a file the session has not seen."""
+
+    type: Literal["read"]
+    path: SandboxPath
+
+
+class BashAction(_Strict):
+    """Run a shell command in the sandbox (``Bash`` / ``bash``)."""
+
+    type: Literal["bash"]
+    command: Annotated[str, Field(min_length=1)]
+    description: Annotated[str, Field(min_length=1)] | None = None
+    timeout_ms: Annotated[int, Field(gt=0, le=600_000)] | None = None
+
+
+Action = Annotated[Union[WriteAction, EditAction, ReadAction, BashAction], Field(discriminator="type")]
+ACTION_TYPES = frozenset({"write", "edit", "read", "bash"})
+
+
+class Usage(_Strict):
+    """Token figures the host reports for a turn; ``input`` excludes cached tokens."""
+
+    input: Annotated[int, Field(ge=0)]
+    output: Annotated[int, Field(ge=0)]
+    cache_read: Annotated[int, Field(ge=0)] = 0
+    cache_write: Annotated[int, Field(ge=0)] = 0
+
+
+class TurnError(_Strict):
+    """Answer this turn with an HTTP error instead of a model response."""
+
+    status: Annotated[int, Field(ge=400, le=599)]
+    message: Annotated[str, Field(min_length=1)] = "scripted error"
+
+
+class Turn(_Strict):
+    """One model response: text, then one tool call per action. No actions ends the session."""
+
+    text: str = ""
+    actions: list[Action] = Field(default_factory=list)
+    usage: Usage | None = None
+    error: TurnError | None = None
+
+    @model_validator(mode="after")
+    def _one_kind_of_answer(self) -> Turn:
+        if self.error is not None and (self.text or self.actions or self.usage):
+            raise ValueError("a turn with 'error' answers with an HTTP error only: drop text, actions and usage")
+        if self.error is None and not self.text and not self.actions:
+            raise ValueError("a turn needs 'text', 'actions' or 'error'")
+        return self
+
+
+class Script(_Strict):
+    """A scripted-model document (schema ``atlante/scripted-model-v1``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=False)
+
+    schema_id: Literal["atlante/scripted-model-v1"] = Field(alias="schema")
+    description: str | None = None
+    turns: Annotated[list[Turn], Field(min_length=1)]
+
+
+def _reject_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {json.dumps(key)}")
+        seen[key] = value
+    return seen
+
+
+def _error_location(loc: tuple[int | str, ...]) -> str:
+    # A discriminated union puts the tag in the path ($.turns[0].actions[1].write.path); users
+    # wrote no such key, so drop it.
+    parts = [
+        part
+        for index, part in enumerate(loc)
+        if not (part in ACTION_TYPES and index >= 2 and loc[index - 2] == "actions")
+    ]
+    return json_path(parts)
+
+
+def _hint(error_type: str) -> str:
+    if error_type == "union_tag_invalid":
+        return "action 'type' is one of: " + ", ".join(sorted(ACTION_TYPES))
+    if error_type == "extra_forbidden":
+        return "remove the key; docs/scripted-model.md lists the allowed keys"
+    if error_type == "missing":
+        return "add the field; docs/scripted-model.md shows every action's fields"
+    return "see docs/scripted-model.md for the script format"
+
+
+def load_script(path: Path) -> Script:
+    """Load and validate a script (JSON or JSONC); raise :class:`ScriptError` listing every problem."""
+    where = str(path)
+
+    def fail(location: str, message: str, hint: str) -> ScriptError:
+        return ScriptError(diagnostics=[Diagnostic(where, location, SCRIPT_INVALID, message, hint)])
+
+    try:
+        text = read_capped(path, MAX_DOCUMENT_BYTES).decode("utf-8")
+    except UnreadableFile as exc:
+        raise fail("", f"cannot read the script: it {exc.reason}", "check the scenario's script path") from None
+    except UnicodeDecodeError as exc:
+        raise fail("", f"cannot read the script: {exc}", "save the script as UTF-8") from None
+    try:
+        document = json5.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except ValueError as exc:
+        message = str(exc)
+        location = ""
+        # json5 reports "<string>:LINE message"; keep the line as the location.
+        head, _, rest = message.partition(" ")
+        if head.startswith("<string>:") and head[len("<string>:") :].isdigit():
+            location, message = f"line {head[len('<string>:'):]}", rest
+        raise fail(location, f"not valid JSON/JSONC: {message}", "fix the syntax; comments and trailing commas are allowed") from None
+    try:
+        return Script.model_validate(document)
+    except ValidationError as exc:
+        raise ScriptError(
+            diagnostics=[
+                Diagnostic(
+                    where,
+                    _error_location(tuple(err["loc"])),
+                    SCRIPT_INVALID,
+                    err["msg"].removeprefix("Value error, "),
+                    _hint(err["type"]),
+                )
+                for err in exc.errors()
+            ]
+        ) from None
