@@ -16,13 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from pydantic import ValidationError
 
 from pytest_atlante.report import stats as evalstats
 from pytest_atlante.fsutil import DIGEST_PREFIX
-from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
-from pytest_atlante.fsutil import UnreadableFile, read_capped
-from pytest_atlante.report.model import MAX_REPORT_BYTES, EvalReport, ScenarioRecord, mean_duration, passed_and_ran
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.report.reader import load_report
+from pytest_atlante.report.model import EvalReport, ScenarioRecord, mean_duration, passed_and_ran
 from pytest_atlante.report.statrecords import (
     LABELS,
     Comparison,
@@ -33,38 +32,13 @@ from pytest_atlante.report.statrecords import (
     SideCounts,
 )
 
+COMPARE_INPUT_CODE = "eval-compare-input"
 EXIT_OK = 0
 EXIT_REGRESSED = 1
 EXIT_INVALID = 2
 SIGNIFICANCE = evalstats.ALPHA
 NO_DIGESTS_NOTE = ("{side} report has no comparability digests (written before pytest-atlante recorded them): "
                    "that the scenarios are defined alike is assumed, not verified")
-
-
-def load_report(path: Path, code: str = "eval-compare-input") -> EvalReport:
-    """Read and validate one eval report; every problem is a ``DiagnosticError`` with ``code``."""
-    display = str(path)
-    try:
-        # Non-blocking and size-checked like every input: a FIFO or a multi-GiB file is refused.
-        text = read_capped(path, MAX_REPORT_BYTES).decode("utf-8")
-    except UnreadableFile as exc:
-        raise DiagnosticError([Diagnostic(display, "", code, f"cannot read the report: it {exc.reason}",
-                                          "pass the path of a report.json written by an eval run")]) from None
-    except UnicodeDecodeError as exc:
-        raise DiagnosticError([Diagnostic(display, "", code, "the file is not UTF-8 text",
-                                          "pass the path of a report.json written by an eval run")]) from exc
-    try:
-        return EvalReport.model_validate_json(text)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors()[:20]:
-            if error["type"] == "json_invalid":
-                problems.append(Diagnostic(display, "", code, f"not valid JSON: {error['msg']}",
-                                           "pass the path of a report.json written by an eval run"))
-            else:
-                problems.append(Diagnostic(display, json_path(error["loc"]), code, error["msg"],
-                                           "this is not an atlante/eval-report-v1 document (or it was edited)"))
-        raise DiagnosticError(problems) from exc
 
 
 def _per_trial(total: float | None, ran: int) -> float | None:
@@ -269,7 +243,7 @@ def compare_command(base_path: Path, new_path: Path, *, as_json: bool, allow_cha
     reports: list[EvalReport] = []
     for path in (base_path, new_path):
         try:
-            reports.append(load_report(path))
+            reports.append(load_report(path, COMPARE_INPUT_CODE))
         except DiagnosticError as exc:
             problems.extend(exc.diagnostics)
     if problems:

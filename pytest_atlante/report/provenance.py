@@ -15,23 +15,21 @@ hostile file is turned away before it can cost much.
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 import unicodedata
 from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, Callable, Iterable, Literal, NoReturn
+from typing import Any, Callable, Literal, NoReturn
 
-from pydantic import ValidationError
 
-from pytest_atlante.diagnostics import json_path
 from pytest_atlante.report.exitcodes import decide
 from pytest_atlante.fsutil import UnreadableFile, read_capped
+from pytest_atlante.report import reader
+from pytest_atlante.report.reader import ReportRejected
 from pytest_atlante.models import StrictModel
 from pytest_atlante.records import TrialRecord
 from pytest_atlante.report.model import (
-    MAX_REPORT_BYTES,
     REPORT_SCHEMA,
     EvalReport,
     HostIdentity,
@@ -53,7 +51,6 @@ MAX_LOCATOR_CHARS = 1024
 MAX_SCENARIOS = 1000
 MAX_TRIALS_PER_SCENARIO = 50  # the budget's own per-scenario limit
 MAX_ERRORS = 1000
-MAX_INT_DIGITS = 19  # anything longer is not a count or a duration this report could hold
 MAX_NAME_CHARS = 128
 MAX_TEXT_CHARS = 200
 MAX_REASON_CHARS = 500
@@ -92,15 +89,8 @@ class Ignored(StrictModel):
     reason: str
 
 
-class _Rejected(Exception):
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
 def _reject(code: str, reason: str) -> NoReturn:
-    raise _Rejected(code, reason)
+    raise ReportRejected(code, reason)
 
 
 def display_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
@@ -110,67 +100,6 @@ def display_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
 
 
 # --- reading ---------------------------------------------------------------------------------
-
-
-def _read_capped(path: Path, *, follow_symlinks: bool) -> bytes:
-    """Read a regular file of at most ``MAX_REPORT_BYTES`` without blocking on a FIFO or device."""
-    try:
-        return read_capped(path, MAX_REPORT_BYTES, follow_symlinks=follow_symlinks)
-    except UnreadableFile as exc:
-        if exc.missing:
-            _reject("report-missing", "no report at the declared path")
-        if exc.too_large:
-            _reject("report-too-large", f"the report {exc.reason}")
-        if "regular file" in exc.reason:
-            _reject("report-unsafe", f"the report path {exc.reason}")
-        _reject("report-unreadable", f"the report {exc.reason}")
-
-
-def _no_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    # Two values for one key would let a report show one pass rate to one reader and another to
-    # the next, depending on which duplicate each parser keeps.
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {json.dumps(key)}")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"non-finite number {name}")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError("number out of range")
-    return value
-
-
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError("integer too large")
-    return int(text)
-
-
-def _parse_json(data: bytes) -> Any:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        _reject("report-malformed", "the report is not UTF-8 text")
-    try:
-        return json.loads(
-            text,
-            object_pairs_hook=_no_duplicate_keys,
-            parse_constant=_no_constant,
-            parse_float=_finite_float,
-            parse_int=_bounded_int,
-        )
-    except RecursionError:
-        _reject("report-malformed", "the report is nested too deeply")
-    except ValueError as exc:  # JSONDecodeError is a ValueError, so are the hooks' refusals
-        _reject("report-malformed", f"the report is not valid JSON: {exc}")
 
 
 def _check_shape_limits(document: Any) -> None:
@@ -193,16 +122,6 @@ def _check_shape_limits(document: Any) -> None:
     errors = document.get("errors")
     if isinstance(errors, list) and len(errors) > MAX_ERRORS:
         _reject("report-too-large", f"the report lists more than {MAX_ERRORS} errors")
-
-
-def _validate_schema(document: Any) -> EvalReport:
-    try:
-        return EvalReport.model_validate(document, strict=True)
-    except ValidationError as exc:
-        problems = [f"{json_path(e['loc'])}: {e['msg']}" for e in exc.errors()[:3]]
-        more = exc.error_count() - len(problems)
-        suffix = f" (and {more} more)" if more > 0 else ""
-        _reject("report-invalid", "; ".join(problems) + suffix)
 
 
 # --- consistency -----------------------------------------------------------------------------
@@ -354,12 +273,12 @@ def _guarded_view(
     path: Path, *, follow_symlinks: bool, now: datetime | None, suite: SuiteNames | None = None
 ) -> ProvenanceView | Ignored:
     try:
-        document = _parse_json(_read_capped(path, follow_symlinks=follow_symlinks))
+        document = reader.parse_json(reader.read_bytes(path, follow_symlinks=follow_symlinks))
         _check_shape_limits(document)
-        report = _validate_schema(document)
+        report = reader.validate(document, strict=True)
         _check_consistency(report, now or datetime.now(timezone.utc), suite)
         return _view(report)
-    except _Rejected as exc:
+    except ReportRejected as exc:
         return Ignored(code=exc.code, reason=display_text(exc.reason, MAX_REASON_CHARS))
     except Exception as exc:  # noqa: BLE001 - the contract is "never raises into the caller"
         return Ignored(code="report-unreadable", reason=f"unexpected {type(exc).__name__}")
@@ -417,7 +336,7 @@ def pack_report_view(
             _reject("report-unsafe-path", "eval.report cannot be resolved (symlink loop?)")
         if not target.is_relative_to(root):
             _reject("report-unsafe-path", "eval.report resolves outside the pack root")
-    except _Rejected as exc:
+    except ReportRejected as exc:
         return Ignored(code=exc.code, reason=exc.reason)
     except Exception as exc:  # noqa: BLE001 - see _guarded_view
         return Ignored(code="report-unreadable", reason=f"unexpected {type(exc).__name__}")
@@ -435,7 +354,7 @@ def _pack_config(pack_root: Path) -> dict[str, Any]:
     except UnreadableFile as exc:
         _reject("report-not-declared", f"the pack's atlante.jsonc {exc.reason}")
     try:
-        document = json5.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
+        document = json5.loads(data.decode("utf-8"), object_pairs_hook=reader.no_duplicate_keys)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         _reject("report-not-declared", f"atlante.jsonc is not valid JSONC: {exc}")
     suite = document.get("eval") if isinstance(document, dict) else None
@@ -481,7 +400,7 @@ def view_for_path(path: Path, *, now: datetime | None = None) -> ProvenanceView 
             suite = _pack_config(path)
             declared = _declared_report(suite)
             return pack_report_view(path, declared, now=now, suite=lambda: _suite_names(path, suite))
-    except _Rejected as exc:
+    except ReportRejected as exc:
         return Ignored(code=exc.code, reason=display_text(exc.reason, MAX_REASON_CHARS))
     except Exception as exc:  # noqa: BLE001 - see _guarded_view
         return Ignored(code="report-unreadable", reason=f"unexpected {type(exc).__name__}")

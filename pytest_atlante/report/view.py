@@ -20,11 +20,11 @@ from pathlib import Path
 from urllib.parse import quote
 from typing import Any, Iterable
 
-from pydantic import ValidationError
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import atomic_write_bytes
-from pytest_atlante.report.model import REPORT_FILE, EvalReport
+from pytest_atlante.report import reader
+from pytest_atlante.report.model import REPORT_FILE
 from pytest_atlante.trial.transcript import read_transcript
 from pytest_atlante.report.view_assets import CSS, JS, script_hash
 
@@ -46,7 +46,8 @@ def esc(value: object) -> str:
 def report_path_for(target: Path) -> Path:
     """A report file, or a run directory holding ``report.json``."""
     path = target / REPORT_FILE if target.is_dir() else target
-    if not path.is_file():
+    # Only "is there anything": what is there (a FIFO, a device, a huge file) is the reader's to refuse.
+    if not os.path.lexists(path):
         raise DiagnosticError([Diagnostic(str(target), "", "view-report-missing", f"no eval report at {path}",
                                           "give a report.json or the run directory that holds it (<project>/.atlante/eval/<run-id>/)")])
     return path
@@ -62,16 +63,8 @@ def latest_run(project_root: Path) -> Path:
 
 
 def load_report(path: Path) -> J:
-    try:
-        report = EvalReport.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
-        raise DiagnosticError([Diagnostic(str(path), where, "view-report-invalid", f"not an eval report: {first['msg']}",
-                                          "point atlante view at a report.json written by pytest --atlante-eval")]) from None
-    except OSError as exc:
-        raise DiagnosticError([Diagnostic(str(path), "", "view-report-missing", f"cannot read the report: {exc.strerror or exc}",
-                                          "check the path and its permissions")]) from None
+    report = reader.load_report(path, "view-report-invalid", unreadable_code="view-report-missing",
+                         hint="point atlante view at a report.json written by pytest --atlante-eval")
     dumped: J = report.model_dump(mode="json", by_alias=True)
     return dumped
 
@@ -403,9 +396,10 @@ def render(report: J, report_dir: Path, page_dir: Path | None = None) -> str:
 
 def compared(baseline: Path, report_path: Path) -> J:
     """``atlante compare BASELINE REPORT``'s result, as the page renders it."""
-    from pytest_atlante.report.compare import compare_reports, load_report as load_for_compare
+    from pytest_atlante.report.compare import COMPARE_INPUT_CODE, compare_reports
 
-    comparison = compare_reports(load_for_compare(report_path_for(baseline)), load_for_compare(report_path))
+    comparison = compare_reports(reader.load_report(report_path_for(baseline), COMPARE_INPUT_CODE),
+                                 reader.load_report(report_path, COMPARE_INPUT_CODE))
     dumped: J = comparison.model_dump(mode="json")
     return dumped
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_atlante.report.compare import compare_reports, failed_gate, load_report
+from pytest_atlante.report.compare import compare_reports, failed_gate
+from pytest_atlante.report.reader import load_report
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.report.exitcodes import EXIT_TRIAL_NOT_PASSED
 from pytest_atlante.report.model import EvalReport

@@ -25,9 +25,10 @@ from hypothesis import strategies as st
 
 from bounded import assert_clean, run_bounded, sparse
 from conftest import json_paths
-from pytest_atlante.report.provenance import MAX_REPORT_BYTES, Ignored, ProvenanceView, view_for_path
+from pytest_atlante.report.model import MAX_REPORT_BYTES
+from pytest_atlante.report.provenance import Ignored, ProvenanceView, view_for_path
 from pytest_atlante.records import CHANGED_PATHS_CAP, DIFF_CAP_CHARS, CheckResult, TrialRecord, Usage
-from pytest_atlante.report.model import BudgetRecord, HostIdentity, build_report
+from pytest_atlante.report.model import BudgetRecord, HostIdentity, RunState, build_report, keyed
 
 DATA = Path(__file__).parent / "data"
 SCENARIO = "adds-module-docstring"
@@ -56,13 +57,14 @@ def big_report(scenarios: int, trials: int) -> Doc:
         for s in range(scenarios) for t in range(1, trials + 1)
     ]
     start = datetime(2026, 11, 1, tzinfo=timezone.utc)
-    report = build_report(
-        run_id="20261101T000000Z-abcdef", started_at=start, finished_at=start + timedelta(hours=1),
+    state = RunState(
+        run_id="20261101T000000Z-abcdef", started_at=start,
         host=HostIdentity(name="claude-code", version="2.1.197", dialect="claude-code"), model=None, scripted=False,
         budget=BudgetRecord(trials=trials, timeoutMs=600_000, maxSessions=1000, maxTokens=400_000),
-        scenarios=[(f"s{s}", f"eval/s{s}.eval.json", "local", trials) for s in range(scenarios)],
-        trials=records, complete=True, interrupted=False, exit_status=1, errors=[],
+        records=keyed(records),
     )
+    report = build_report(state, [(f"s{s}", f"eval/s{s}.eval.json", "local", trials) for s in range(scenarios)],
+                          finished_at=start + timedelta(hours=1), complete=True, exit_status=1)
     doc: Doc = json.loads(report.to_json())
     return doc
 
@@ -224,12 +226,15 @@ def _recompute(doc: Doc) -> None:
         return
     trials = [t for s in report.scenarios for t in s.trials]
     try:
-        rebuilt = build_report(
+        state = RunState(
             run_id=report.runId, started_at=datetime.fromisoformat(report.startedAt.replace("Z", "+00:00")),
-            finished_at=datetime.fromisoformat(report.finishedAt.replace("Z", "+00:00")), host=report.host,
-            model=report.model, scripted=report.scripted, budget=report.budget,
-            scenarios=[(s.name, s.file, s.source, s.expectedTrials) for s in report.scenarios], trials=trials,
-            complete=report.complete, interrupted=report.interrupted, exit_status=report.exitStatus, errors=report.errors,
+            host=report.host, model=report.model, scripted=report.scripted, budget=report.budget,
+            records=keyed(trials), interrupted=report.interrupted, reported_errors=report.errors,
+        )
+        rebuilt = build_report(
+            state, [(s.name, s.file, s.source, s.expectedTrials) for s in report.scenarios],
+            finished_at=datetime.fromisoformat(report.finishedAt.replace("Z", "+00:00")),
+            complete=report.complete, exit_status=report.exitStatus,
         )
     except ValueError:  # e.g. a trial filed under a scenario the report does not list
         return

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from conftest import json_paths
 from pytest_atlante.report.exitcodes import decide
+from pytest_atlante.report.model import MAX_REPORT_BYTES
 from pytest_atlante.report.provenance import (
-    MAX_REPORT_BYTES,
     Ignored,
     ProvenanceView,
     cmd_pack_report,
@@ -26,7 +26,7 @@ from pytest_atlante.report.provenance import (
     provenance_view,
 )
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report.model import BudgetRecord, HostIdentity, build_report
+from pytest_atlante.report.model import BudgetRecord, HostIdentity, RunState, build_report, keyed
 
 START = datetime(2025, 6, 1, 8, 0, 0, tzinfo=timezone.utc)
 NOW = datetime(2025, 7, 1, tzinfo=timezone.utc)
@@ -72,23 +72,24 @@ def valid_report(model_identity: str = MODEL) -> Doc:
         _trial("keeps-tests-green", 2, "timeout", 5000, model_identity),
         _trial("keeps-tests-green", 3, "skipped-budget", 0),
     ]
-    report = build_report(
+    state = RunState(
         run_id="20250601T080000Z-0a1b2c",
         started_at=START,
-        finished_at=START + timedelta(minutes=4),
         host=HostIdentity(name="opencode", version="1.18.33", dialect="opencode-v1"),
         model="anthropic/claude-sonnet-4-5",
         scripted=False,
         budget=BudgetRecord(trials=3, timeoutMs=600_000, maxSessions=5, maxTokens=400_000),
-        scenarios=[
+        records=keyed(trials),
+    )
+    report = build_report(
+        state,
+        [
             ("adds-health-endpoint", "eval/scenarios/health.eval.json", "local", 3),
             ("keeps-tests-green", "node_modules/@acme/review-pack/eval/scenarios/g.eval.json", "@acme/review-pack", 3),
         ],
-        trials=trials,
+        finished_at=START + timedelta(minutes=4),
         complete=True,
-        interrupted=False,
         exit_status=decide(validation_failed=False, run_level_error=False, verdicts=[t.verdict for t in trials]),
-        errors=[],
     )
     doc: Doc = json.loads(report.to_json())
     return doc
