@@ -31,7 +31,7 @@ from _fakehost import install_quick_claude, machine_line, make_project  # noqa: 
 
 from pytest_atlante.report.merge import load_shard_reports, merge_reports  # noqa: E402
 from pytest_atlante.records import TrialRecord  # noqa: E402
-from pytest_atlante.report.model import BudgetRecord, EvalReport, ShardRef, build_report  # noqa: E402
+from pytest_atlante.report.model import BudgetRecord, EvalReport, RunState, ShardRef, build_report, keyed  # noqa: E402
 
 
 def run_shards(project: Path, bin_dir: Path, out: Path, count: int, workers: int) -> tuple[list[float], float]:
@@ -80,12 +80,13 @@ def synthetic_shards(out: Path, records: int, count: int, scenarios: int = 100) 
         trials = [TrialRecord(scenario=f"s{s:03d}", trial=t, nodeId=f"eval/s{s:03d}.eval.json::s{s:03d}[trial-{t}]",
                               verdict="pass" if (s + t) % 7 else "fail", durationMs=1000 + s + t, hostDurationMs=900)
                   for s in mine for t in range(1, per_scenario + 1)]
-        report = build_report(
-            run_id=f"shard-{index}", started_at=now, finished_at=now, host=None, model=None, scripted=True,
+        state = RunState(
+            run_id=f"shard-{index}", started_at=now, host=None, model=None, scripted=True,
             budget=BudgetRecord(trials=per_scenario, timeoutMs=1000, maxSessions=records, maxTokens=1000),
-            scenarios=[(f"s{s:03d}", f"eval/s{s:03d}.eval.json", "local", per_scenario) for s in mine],
-            trials=trials, complete=True, interrupted=False, exit_status=1, errors=[],
-            shard=ShardRef(index=index, count=count), suite_digest="sha256:" + "0" * 64, run_group="bench")
+            records=keyed(trials), shard=ShardRef(index=index, count=count), suite_digest="sha256:" + "0" * 64,
+            run_group="bench")
+        report = build_report(state, [(f"s{s:03d}", f"eval/s{s:03d}.eval.json", "local", per_scenario) for s in mine],
+                              finished_at=now, complete=True, exit_status=1)
         path = out / f"shard-{index}.json"
         path.write_text(report.to_json(), encoding="utf-8")
         paths.append(path)

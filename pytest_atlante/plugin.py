@@ -1,8 +1,9 @@
 """pytest hooks for pytest-atlante.
 
 Thin by design (as in pytest-xdist and pytest-cov): options, and at configure time the one role
-object that carries the behaviour — ``roles.Controller`` or ``roles.Worker`` for ``--atlante-eval``
-runs, the Atlas query-regression plugin when ``atlante.jsonc`` has an ``atlas`` section.  Without
+object that carries the behaviour — ``roles.Controller`` (with its terminal output,
+``terminal.EvalTerminalReporter``) or ``trialrole.Worker`` for ``--atlante-eval`` runs, the Atlas
+query-regression plugin when ``atlante.jsonc`` has an ``atlas`` section.  Without
 ``--atlante-eval`` and without an ``atlas`` section nothing is registered and nothing beyond this
 module is imported, so an idle plugin costs a pytest run next to nothing
 (``benchmarks/plugin_import.py``).
@@ -100,9 +101,9 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "(or use `atlante selftest` / `atlante eval`)")
     if config.getoption("atlante_eval"):
         # An eval run is the eval suite: its items, report and exit status are the trials'.
-        from pytest_atlante.run.roles import role_for
+        from pytest_atlante.run.roles import register
 
-        config.pluginmanager.register(role_for(config), "atlante-eval")
+        register(config)
     else:
         project = config.getoption("atlante_project")
         _register_atlas(config, Path(project).resolve() if project else config.invocation_params.dir)

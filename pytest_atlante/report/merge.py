@@ -23,13 +23,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Sequence
 
-from pydantic import ValidationError
 
-from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
+from pytest_atlante.report import reader
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION, decide
 from pytest_atlante.fsutil import atomic_write_text
 from pytest_atlante.records import TrialRecord
-from pytest_atlante.report.model import EvalReport, MergedShard, build_report
+from pytest_atlante.report.model import EvalReport, MergedShard, RunState, build_report, keyed
 
 __all__ = ["MergeError", "cmd_merge", "load_shard_reports", "merge_reports"]
 
@@ -42,21 +42,19 @@ class MergeError(DiagnosticError):
         self.status = status
 
 
+_HINT = "pass the report.json each shard wrote"
+
+
 def load_shard_reports(paths: Sequence[Path]) -> list[tuple[str, EvalReport]]:
     """Read and validate every input with the report's own model; all problems at once (exit 2)."""
     loaded: list[tuple[str, EvalReport]] = []
     problems: list[Diagnostic] = []
     for path in paths:
         try:
-            report = EvalReport.model_validate_json(path.read_bytes())
-        except OSError as exc:
-            problems.append(Diagnostic(str(path), "", "eval-merge-unreadable", exc.strerror or str(exc),
-                                       "pass the report.json each shard wrote"))
-            continue
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            problems.append(Diagnostic(str(path), json_path(first["loc"]), "eval-merge-not-a-report", first["msg"],
-                                       "pass the report.json each shard wrote"))
+            report = reader.read_report(path)
+        except reader.ReportRejected as exc:
+            problems.extend(reader.diagnostics_for(path, exc, "eval-merge-not-a-report", hint=_HINT,
+                                                   unreadable_code="eval-merge-unreadable")[:1])
             continue
         if report.shard is None or report.suiteDigest is None or report.runGroup is None:
             problems.append(Diagnostic(str(path), "$.shard", "eval-merge-not-a-shard",
@@ -215,18 +213,18 @@ def merge_reports(inputs: Sequence[tuple[str, EvalReport]], out_dir: Path | None
     scenarios, digests = _scenarios(reports)
     status = decide(validation_failed=False, run_level_error=bool(errors) or interrupted,
                     verdicts=[t.verdict for t in trials])
-    return build_report(
-        run_id=first.runGroup or "", started_at=min(_moment(r.startedAt) for _, r in reports),
-        finished_at=max(_moment(r.finishedAt) for _, r in reports), host=first.host, model=first.model,
-        scripted=first.scripted, budget=first.budget, scenarios=scenarios, trials=trials,
-        complete=all(r.complete for _, r in reports), interrupted=interrupted, exit_status=status, errors=errors,
-        digests=digests,
+    state = RunState(
+        run_id=first.runGroup or "", started_at=min(_moment(r.startedAt) for _, r in reports), scripted=first.scripted,
+        host=first.host, model=first.model, budget=first.budget, records=keyed(trials), reported_errors=errors,
+        interrupted=interrupted, digests=digests,
         # Isolation is stated only when every shard ran its trials the same way.
         isolation=first.isolation if len({str(r.isolation) for _, r in reports}) == 1 else None,
         suite_digest=first.suiteDigest, run_group=first.runGroup,
         shards=[MergedShard(index=r.shard.index, count=r.shard.count, runId=r.runId, exitStatus=r.exitStatus,
                             complete=r.complete) for _, r in reports if r.shard is not None],
     )
+    return build_report(state, scenarios, finished_at=max(_moment(r.finishedAt) for _, r in reports),
+                        complete=all(r.complete for _, r in reports), exit_status=status)
 
 
 def cmd_merge(paths: Sequence[Path], out: Path) -> int:

@@ -17,13 +17,15 @@ import math
 import os
 import secrets
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Iterable, Literal, Sequence
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from pytest_atlante import __version__
+from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.report import stats as evalstats
 from pytest_atlante.fsutil import fingerprint
 from pytest_atlante.fsutil import atomic_write_bytes, atomic_write_text, read_capped
@@ -32,6 +34,9 @@ from pytest_atlante.sandbox.isolation import IsolationRecord
 from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
 from pytest_atlante.sandbox.redact import redact_sandbox_paths
 from pytest_atlante.report.statrecords import Comparison, PassAtK, RateInterval, SuiteStats
+
+if TYPE_CHECKING:
+    from pytest_atlante.trial.runner import TrialKey
 
 # The largest report any reader here accepts.  The project's own reports stay far below it
 # (changedPaths, diffs and output tails are capped); one this size still parses well within the
@@ -334,36 +339,64 @@ def new_run_id(now: datetime) -> str:
     return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def build_report(
-    *,
-    run_id: str,
-    started_at: datetime,
-    finished_at: datetime,
-    host: HostIdentity | None,
-    model: str | None,
-    scripted: bool,
-    budget: BudgetRecord,
-    scenarios: Sequence[tuple[str, str, str, int]],
-    trials: Sequence[TrialRecord],
-    complete: bool,
-    interrupted: bool,
-    exit_status: int,
-    errors: Sequence[dict[str, JsonValue]],
-    cost_cap: CostCapRecord | None = None,
-    digests: Mapping[str, tuple[str, str | None]] | None = None,
-    isolation: IsolationRecord | None = None,
-    shard: ShardRef | None = None,
-    suite_digest: str | None = None,
-    run_group: str | None = None,
-    shards: Sequence[MergedShard] | None = None,
-) -> EvalReport:
-    """Aggregate trial records into the report.
+# (name, file, source, expected trials) of one requested scenario, in collection order.
+ScenarioRow = tuple[str, str, str, int]
+
+
+@dataclass
+class RunState:
+    """One run as its report is made from it: the value the controller fills while the run goes.
+
+    The controller starts it (run id, start time, scripted mode), adds the requested trials after
+    collection (``expected``), every trial that started (``started``) and every record that
+    arrives (``records``), the run-level problems (``errors``) and, at the end, what the report
+    states of the run (host, model, budget, isolation, digests, the shard).  ``evalrun.finish_report``
+    and ``build_report`` read it; ``atlante report merge`` builds one from the shards' reports.
+    """
+
+    run_id: str
+    started_at: datetime
+    scripted: bool = False
+    host: HostIdentity | None = None
+    model: str | None = None
+    budget: BudgetRecord | None = None
+    expected: dict[str, TrialKey] = field(default_factory=dict)  # node id → requested trial, collection order
+    started: dict[str, TrialKey] = field(default_factory=dict)   # node id → trial whose setup finished
+    records: dict[str, TrialRecord] = field(default_factory=dict)  # node id (or any unique key) → record
+    errors: list[Diagnostic] = field(default_factory=list)       # run-level problems of this run
+    reported_errors: list[dict[str, JsonValue]] = field(default_factory=list)  # as earlier reports wrote them
+    interrupted: bool = False
+    digests: dict[str, tuple[str, str | None]] | None = None    # per scenario, after validation
+    isolation: IsolationRecord | None = None
+    shard: ShardRef | None = None
+    suite_digest: str | None = None
+    run_group: str | None = None
+    shards: list[MergedShard] | None = None                     # a merged report's inputs
+
+    def finished(self) -> list[TrialRecord]:
+        """The records in collection order, then any record of a trial nobody expected."""
+        return ([self.records[n] for n in self.expected if n in self.records]
+                + [r for n, r in self.records.items() if n not in self.expected])
+
+
+def keyed(trials: Iterable[TrialRecord]) -> dict[str, TrialRecord]:
+    """``RunState.records`` from a list of trials (a merge, a test): keyed by position, so none is lost."""
+    return {str(index): trial for index, trial in enumerate(trials)}
+
+
+def build_report(state: RunState, scenarios: Sequence[ScenarioRow], *, finished_at: datetime, complete: bool,
+                 exit_status: int, cost_cap: CostCapRecord | None = None) -> EvalReport:
+    """Aggregate the run's trial records into the report.
 
     ``scenarios`` lists ``(name, file, source, expected_trials)`` in collection order; trials are
     grouped under their scenario by name and ordered by trial number.  A trial naming a scenario
     that is not listed is a bug in the caller, reported as ``ValueError`` rather than dropped.
-    ``digests`` maps a scenario name to its ``(scenarioDigest, harnessDigest)``.
+    ``state.digests`` maps a scenario name to its ``(scenarioDigest, harnessDigest)``.
     """
+    if state.budget is None:
+        raise ValueError("a report states the run's budget: RunState.budget is not set")
+    trials = state.finished()
+    digests = state.digests
     names = [name for name, _, _, _ in scenarios]
     duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
     if duplicates:
@@ -397,30 +430,31 @@ def build_report(
             )
         )
     ordered = [t for record in records for t in record.trials]
+    errors = [e.to_json() for e in state.errors] + state.reported_errors
     return EvalReport(
         schema=REPORT_SCHEMA,
-        runId=run_id,
-        startedAt=iso_utc(started_at),
+        runId=state.run_id,
+        startedAt=iso_utc(state.started_at),
         finishedAt=iso_utc(finished_at),
         atlanteVersion=__version__,
-        host=host,
-        model=model,
+        host=state.host,
+        model=state.model,
         modelVersion=most_frequent_model(ordered),
-        scripted=scripted,
-        budget=budget,
-        complete=complete and not interrupted,
-        interrupted=interrupted,
+        scripted=state.scripted,
+        budget=state.budget,
+        complete=complete and not state.interrupted,
+        interrupted=state.interrupted,
         exitStatus=exit_status,
         verdicts=verdict_counts(ordered),
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
         costCap=cost_cap,
         suite=suite_statistics(records),
-        isolation=isolation,
-        shard=shard,
-        suiteDigest=suite_digest,
-        runGroup=run_group,
-        shards=None if shards is None else list(shards),
+        isolation=state.isolation,
+        shard=state.shard,
+        suiteDigest=state.suite_digest,
+        runGroup=state.run_group,
+        shards=None if state.shards is None else list(state.shards),
     )
 
 

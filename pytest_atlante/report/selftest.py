@@ -11,7 +11,7 @@ Two trials per scenario, both through the ordinary trial engine:
 
 A check that errors (command not found, timeout) in either trial is named as ``check-error``; a
 trial that could not run at all (setup failed, the host failed) is ``infra-error``.  Plain code, no
-pytest: the pytest adaptation lives in ``selftest_roles.py``.
+pytest: the pytest adaptation is ``run/plan.py``'s ``SelftestPlan``.
 """
 
 from __future__ import annotations

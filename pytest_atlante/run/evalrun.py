@@ -12,7 +12,7 @@ import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from pytest_atlante.run import costcap
 from pytest_atlante.sandbox import isolation as isolations
@@ -27,14 +27,16 @@ from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.records import TrialRecord
-from pytest_atlante.report.model import BudgetRecord, EvalReport, HostIdentity, ShardRef, build_report, ensure_gitignore, write_report
+from pytest_atlante.report.model import (BudgetRecord, EvalReport, HostIdentity, RunState, ShardRef, build_report,
+                                         ensure_gitignore, write_report)
+from pytest_atlante.run.options import Options
 from pytest_atlante.sandbox.sources import RunSources, prepare_sources, remove_sources
 from pytest_atlante.report.statrecords import RateInterval
-from pytest_atlante.run.shard import ShardSpec, environ_run_group, suite_digest
+from pytest_atlante.run.shard import environ_run_group, suite_digest
 from pytest_atlante.trial.runner import TrialKey
 
-__all__ = ["finish_report", "prepare_isolation", "prepare_run", "prepare_run_sources", "requested_scenarios",
-           "summary_lines", "validate"]
+__all__ = ["finish_report", "host_identity", "prepare_isolation", "prepare_run", "prepare_run_sources", "release_run_dir",
+           "requested_scenarios", "summary_lines", "validate"]
 
 
 def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
@@ -103,72 +105,68 @@ def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.
     return isolations.decide(setting, isolations.probe() if setting != "off" else None)
 
 
-def finish_report(suite: Suite, run_id: str, started_at: datetime, info: HostInfo | None,
-                  records: Mapping[str, TrialRecord], expected: Mapping[str, TrialKey], run_errors: list[Diagnostic],
-                  out_dir: Path, *, interrupted: bool, scripted: bool, default_out: bool,
-                  other_failures: bool = False, max_cost: float | None = None, digests: Mapping[str, tuple[str, str | None]] | None = None,
-                  gate: Gate | None = None, isolation: isolations.IsolationRecord | None = None,
-                  keep: bool = False, shard: ShardSpec | None = None,
-                  run_group: str | None = None) -> tuple[EvalReport, Path]:
+def finish_report(state: RunState, suite: Suite, options: Options, *, out_dir: Path, gate: Gate | None = None,
+                  other_failures: bool = False) -> tuple[EvalReport, Path]:
     """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
 
-    ``records`` and ``expected`` are keyed by node id; ``expected`` is in collection order.
-    A failure to update ``.atlante/.gitignore`` is appended to ``run_errors`` (the caller's list,
-    so its summary shows it) before the status is decided, and ``other_failures`` (an ordinary
-    item of the same run failed, e.g. an Atlas query case) makes it at least 1: the report states
-    the exit status the process will really have.
-    A shard's report covers its share only and is marked with the shard, the suite digest and the
-    run group, for ``atlante report merge``.
+    ``state.records`` and ``state.expected`` are keyed by node id; ``expected`` is in collection
+    order.  A failure to update ``.atlante/.gitignore`` is appended to ``state.errors`` (so the
+    summary shows it) before the status is decided, and ``other_failures`` (an ordinary item of the
+    same run failed, e.g. an Atlas query case) makes it at least 1: the report states the exit
+    status the process will really have.  A shard's report covers its share only and is marked with
+    the shard, the suite digest and the run group, for ``atlante report merge``.
     """
     assert suite.eval is not None
-    finished = [records[n] for n in expected if n in records] + [r for n, r in records.items() if n not in expected]
-    if default_out:
+    finished = state.finished()
+    if options.out is None:
         # Before the report, so a failure here is in the report's exit status, not only the process's.
         try:
             ensure_gitignore(suite.project_root / ".atlante")
         except (OSError, UnreadableFile) as exc:
             why = f"it {exc.reason}" if isinstance(exc, UnreadableFile) else exc.strerror or str(exc)
-            run_errors.append(Diagnostic(".atlante/.gitignore", "", "eval-report-write-failed",
-                                         f"cannot add eval/ to .atlante/.gitignore: {why}",
-                                         "make .atlante/.gitignore a regular, writable file (or pass --atlante-out)"))
-    run_level = bool(run_errors) or interrupted
+            state.errors.append(Diagnostic(".atlante/.gitignore", "", "eval-report-write-failed",
+                                           f"cannot add eval/ to .atlante/.gitignore: {why}",
+                                           "make .atlante/.gitignore a regular, writable file (or pass --atlante-out)"))
+    run_level = bool(state.errors) or state.interrupted
     status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
     if other_failures:
         status = max(status, 1)
     budget = suite.eval.budget
-    # Validated, not cast: the dialect is the adapter's string, the report admits known dialects only.
-    host = HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect}) if info else None
+    state.scripted = options.scripted
+    state.model = suite.eval.model
+    state.budget = BudgetRecord(trials=budget.trials, timeoutMs=budget.timeoutMs, maxSessions=budget.maxSessions,
+                                maxTokens=budget.maxTokens)
+    if options.shard is not None:
+        state.shard = ShardRef(index=options.shard.index, count=options.shard.count)
+        state.suite_digest = suite_digest(suite, scripted=options.scripted, digests=state.digests)
+        state.run_group = environ_run_group(options.run_group, state.suite_digest)
     report = build_report(
-        run_id=run_id, started_at=started_at, finished_at=datetime.now(timezone.utc), host=host,
-        model=suite.eval.model, scripted=scripted,
-        budget=BudgetRecord(trials=budget.trials, timeoutMs=budget.timeoutMs, maxSessions=budget.maxSessions, maxTokens=budget.maxTokens),
-        scenarios=requested_scenarios(suite, list(expected.values()), finished),
-        trials=finished, complete=not run_level and len(finished) >= len(expected), interrupted=interrupted,
-        exit_status=status, errors=[d.to_json() for d in run_errors],  # type: ignore[misc]
-        cost_cap=None if max_cost is None else costcap.summary(max_cost, finished),
-        isolation=isolation,
-        digests=digests,
-        **shard_fields(suite, shard, run_group, scripted=scripted, digests=digests),
+        state, requested_scenarios(suite, list(state.expected.values()), finished),
+        finished_at=datetime.now(timezone.utc), complete=not run_level and len(finished) >= len(state.expected),
+        exit_status=status, cost_cap=None if options.max_cost is None else costcap.summary(options.max_cost, finished),
     )
     if gate is not None:
         report = gate.apply(report)
     path = write_report(report, out_dir)
-    # Every trial has removed its own directory by now (the controller finishes after all workers);
-    # the run directory left in $TMPDIR goes too, unless --atlante-keep filled it.  Not per trial:
-    # under xdist another worker may be about to create its trial directory in it.
-    remove_sources(run_id)  # the run's copies of fixtures and build tree, kept or not
-    rundirs.finish(run_id, keep=keep)
+    release_run_dir(state.run_id, keep=options.keep)
     return report, path
 
 
-def shard_fields(suite: Suite, shard: ShardSpec | None, run_group: str | None, *, scripted: bool,
-                 digests: Mapping[str, tuple[str, str | None]] | None) -> dict[str, Any]:
-    """``build_report``'s shard arguments: nothing for an unsharded run."""
-    if shard is None:
-        return {}
-    digest = suite_digest(suite, scripted=scripted, digests=digests)
-    return {"shard": ShardRef(index=shard.index, count=shard.count), "suite_digest": digest,
-            "run_group": environ_run_group(run_group, digest)}
+def release_run_dir(run_id: str, *, keep: bool) -> None:
+    """The end of a run's use of ``$TMPDIR``, after every trial (the controller finishes after all
+    workers): the run's copies of fixtures and build tree go, kept or not, and the run directory
+    too unless --atlante-keep filled it.  Not per trial: under xdist another worker may be about to
+    create its trial directory in it."""
+    remove_sources(run_id)
+    rundirs.finish(run_id, keep=keep)
+
+
+def host_identity(info: HostInfo | None) -> HostIdentity | None:
+    """The probed host as the report states it (validated, not cast: the dialect is the adapter's
+    string, the report admits known dialects only)."""
+    if info is None:
+        return None
+    return HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect})
 
 
 def requested_scenarios(suite: Suite, expected: Sequence[TrialKey], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:

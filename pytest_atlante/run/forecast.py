@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from pydantic import ValidationError
 
+from pytest_atlante.report import reader
 from pytest_atlante.trial.budget import allocate
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.suite.discovery import Suite
@@ -161,8 +161,8 @@ def load_history(eval_dir: Path, *, host: str, model: str | None, scripted: bool
     paths = sorted(eval_dir.glob(f"*/{REPORT_FILE}")) if eval_dir.is_dir() else []
     for path in paths:
         try:
-            report = EvalReport.model_validate_json(path.read_bytes())
-        except (OSError, ValidationError):
+            report = reader.read_report(path)
+        except reader.ReportRejected:
             unreadable += 1
             continue
         if report.host is None or report.host.name != host or report.model != model or report.scripted != scripted:

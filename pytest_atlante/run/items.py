@@ -51,7 +51,7 @@ class TrialFailed(Exception):
     """A trial whose verdict is not ``pass``; its message is the whole readable failure."""
 
 
-SELFTEST_TRIAL = 0   # the trial number of a self-test item (one per scenario, see selftest_roles.py)
+SELFTEST_TRIAL = 0   # the trial number of a self-test item (one per scenario, see plan.SelftestPlan)
 
 
 def trial_name(entry: ScenarioEntry, trial: int) -> str:

@@ -140,3 +140,20 @@ def test_atlante_selftest_exits_0_when_every_scenario_is_sound(tmp_path: Path) -
     report = SelftestReport.model_validate_json((tmp_path / "out" / "selftest.json").read_text())
     assert report.ok and [s.status for s in report.scenarios] == ["no-reference", "sound"]
     assert "eval-selftest-no-reference" in done.stdout   # a warning, printed, not a failure
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["serial", "n2"])
+def test_a_selftest_leaves_nothing_of_its_run_in_tmpdir(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path,
+                                                        workers: int) -> None:
+    """The self-test's copies of fixtures and build tree, its trial directories and its run claim
+    (``$TMPDIR/atlante-eval-<run id>/``) all go at the end of the run, as an eval run's do."""
+    project = Path(write_project(tmp_path / "project", "claude-code", []))
+    Project(project).scenario(scenario_doc("no-script"), "eval/scenarios/no-script.eval.json")
+    Project(project).scenario(scenario_doc("vacuous", checks=[{"type": "file-exists", "path": "README.md"}]),
+                              "eval/scenarios/vacuous.eval.json")
+    Project(project).build()
+    extra = ("-n", str(workers)) if workers else ()
+    result, report = run_selftest(pytester, project, tmp_path / "out", *extra)
+    assert {s.name: s.status for s in report.scenarios} == {"no-script": "no-reference", "vacuous": "vacuous"}
+    assert result.ret == 1, "\n".join(result.outlines)
+    assert sorted(p.name for p in private_tmp.iterdir() if p.name.startswith("atlante-eval-")) == []

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.records import CheckResult, TrialRecord, Usage
-from pytest_atlante.report.model import BudgetRecord, HostIdentity, build_report, write_report
+from pytest_atlante.report.model import BudgetRecord, HostIdentity, RunState, build_report, keyed, write_report
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -70,13 +70,14 @@ def synthetic_report(out: Path, *, scenarios: int, trials: int, names: list[str]
                 usage=Usage(inputTokens=1000 + si, outputTokens=100 + t), costUsd=0.001 * (si + 1), transcript=rel,
             ))
     started = datetime(2026, 12, 1, 3, 0, tzinfo=timezone.utc)
-    report = build_report(
-        run_id="20261201T030000Z-abcdef", started_at=started, finished_at=started + timedelta(minutes=5),
+    state = RunState(
+        run_id="20261201T030000Z-abcdef", started_at=started,
         host=HostIdentity(name="claude-code", version="2.1.197", dialect="claude-code"), model=None, scripted=True,
         budget=BudgetRecord(trials=trials, timeoutMs=120000, maxSessions=1000, maxTokens=400000),
-        scenarios=[(n, f"eval/s{i}.eval.json", "local", trials) for i, n in enumerate(names)],
-        trials=records, complete=True, interrupted=False, exit_status=1, errors=[],
+        records=keyed(records),
     )
+    report = build_report(state, [(n, f"eval/s{i}.eval.json", "local", trials) for i, n in enumerate(names)],
+                          finished_at=started + timedelta(minutes=5), complete=True, exit_status=1)
     return write_report(report, out)
 
 

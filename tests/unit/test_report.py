@@ -16,7 +16,8 @@ from pydantic import ValidationError
 
 from pytest_atlante import __version__
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report.model import REPORT_SCHEMA, BudgetRecord, EvalReport, HostIdentity, build_report, ensure_gitignore, new_run_id, write_report
+from pytest_atlante.report.model import (REPORT_SCHEMA, BudgetRecord, EvalReport, HostIdentity, RunState, build_report,
+                                         ensure_gitignore, keyed, new_run_id, write_report)
 from pytest_atlante.records import iso_utc
 from pytest_atlante.sandbox.redact import redact_sandbox_paths, scrub_paths
 
@@ -51,7 +52,9 @@ def report_of(trials: list[TrialRecord], **overrides: Any) -> EvalReport:
         "errors": [],
     }
     args.update(overrides)
-    return build_report(**args)
+    scenarios, finished_at, complete, exit_status = (args.pop(k) for k in ("scenarios", "finished_at", "complete", "exit_status"))
+    state = RunState(records=keyed(args.pop("trials")), reported_errors=args.pop("errors"), **args)
+    return build_report(state, scenarios, finished_at=finished_at, complete=complete, exit_status=exit_status)
 
 
 # --- aggregation -----------------------------------------------------------------------------

@@ -101,3 +101,24 @@ def test_the_controller_forwards_ctrl_c_only_to_workers_on_its_own_machine(pytes
     except KeyboardInterrupt:
         controller.pytest_keyboard_interrupt(pytest.ExceptionInfo.from_current())
     assert killed == [1111]
+
+
+def test_the_selftest_controller_forwards_ctrl_c_only_to_workers_on_its_own_machine(
+        pytester: pytest.Pytester, atlante_project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The self-test is the same controller: a remote worker's pid is never signalled there either."""
+    import socket
+
+    config = pytester.parseconfig("--atlante-eval", "--atlante-selftest", "--atlante-project", str(atlante_project.root))
+    controller = role_for(config)
+    for pid, host in ((1111, socket.gethostname()), (2222, "another-machine")):
+        report = pytest.TestReport("x::t", ("x", 0, "t"), {}, "passed", None, "call")
+        report.atlante_worker_pid = pid  # type: ignore[attr-defined]
+        report.atlante_worker_host = host  # type: ignore[attr-defined]
+        controller.pytest_runtest_logreport(report)  # type: ignore[attr-defined]
+    killed: list[int] = []
+    monkeypatch.setattr("os.kill", lambda pid, sig: killed.append(pid))
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        controller.pytest_keyboard_interrupt(pytest.ExceptionInfo.from_current())  # type: ignore[attr-defined]
+    assert killed == [1111]

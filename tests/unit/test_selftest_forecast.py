@@ -14,7 +14,7 @@ from pytest_atlante.run import costcap
 from pytest_atlante.report import selftest
 from pytest_atlante.run.forecast import RequestedScenario, _same_experiment, forecast, makespan, nearest_rank_p95, table_lines
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report.model import BudgetRecord, HostIdentity, build_report, write_report
+from pytest_atlante.report.model import BudgetRecord, HostIdentity, RunState, build_report, keyed, write_report
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -87,12 +87,12 @@ def test_the_document_orders_by_collection_and_decides_the_exit_status(tmp_path:
 def write_history(eval_dir: Path, run_id: str, trials: list[TrialRecord], *, host: str = "claude-code",
                   model: str | None = None, scripted: bool = True, age: timedelta = timedelta(hours=2)) -> None:
     names = sorted({t.scenario for t in trials})
-    report = build_report(
-        run_id=run_id, started_at=NOW - age, finished_at=NOW - age,
+    state = RunState(
+        run_id=run_id, started_at=NOW - age,
         host=HostIdentity(name=host, version="1.0.0", dialect="claude-code" if host == "claude-code" else "opencode-v1"),  # type: ignore[arg-type]
         model=model, scripted=scripted, budget=BudgetRecord(trials=1, timeoutMs=1, maxSessions=1, maxTokens=1),
-        scenarios=[(n, "f", "local", 1) for n in names], trials=trials, complete=True, interrupted=False,
-        exit_status=0, errors=[])
+        records=keyed(trials))
+    report = build_report(state, [(n, "f", "local", 1) for n in names], finished_at=NOW - age, complete=True, exit_status=0)
     write_report(report, eval_dir / run_id)
 
 
@@ -210,11 +210,11 @@ def test_the_forecast_allocates_sessions_in_collection_order_and_refuses_over_th
 
 def test_history_of_a_changed_scenario_or_harness_is_not_used(tmp_path: Path) -> None:
     eval_dir = tmp_path / ".atlante/eval"
-    report = build_report(
-        run_id="r1", started_at=NOW, finished_at=NOW, host=HostIdentity(name="claude-code", version="1.0.0", dialect="claude-code"),
+    state = RunState(
+        run_id="r1", started_at=NOW, host=HostIdentity(name="claude-code", version="1.0.0", dialect="claude-code"),
         model=None, scripted=True, budget=BudgetRecord(trials=1, timeoutMs=1, maxSessions=1, maxTokens=1),
-        scenarios=[("s", "f", "local", 1)], trials=[trial("pass", cost=0.5, tokens=10)], complete=True,
-        interrupted=False, exit_status=0, errors=[], digests={"s": ("sha256:a", "sha256:h")})
+        records=keyed([trial("pass", cost=0.5, tokens=10)]), digests={"s": ("sha256:a", "sha256:h")})
+    report = build_report(state, [("s", "f", "local", 1)], finished_at=NOW, complete=True, exit_status=0)
     write_report(report, eval_dir / "r1")
 
     def known(digests: tuple[str | None, str | None]) -> bool:

@@ -1,0 +1,79 @@
+"""The run's command-line choices, read once in ``pytest_configure``, and the ones refused up front."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_atlante.hosts.names import HostName
+from pytest_atlante.run.shard import ShardSpec
+from pytest_atlante.sandbox.isolation import IsolationSetting
+from pytest_atlante.trial.runner import TrialInterrupted
+
+__all__ = ["Options", "RERUNS_REFUSED", "is_user_interrupt", "requested_reruns"]
+
+RERUNS_REFUSED = ("reruns are refused in eval runs: every attempt would be a host session outside maxSessions, "
+                  "and a pass on rerun would hide the failure the pass rate measures; use budget.trials to repeat "
+                  "a scenario")
+
+
+@dataclass(frozen=True)
+class Options:
+    project_root: Path
+    names: list[str]
+    out: Path | None
+    keep: bool
+    scripted: bool
+    host: HostName | None
+    isolation: IsolationSetting | None
+    selftest: bool = False
+    forecast: bool = False
+    max_cost: float | None = None
+    baseline: Path | None = None
+    fail_on_regression: bool = False
+    html: bool = False
+    shard: ShardSpec | None = None
+    run_group: str | None = None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "Options":
+        project = config.getoption("atlante_project")
+        # Default: where pytest was started ("pytest at the project root"), not pytest's rootdir,
+        # which an enclosing repository's ini file can move upwards.
+        root = Path(project).resolve() if project else config.invocation_params.dir
+        out = config.getoption("atlante_out")
+        shard = config.getoption("atlante_shard")
+        baseline = config.getoption("atlante_baseline")
+        return cls(root, list(config.getoption("atlante_scenario") or []),
+                   Path(out).resolve() if out else None, bool(config.getoption("atlante_keep")),
+                   bool(config.getoption("atlante_scripted")), config.getoption("atlante_host"),
+                   config.getoption("atlante_isolation"),
+                   bool(config.getoption("atlante_selftest")), bool(config.getoption("atlante_forecast")),
+                   config.getoption("atlante_max_cost"),
+                   Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")),
+                   bool(config.getoption("atlante_html")),
+                   ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"))
+
+
+
+def requested_reruns(config: pytest.Config) -> str | None:
+    """The pytest-rerunfailures setting that asks for reruns of every test, if any (checked up front)."""
+    for option, name in (("--reruns", "reruns"), ("--force-reruns", "force_reruns")):
+        if config.getoption(name, None):
+            return option
+    try:
+        return "the reruns ini option" if int(config.getini("reruns") or 0) else None
+    except ValueError:  # no such ini option: pytest-rerunfailures is not installed
+        return None
+
+
+def is_user_interrupt(exc: BaseException) -> bool:
+    """Ctrl-C (or SIGINT), rather than a stop pytest or a plugin asked for.
+
+    pytest (``--sw``) and pytest-xdist (``-x``, ``--maxfail``) stop a run by raising subclasses of
+    ``KeyboardInterrupt``; a signal raises ``KeyboardInterrupt`` itself (or the trial pipeline's
+    ``TrialInterrupted``), and xdist reports a worker's as "received keyboard-interrupt".
+    """
+    return type(exc) is KeyboardInterrupt or isinstance(exc, TrialInterrupted) or "keyboard-interrupt" in str(exc)

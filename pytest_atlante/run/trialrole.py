@@ -1,0 +1,354 @@
+"""The part of an eval run every process that runs trials shares, and the xdist worker.
+
+:class:`TrialRole` collects the suite's scenario documents into trial items, gives each its
+budget (``maxSessions`` allocated in item order), runs an item when pytest calls it and annotates
+its test reports; :class:`Worker` is an xdist worker built from the controller's ``workerinput``
+(no re-discovery, no re-validation, no probe).  ``roles.Controller`` is the other role.  Where an
+eval run and the self-test differ, both ask the run's plan (``plan.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import pickle
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import Any, Generator, Iterable, NoReturn
+
+import pytest
+
+from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.records import INTERRUPTED_ERROR, TrialRecord
+from pytest_atlante.run.items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem
+from pytest_atlante.run.options import RERUNS_REFUSED, Options
+from pytest_atlante.run.plan import RECORD_KEY, EvalPlan, plan_for
+from pytest_atlante.run.shard import ShardSpec, split
+from pytest_atlante.sandbox.isolation import IsolationRecord
+from pytest_atlante.suite.discovery import ScenarioEntry, Suite, collection_plan
+from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
+from pytest_atlante.trial.budget import trial_budget
+from pytest_atlante.trial.runner import Progress, TrialInterrupted, TrialKey, TrialRunner
+
+__all__ = ["TrialRole", "Worker", "failure_text", "guard_seconds", "interrupted_record"]
+
+WORKERINPUT_KEY = "atlante"
+GUARD_KEY = pytest.StashKey[threading.Timer]()
+ATTEMPTED_KEY = pytest.StashKey[bool]()
+GUARD_GRACE_S = 120
+
+
+class TrialRole:
+    """Collection, allocation and trial running: the same in every process that runs trials.
+
+    ``plan`` answers where an eval run and the self-test differ (``plan.py``).
+    """
+
+    def __init__(self, config: pytest.Config, options: Options, plan: EvalPlan | None = None) -> None:
+        self.config = config
+        self.plan = plan if plan is not None else plan_for(options)
+        self.options = self.plan.adjust(options)
+        self.suite: Suite | None = None
+        self.run_id = ""
+        self.host_info: HostInfo | None = None
+        self.sources: dict[str, Any] = {}  # the controller's copy of fixtures and build tree, and its record
+        self.isolation: IsolationRecord | None = None
+        self.durations: dict[str, float] = {}  # expected ms per scenario, for a sharded run's split
+        self._runner: TrialRunner | None = None
+        self.by_file: dict[Path, list[ScenarioEntry]] = {}
+        self.collectable: frozenset[Path] | None = None  # set when atlante chose pytest's arguments
+        self._previous_sigterm: Any = None
+        self._sigterm_handled = False
+
+    def _handle_sigterm(self) -> None:
+        """CI cancellation sends SIGTERM: handled like Ctrl-C (exit 3, the report written, running
+        trials marked interrupted) in every role, instead of dying with the hosts still running.
+        Only the main thread may install a handler (a worker on a socket gateway may not run there)."""
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+            self._sigterm_handled = True
+
+    @property
+    def out_dir(self) -> Path:
+        """The report's directory; workers write their trials' transcripts there too."""
+        if self.options.out is not None:
+            return self.options.out
+        return self.options.project_root / ".atlante" / "eval" / self.run_id
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def _ready(self, suite: Suite) -> None:
+        """The suite is final: trials may be collected and run from here on."""
+        self.suite = suite
+        self.config.stash[RUNNER_KEY] = self
+        for entry in suite.scenarios:
+            self.by_file.setdefault(entry.file, []).append(entry)
+        if self.config.args_source != pytest.Config.ArgsSource.ARGS:
+            # No paths on the command line: the configured suites are the run.
+            self.config.args, self.collectable = collection_plan(list(self.by_file), self.config.rootpath)
+
+    # -- collection -----------------------------------------------------------------------------
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        # The directories atlante passed to pytest may hold other files (test modules, scripts):
+        # an eval run collects its scenario documents and nothing else.
+        if self.collectable is None or collection_path in self.collectable:
+            return None
+        return True
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
+        if self.suite is None or self.suite.eval is None:
+            return None
+        entries = self.by_file.get(file_path)
+        if not entries:
+            return None
+        trials = self.trial_numbers()
+        if not file_path.is_relative_to(self.config.rootpath):
+            # pytest would shorten an id outside the rootdir to "::name"; keep the pack visible.
+            return ScenarioFile.from_parent(parent, path=file_path, nodeid=entries[0].display, entries=entries, trials=trials)
+        return ScenarioFile.from_parent(parent, path=file_path, entries=entries, trials=trials)
+
+    def trial_numbers(self) -> list[int]:
+        """The trial numbers every scenario contributes (``1..trials``; the self-test has its own)."""
+        assert self.suite is not None
+        return self.plan.trial_numbers(self.suite)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        assert self.suite is not None and self.suite.eval is not None
+        trials = [i for i in items if isinstance(i, TrialItem)]
+        self._give_budgets(self.plan.allocation(trials, self.suite.eval.budget.maxSessions), self.plan.trials_per_item)
+        if self.plan.shards and self.options.shard is not None:
+            trials = self._keep_shard(items, trials, self.options.shard)
+        self._collected(trials)
+
+    def _give_budgets(self, allocation: Iterable[tuple[TrialItem, bool]], trials_per_item: int = 1) -> None:
+        """Each item's frozen budget, and pytest-timeout's guard unless the item has its own marker
+        (``trials_per_item`` trials' worth of it: the self-test runs two per item)."""
+        assert self.suite is not None and self.suite.eval is not None
+        budget = self.suite.eval.budget
+        guard = self.config.pluginmanager.has_plugin("timeout")
+        for item, allocated in allocation:
+            item.budget = trial_budget(budget, effective_timeout_ms(item.entry.scenario, budget.timeoutMs), allocated)
+            if guard and item.get_closest_marker("timeout") is None:
+                seconds = trials_per_item * guard_seconds(item.entry, budget.timeoutMs)
+                item.add_marker(pytest.mark.timeout(seconds, method="thread", func_only=True))
+
+    def _keep_shard(self, items: list[pytest.Item], trials: list[TrialItem], shard: ShardSpec) -> list[TrialItem]:
+        """Deselect the other shards' trials, after the global allocation (so budgets stay global)."""
+        assert all(t.budget is not None for t in trials)
+        assignment = split([((t.entry.scenario.name, t.trial), bool(t.budget and t.budget.allocated)) for t in trials],
+                           self.durations, shard.count)
+        others = {id(t) for t in trials if assignment[(t.entry.scenario.name, t.trial)] != shard.index}
+        if others:
+            self.config.hook.pytest_deselected(items=[i for i in items if id(i) in others])
+            items[:] = [i for i in items if id(i) not in others]
+        return [t for t in trials if id(t) not in others]
+
+    def _collected(self, trials: list[TrialItem]) -> None:
+        """The trials this process will run, in order (the controller remembers them)."""
+
+    # -- running --------------------------------------------------------------------------------
+    def trial_runner(self) -> TrialRunner:
+        if self._runner is None:
+            assert self.suite is not None and self.host_info is not None
+            self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
+                                       keep=self.options.keep, sources=self.sources, report_dir=self.out_dir,
+                                       isolation=self.isolation, out_dir=self.out_dir)
+        return self._runner
+
+    def progress(self) -> Progress:
+        return lambda phase: None
+
+    def _unallocated(self, item: TrialItem) -> None:
+        # In the call phase, not fixture setup: a failure there is a pytest "error", and JUnit and
+        # IDEs would file skipped-budget apart from the other trials that did not pass.
+        assert item.budget is not None
+        self._not_run(item, TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid,
+                                        verdict="skipped-budget"))
+
+    def _not_run(self, item: TrialItem, record: TrialRecord) -> NoReturn:
+        """A skipped-budget trial (session cap or cost cap). Every verdict but pass is a pytest
+        failure, skipped-budget included: the run exits 1, and so pytest's own exit status, the
+        terminal, JUnit, report-log and TeamCity all say "failed"."""
+        assert item.budget is not None
+        item.stash[RECORD_KEY] = record
+        raise TrialFailed(failure_text(record, item.budget.maxSessions))
+
+    def run_item(self, item: TrialItem) -> None:
+        self.plan.run_item(self, item)
+
+    def run_trial(self, item: TrialItem) -> None:
+        # The budget is the one decided at collection, never the ``atlante_budget`` fixture's value:
+        # a conftest that overrides the fixture can read the budget but not loosen it.
+        assert item.budget is not None
+        if ATTEMPTED_KEY in item.stash:
+            # A rerun plugin (pytest-rerunfailures' flaky mark, pytest-retry ...) is running the trial
+            # again: that would be a session beyond maxSessions, and a pass that hides the failure.
+            raise TrialFailed(f"{item.entry.scenario.name} trial {item.trial}: {RERUNS_REFUSED}")
+        item.stash[ATTEMPTED_KEY] = True
+        if not item.budget.allocated:
+            self._unallocated(item)
+        if self.options.max_cost is not None:
+            self._skip_over_cap(item, self.options.max_cost)
+        try:
+            record = self.trial_runner().run(item.entry, item.trial, item.nodeid, item.budget, self.progress())
+        except TrialInterrupted as exc:
+            self._interrupted(item, exc.record)
+            raise
+        item.stash[RECORD_KEY] = record
+        self._ran(item, record)
+        if record.verdict != "pass":
+            # Every verdict but pass is a pytest failure (see _unallocated for skipped-budget).
+            raise TrialFailed(failure_text(record, item.budget.maxSessions))
+
+    def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
+        """Ctrl-C inside a trial (a worker's record dies with it; the controller sees it started)."""
+
+    def _ran(self, item: TrialItem, record: TrialRecord) -> None:
+        """A trial of this process finished (a worker remembers its own spend, see costcap.py)."""
+
+    def _spent(self) -> float:
+        """The run's spend as this process knows it just before a trial starts (see costcap.py)."""
+        return 0.0
+
+    def _skip_over_cap(self, item: TrialItem, cap: float) -> None:
+        from pytest_atlante.run import costcap
+
+        spent = self._spent()
+        if spent >= cap:
+            base = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="skipped-budget")
+            self._not_run(item, costcap.skipped_record(base, cap, spent))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+        outcome = yield
+        if isinstance(item, TrialItem):
+            self._annotate(outcome.get_result(), item)
+
+    def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
+        # Rides on the TestReport: xdist serialises report attributes to the controller.
+        report.atlante_trial = {"scenario": item.entry.scenario.name, "trial": item.trial}  # type: ignore[attr-defined]
+        self.plan.annotate(report, item)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self._runner is not None:
+            self._runner.close()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # An in-process run (pytester) must not leave its handler in the calling process.
+        if self._sigterm_handled:
+            # None: the previous handler was not installed from Python; the default is the best guess.
+            signal.signal(signal.SIGTERM, self._previous_sigterm if self._previous_sigterm is not None else signal.SIG_DFL)
+
+
+def _terminate_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+class Worker(TrialRole):
+    """An xdist worker: the controller already validated the suite and probed the host."""
+
+    def __init__(self, config: pytest.Config, options: Options, shared: dict[str, Any], plan: EvalPlan | None = None) -> None:
+        super().__init__(config, options, plan)
+        self.run_id = shared["runId"]
+        self.host_info = HostInfo(**shared["host"]) if shared["host"] else None
+        self.sources = shared["sources"]
+        isolation = shared.get("isolation")
+        self.isolation = IsolationRecord.model_validate(isolation) if isolation else None
+        self.durations = dict(shared.get("durations", {}))
+        self._shared_suite: Suite = pickle.loads(base64.b64decode(shared["suite"]))
+        if threading.current_thread() is threading.main_thread():
+            # execnet starts xdist workers with SIGINT ignored, so Ctrl-C would leave a trial's host
+            # running until its timeout.  A worker that raises KeyboardInterrupt instead kills the
+            # host tree at once (process.run) and records the trial as interrupted.  A worker on a
+            # socket gateway may not run in the main thread, where no handler can be installed.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.own_records: dict[str, TrialRecord] = {}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._handle_sigterm()
+        self._ready(self._shared_suite)
+
+    def _ran(self, item: TrialItem, record: TrialRecord) -> None:
+        self.own_records[item.nodeid] = record
+
+    def _spent(self) -> float:
+        # The controller's ledger plus this worker's own trials: its last trial's report may not
+        # have reached the controller yet.
+        from pytest_atlante.run import costcap
+
+        return costcap.spend_before_trial(self.run_id, self.own_records.values())
+
+    def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
+        super()._annotate(report, item)
+        # Tells the controller which process to interrupt if the run is stopped; the host name keeps
+        # it from signalling a local process that merely shares a remote worker's pid.
+        report.atlante_worker_pid = os.getpid()  # type: ignore[attr-defined]
+        report.atlante_worker_host = socket.gethostname()  # type: ignore[attr-defined]
+
+
+def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
+    """pytest-timeout's guard for one trial: everything the trial may legitimately take, plus grace.
+
+    The plugin enforces its own timeouts (host session, setup, each check); this guard only catches a
+    plugin bug that hangs a trial.  It uses pytest-timeout's ``thread`` method (never SIGALRM, which
+    would interrupt the host runner's waits).  When it fires the process ends — the price of a guard
+    that cannot be swallowed by the code it guards: in a serial run our own timer first writes the
+    report with the trial marked (``Controller._guard_fired``, exit 3); an xdist worker dies with
+    pytest-timeout's dump, and the controller reports it as crashed (exit 3, every finished trial kept).
+    """
+    scenario = entry.scenario
+    checks_ms = sum(getattr(c, "timeoutMs", 0) for c in scenario.checks)
+    return (effective_timeout_ms(scenario, run_timeout_ms) + SETUP_TIMEOUT_MS + checks_ms) / 1000 + GUARD_GRACE_S
+
+
+def interrupted_record(node_id: str, key: TrialKey) -> TrialRecord:
+    """The record of a trial that was running when the run was interrupted."""
+    return TrialRecord(scenario=key.scenario, trial=key.trial, nodeId=node_id, verdict="infra-error",
+                       interrupted=True, error=INTERRUPTED_ERROR)
+
+
+# What one failed trial prints in the terminal: a readable head, never an agent-sized dump.
+FAILURE_PATHS = 20
+FAILURE_TEXT_CAP = 8_000
+
+
+def failure_text(record: TrialRecord, max_sessions: int) -> str:
+    """One readable failure: the first line says what failed, details below."""
+    failed = [c for c in record.checks if not c.passed]
+    if record.verdict == "skipped-budget":
+        reason = record.error or f"maxSessions={max_sessions} exhausted before this trial"
+        return (f"{record.scenario} trial {record.trial}: skipped-budget: {reason} "
+                "(it did not run; the run fails because not every requested trial passed)")
+    if record.verdict == "fail" and failed:
+        head = f"{record.scenario} trial {record.trial}: fail: {failed[0].message}"
+    elif record.error:
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}: {record.error.splitlines()[0]}"
+    elif failed:
+        # infra-error from a check that could not run: name that check, not just the verdict
+        first = next((c for c in failed if c.error), failed[0])
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}: {first.message}"
+    else:
+        head = f"{record.scenario} trial {record.trial}: {record.verdict}"
+    lines = [head, ""]
+    for check in record.checks:
+        mark = "PASS" if check.passed else ("ERROR" if check.error else "FAIL")
+        extra = " (timed out)" if check.timedOut else ""
+        lines.append(f"  [{mark}] #{check.index} {check.type}: {check.message}{extra}")
+        if not check.passed and check.output:
+            lines.extend("        " + line for line in check.output.splitlines()[-15:])
+    if record.error and record.error.count("\n"):
+        lines += ["", record.error]
+    if record.changedPaths:
+        shown = ", ".join(record.changedPaths[:FAILURE_PATHS])
+        total = record.changedPathsTotal or len(record.changedPaths)
+        if total > FAILURE_PATHS:
+            shown += f", ... and {total - FAILURE_PATHS} more (see report.json)"
+        lines += ["", "changed paths: " + shown]
+    if record.escapes:
+        lines += ["", "changed outside the sandbox (escapes): " + ", ".join(record.escapes[:FAILURE_PATHS])]
+    text = "\n".join(lines)
+    # Check messages and errors are bounded already; this keeps the sum of them bounded too.
+    return text if len(text) <= FAILURE_TEXT_CAP else text[:FAILURE_TEXT_CAP] + "\n... (cut; see report.json)"
