@@ -125,7 +125,7 @@ def profile_one(files: int, tmp: Path, bin_dir: Path) -> None:
 
     run_id = new_run_id(datetime.now(timezone.utc))
     engine = TrialRunner(suite, run_id, info, scripted=True, keep=False,
-                    sources=prepare_run_sources(suite, run_id), report_dir=tmp / f"profile-{files}-out")
+                    sources=prepare_run_sources(suite, run_id)[1], report_dir=tmp / f"profile-{files}-out")
     budget = TrialBudget(timeoutMs=60_000, maxTokens=400_000, maxSessions=2, trials=2, allocated=True)
     entry = suite.scenarios[0]
     engine.run(entry, 1, "warm-up", budget, lambda _: None)  # lazy imports out of the profile

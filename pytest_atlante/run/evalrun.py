@@ -89,13 +89,17 @@ def source_roots(suite: Suite) -> list[Path]:
     return sorted(roots)
 
 
-def prepare_run_sources(suite: Suite, run_id: str) -> RunSources:
+def prepare_run_sources(suite: Suite, run_id: str) -> tuple[rundirs.RunClaim, RunSources]:
     """The controller's pristine copy of every source, made before any trial runs (OSError if it cannot).
 
-    The controller holds the run directory from here to ``finish_report`` (``rundirs.hold``): while
-    the run lives, another run's ``rundirs.remove_dead`` never takes it for a dead run's."""
-    rundirs.hold(run_id)
-    return prepare_sources(source_roots(suite), run_id)
+    The controller holds the run directory (the claim returned) from here to ``release_run_dir``:
+    while the run lives, another run's ``rundirs.remove_dead`` never takes it for a dead run's."""
+    held = rundirs.claim(run_id)
+    try:
+        return held, prepare_sources(source_roots(suite), run_id)
+    except BaseException:
+        held.release()
+        raise
 
 
 def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
@@ -147,18 +151,16 @@ def finish_report(state: RunState, suite: Suite, options: Options, *, out_dir: P
     )
     if gate is not None:
         report = gate.apply(report)
-    path = write_report(report, out_dir)
-    release_run_dir(state.run_id, keep=options.keep)
-    return report, path
+    return report, write_report(report, out_dir)
 
 
-def release_run_dir(run_id: str, *, keep: bool) -> None:
+def release_run_dir(run_id: str, *, keep: bool, held: rundirs.RunClaim | None) -> None:
     """The end of a run's use of ``$TMPDIR``, after every trial (the controller finishes after all
     workers): the run's copies of fixtures and build tree go, kept or not, and the run directory
     too unless --atlante-keep filled it.  Not per trial: under xdist another worker may be about to
     create its trial directory in it."""
     remove_sources(run_id)
-    rundirs.finish(run_id, keep=keep)
+    rundirs.finish(run_id, keep=keep, held=held)
 
 
 def host_identity(info: HostInfo | None) -> HostIdentity | None:

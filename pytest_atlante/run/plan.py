@@ -229,8 +229,6 @@ class SelftestPlan(EvalPlan):
         return node_id in self.results
 
     def finish(self, run: Run, exitstatus: int) -> int:
-        from pytest_atlante.run.evalrun import release_run_dir
-
         state, options = run.state, run.options
         errors = list(state.errors)
         if exitstatus == pytest.ExitCode.INTERRUPTED:
@@ -249,7 +247,6 @@ class SelftestPlan(EvalPlan):
             state.errors.append(Diagnostic(str(run.out_dir), "", "eval-report-write-failed", str(exc),
                                            "check the output directory"))
             status = EXIT_RUN_ERROR
-        release_run_dir(state.run_id, keep=options.keep)
         if exitstatus == pytest.ExitCode.TESTS_FAILED and status == 0:
             status = int(pytest.ExitCode.TESTS_FAILED)   # an ordinary item of the same run failed
         return status

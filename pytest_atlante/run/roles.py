@@ -46,6 +46,7 @@ from pytest_atlante.run.shard import expected_durations
 from pytest_atlante.run.terminal import EvalTerminalReporter
 from pytest_atlante.run.trialrole import (GUARD_KEY, WORKERINPUT_KEY, TrialRole, Worker, interrupted_record)
 from pytest_atlante.sandbox.isolation import warning_text
+from pytest_atlante.sandbox.rundirs import RunClaim
 from pytest_atlante.suite.digests import suite_digests
 from pytest_atlante.trial.runner import Progress, TrialKey
 
@@ -88,6 +89,7 @@ class Controller(TrialRole):
         self.validation_failed = False
         self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.gate: Gate | None = None
+        self.run_claim: RunClaim | None = None    # the run directory, held from the sources copy to the end
 
     # -- set-up ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -117,7 +119,7 @@ class Controller(TrialRole):
         try:
             problems, run_error, info = prepare_run(suite, scripted=self.options.scripted)
             if info is not None and not problems and not run_error:
-                self.sources = prepare_run_sources(suite, self.run_id)
+                self.run_claim, self.sources = prepare_run_sources(suite, self.run_id)
         except OSError as exc:
             problems, info = [], None
             run_error = [Diagnostic("", "", "eval-sources-copy-failed",
@@ -351,6 +353,17 @@ class Controller(TrialRole):
     @pytest.hookimpl(tryfirst=True)  # before other plugins read session.exitstatus
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         super().pytest_sessionfinish(session, exitstatus)
+        try:
+            self._finish(session, exitstatus)
+        finally:
+            if self.run_claim is not None:
+                from pytest_atlante.run.evalrun import release_run_dir
+
+                # After the report: the run directory and the run's sources copy go, kept or not.
+                release_run_dir(self.run_id, keep=self.options.keep, held=self.run_claim)
+                self.run_claim = None
+
+    def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.validation_failed or self.suite is None or self.host_info is None:
             return
         status = self.plan.finish(self, exitstatus)

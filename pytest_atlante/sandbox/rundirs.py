@@ -17,7 +17,7 @@ process of its run for as long as the run is alive.**  Four details keep it:
   and an unmarked directory is never removed: a run of an older pytest-atlante, which takes no
   lock, may be using it right now.)
 - the controller holds its run directory from before anything is copied into it until the run has
-  finished (``hold`` ... ``finish``), so it stays held between the trials of different processes
+  finished (its ``claim`` ... ``finish(held=...)``), so it stays held between the trials of different processes
   (xdist workers start and stop at different times) and while ``--atlante-keep`` marks it kept;
 - the sweeper decides and removes under an exclusive lock: it checks the marker only once it holds
   the lock, and renames the directory out of the way (``.atlante-removing-…``) before it lets go.
@@ -47,7 +47,7 @@ from pathlib import Path
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from pytest_atlante.sandbox.trialdir import remove_run_dir, remove_tree, run_dir
 
-__all__ = ["CLAIMED_MARKER", "KEPT_MARKER", "RunClaim", "claim", "finish", "hold", "remove_dead"]
+__all__ = ["CLAIMED_MARKER", "KEPT_MARKER", "RunClaim", "claim", "finish", "remove_dead"]
 
 KEPT_MARKER = "KEPT"
 CLAIMED_MARKER = ".claimed"
@@ -85,11 +85,6 @@ class RunClaim:
             os.close(fd)  # closing the only descriptor drops the lock
 
 
-# The controller's claim on its run's directory, from ``hold`` to ``finish`` (keyed by run id: an
-# in-process pytester run shares the module with its caller).
-_held: dict[str, RunClaim] = {}
-
-
 def claim(run_id: str) -> RunClaim:
     """Hold a shared lock on the run directory, creating it (already held and marked) if needed.
 
@@ -105,18 +100,11 @@ def claim(run_id: str) -> RunClaim:
     raise OSError(errno.EAGAIN, f"cannot claim {path}: it keeps being created and removed")
 
 
-def hold(run_id: str) -> None:
-    """The controller's claim for the whole run (until ``finish``): taken before anything is put in
-    the run directory, so the directory is never unheld while the run lives."""
-    if run_id not in _held:
-        _held[run_id] = claim(run_id)
-
-
-def finish(run_id: str, *, keep: bool) -> None:
+def finish(run_id: str, *, keep: bool, held: RunClaim | None = None) -> None:
     """At the end of a run (controller, after every trial): remove the run directory if no trial
     left anything in it; with ``keep`` protect what was kept from ``remove_dead``.  Then drop the
-    controller's claim (``hold``)."""
-    held = _held.pop(run_id, None)
+    controller's claim on the run directory (``held``, taken with ``claim`` before anything was put
+    in it, so the directory is never unheld while the run lives)."""
     try:
         _clean(run_id, keep=keep)
     finally:

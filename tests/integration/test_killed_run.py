@@ -18,7 +18,7 @@ import pytest
 
 from conftest import Project, config_doc, scenario_doc
 from fakehost import fake_env, install_fake_claude
-from pytest_atlante.report.model import SANDBOX_DIR_PREFIX
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 
 LOGIN = '{"claudeAiOauth": {"accessToken": "sk-ant-oat01-killed-run-login"}}'
 

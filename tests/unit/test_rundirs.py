@@ -233,16 +233,16 @@ def test_live_claims_survive_a_sweeper_racing_them(tmp_path: Path, monkeypatch: 
 
 def test_the_controller_holds_its_run_directory_until_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Between trials of different processes (xdist) and until ``--atlante-keep`` marked it kept, no
-    trial process may hold the run directory: the controller does, from ``hold`` to ``finish``."""
+    trial process may hold the run directory: the controller does, from its ``claim`` to ``finish``."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     path = tmp_path / "atlante-eval-r5"
-    rundirs.hold("r5")
+    held = rundirs.claim("r5")
     (path / "sources").mkdir()
     worker = rundirs.claim("r5")
     (path / "scenario-1").mkdir()  # a kept trial
     worker.release()               # the last worker is done; the controller has not finished yet
     assert rundirs.remove_dead(tmp_path) == []
-    rundirs.finish("r5", keep=True)
+    rundirs.finish("r5", keep=True, held=held)
     assert rundirs.remove_dead(tmp_path) == []  # kept
     assert (path / "scenario-1").is_dir()
 
