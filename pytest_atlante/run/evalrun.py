@@ -19,7 +19,7 @@ from pytest_atlante.sandbox import isolation as isolations
 from pytest_atlante.sandbox import rundirs
 from pytest_atlante.suite.build import tree_dir, verify
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
-from pytest_atlante.suite.discovery import Suite, discover
+from pytest_atlante.suite.discovery import Suite, ValidSuite, discover
 from pytest_atlante.report.exitcodes import decide
 from pytest_atlante.fsutil import UnreadableFile
 from pytest_atlante.run.gate import Gate
@@ -54,13 +54,12 @@ def validate(project_root: Path, *, scripted: bool = False, names: list[str] | N
     return suite, sorted(set(problems))
 
 
-def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list[Diagnostic], HostInfo | None]:
+def prepare_run(suite: ValidSuite, *, scripted: bool) -> tuple[list[Diagnostic], list[Diagnostic], HostInfo | None]:
     """Checks that need the machine, after :func:`validate`: git, host probe, configuration, credentials.
 
     Returns (validation problems → exit 2, run-level problems → exit 3, host info).  The probe runs
     here, once, on the controller; workers receive its result.
     """
-    assert suite.eval is not None
     if shutil.which("git") is None:
         return [], [Diagnostic("", "", "eval-git-missing", "git is not on PATH; it shows each trial's changes",
                                "install git (e.g. apt-get install git)")], None
@@ -79,9 +78,8 @@ def prepare_run(suite: Suite, *, scripted: bool) -> tuple[list[Diagnostic], list
     return [], [], info
 
 
-def source_roots(suite: Suite) -> list[Path]:
+def source_roots(suite: ValidSuite) -> list[Path]:
     """What every trial copies: the scenarios' fixtures and the verified build tree."""
-    assert suite.eval is not None
     roots = {entry.fixture for entry in suite.scenarios}
     tree = tree_dir(suite.project_root, suite.eval.host)
     if tree.is_dir():
@@ -89,7 +87,7 @@ def source_roots(suite: Suite) -> list[Path]:
     return sorted(roots)
 
 
-def prepare_run_sources(suite: Suite, run_id: str) -> tuple[rundirs.RunClaim, RunSources]:
+def prepare_run_sources(suite: ValidSuite, run_id: str) -> tuple[rundirs.RunClaim, RunSources]:
     """The controller's pristine copy of every source, made before any trial runs (OSError if it cannot).
 
     The controller holds the run directory (the claim returned) from here to ``release_run_dir``:
@@ -109,7 +107,7 @@ def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.
     return isolations.decide(setting, isolations.probe() if setting != "off" else None)
 
 
-def finish_report(state: RunState, suite: Suite, options: Options, *, out_dir: Path, gate: Gate | None = None,
+def finish_report(state: RunState, suite: ValidSuite, options: Options, *, out_dir: Path, gate: Gate | None = None,
                   other_failures: bool = False) -> tuple[EvalReport, Path]:
     """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
 
@@ -120,7 +118,6 @@ def finish_report(state: RunState, suite: Suite, options: Options, *, out_dir: P
     status the process will really have.  A shard's report covers its share only and is marked with
     the shard, the suite digest and the run group, for ``atlante report merge``.
     """
-    assert suite.eval is not None
     finished = state.finished()
     if options.out is None:
         # Before the report, so a failure here is in the report's exit status, not only the process's.
@@ -171,14 +168,13 @@ def host_identity(info: HostInfo | None) -> HostIdentity | None:
     return HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect})
 
 
-def requested_scenarios(suite: Suite, expected: Sequence[TrialKey], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:
+def requested_scenarios(suite: ValidSuite, expected: Sequence[TrialKey], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:
     """(name, file, source, requested trials) of the scenarios this run asked for.
 
     ``-k``, ``-m``, ``--lf`` and ``--atlante-scenario`` narrow a run: a scenario none of whose
     trials was requested is not part of its report.  Before collection (a run that could not
     start) every discovered scenario counts with its full number of trials.
     """
-    assert suite.eval is not None
     if not expected:
         return [(e.scenario.name, e.display, e.source, suite.eval.budget.trials) for e in suite.scenarios]
     requested: dict[str, int] = {}

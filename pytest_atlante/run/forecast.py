@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 from pytest_atlante.report import reader
 from pytest_atlante.trial.budget import allocate
 from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.suite.discovery import Suite
+from pytest_atlante.suite.discovery import ValidSuite
 from pytest_atlante.report.model import REPORT_FILE, EvalReport, ScenarioRecord
 
 # (scenarioDigest, harnessDigest) of a scenario as it is now; ``None`` where not computed.
@@ -103,14 +103,13 @@ class Forecast:
         return makespan(durations, self.workers)
 
 
-def requested(suite: Suite, digests: Mapping[str, Digests] | None = None) -> list[RequestedScenario]:
+def requested(suite: ValidSuite, digests: Mapping[str, Digests] | None = None) -> list[RequestedScenario]:
     """The trials a run of ``suite`` asks for, with the sessions ``maxSessions`` leaves them.
 
     Collection order without paths on the command line: the documents sorted by path, then each
     document's scenarios, then trials — the order ``maxSessions`` is allocated in.  ``-k``/``-m``
     are not applied (the forecast runs before collection); ``--atlante-scenario`` already was.
     """
-    assert suite.eval is not None
     budget = suite.eval.budget
     entries = sorted(suite.scenarios, key=lambda e: str(e.file))
     sessions: dict[str, int] = {}

@@ -35,7 +35,7 @@ from pytest_atlante.trial.budget import allocate
 if TYPE_CHECKING:
     from pytest_atlante.hosts.base import HostInfo
     from pytest_atlante.report.model import EvalReport
-    from pytest_atlante.suite.discovery import Suite
+    from pytest_atlante.suite.discovery import Suite, ValidSuite
     from pytest_atlante.trial.runner import Progress, TrialRunner
 
 RECORD_KEY = pytest.StashKey[TrialRecord]()
@@ -97,9 +97,8 @@ class EvalPlan:
 
         return validate(options.project_root, scripted=options.scripted, names=options.names, host_override=options.host)
 
-    def trial_numbers(self, suite: Suite) -> list[int]:
+    def trial_numbers(self, suite: ValidSuite) -> list[int]:
         """The trial numbers every scenario contributes (``1..trials``)."""
-        assert suite.eval is not None
         return list(range(1, suite.eval.budget.trials + 1))
 
     def allocation(self, items: list[TrialItem], max_sessions: int) -> Iterable[tuple[TrialItem, bool]]:
@@ -194,7 +193,7 @@ class SelftestPlan(EvalPlan):
         return validate(options.project_root, scripted=True, optional_scripts=True, names=options.names,
                         host_override=options.host)
 
-    def trial_numbers(self, suite: Suite) -> list[int]:
+    def trial_numbers(self, suite: ValidSuite) -> list[int]:
         return [SELFTEST_TRIAL]
 
     def allocation(self, items: list[TrialItem], max_sessions: int) -> Iterable[tuple[TrialItem, bool]]:

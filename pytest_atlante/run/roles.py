@@ -99,15 +99,15 @@ class Controller(TrialRole):
         from pytest_atlante.run.gate import load_gate
 
         self._handle_sigterm()
-        suite, problems = self.plan.validate(self.options)
-        self.suite = suite
+        found, problems = self.plan.validate(self.options)
         self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression)
         rerun_option = requested_reruns(self.config)
         if rerun_option:
             gate_problems = [*gate_problems, Diagnostic("", rerun_option, "eval-reruns-refused", RERUNS_REFUSED,
                                                         f"run without {rerun_option}; raise budget.trials for more attempts")]
         if problems or gate_problems:
-            self._fail_validation(sorted(set(problems + gate_problems)))
+            self._fail_validation(sorted(set(problems + gate_problems)))   # never returns
+        self.suite = suite = found.validated()   # no problem: configuration and eval are there
         if self.options.shard is not None:
             self.durations = expected_durations(self.options.project_root)
         if self.options.forecast:
@@ -130,9 +130,8 @@ class Controller(TrialRole):
             run_error = [internal_error(exc)]
         if problems:
             self._fail_validation(problems)
-        if suite.eval is not None:
-            # Fixtures and the build are verified now: fingerprint what every trial will copy.
-            self.state.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
+        # Fixtures and the build are verified now: fingerprint what every trial will copy.
+        self.state.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
         if not run_error:
             run_error = self._decide_isolation()
         if run_error:
@@ -145,7 +144,7 @@ class Controller(TrialRole):
     def _forecast(self) -> Forecast:
         from pytest_atlante.run.forecast import forecast, requested
 
-        assert self.suite is not None and self.suite.eval is not None
+        assert self.suite is not None
         numprocesses = getattr(self.config.option, "numprocesses", None)
         # Validation verified fixtures and build: the digests say which history is the same experiment.
         digests = self.state.digests or suite_digests(self.suite.scenarios, self.suite.project_root, self.suite.eval.host)
@@ -174,7 +173,7 @@ class Controller(TrialRole):
         """Probe bubblewrap once for the run; warn, or refuse to start, as configured."""
         from pytest_atlante.run.evalrun import prepare_isolation
 
-        assert self.suite is not None and self.suite.eval is not None
+        assert self.suite is not None
         setting = self.options.isolation or self.suite.eval.isolation
         self.isolation, problem = prepare_isolation(setting)
         self.terminal.isolation(warning_text(setting, self.isolation))
@@ -219,7 +218,7 @@ class Controller(TrialRole):
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # The xdist controller collects nothing itself; every worker reports the same ordered ids.
-        assert self.suite is not None and self.suite.eval is not None
+        assert self.suite is not None
         keys = {trial_name(e, t): TrialKey(e.scenario.name, t) for e in self.suite.scenarios for t in self.trial_numbers()}
         files = {os.path.relpath(e.file, self.config.rootpath).replace(os.sep, "/") for e in self.suite.scenarios}
         self.state.expected = {i: keys[i.rpartition("::")[2]] for i in ids

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from pytest_atlante.fsutil import fingerprint
-from pytest_atlante.suite.discovery import Suite
+from pytest_atlante.suite.discovery import ValidSuite
 
 # CI variables that identify one run of a pipeline (and its re-run attempt), in the order they are
 # joined into the default run group.  Absent ones are skipped.
@@ -41,14 +41,13 @@ class ShardSpec:
     count: int
 
 
-def suite_digest(suite: Suite, *, scripted: bool, digests: Mapping[str, tuple[str, str | None]] | None) -> str:
+def suite_digest(suite: ValidSuite, *, scripted: bool, digests: Mapping[str, tuple[str, str | None]] | None) -> str:
     """``sha256:<hex>`` over what decides which trials a run has and how they run.
 
     The eval section (host, model, budget), the scenarios in order with their display paths
     (relative, so one checkout on two machines agrees) and sources, and each scenario's
     comparability digests (document, fixture tree, script; harness — ``digests.py``).
     """
-    assert suite.eval is not None
     return fingerprint({
         "eval": suite.eval.model_dump(mode="json"),
         "scripted": scripted,

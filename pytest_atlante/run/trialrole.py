@@ -27,7 +27,7 @@ from pytest_atlante.run.options import RERUNS_REFUSED, Options
 from pytest_atlante.run.plan import RECORD_KEY, EvalPlan, plan_for
 from pytest_atlante.run.shard import ShardSpec, split
 from pytest_atlante.sandbox.isolation import IsolationRecord
-from pytest_atlante.suite.discovery import ScenarioEntry, Suite, collection_plan
+from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite, collection_plan
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 from pytest_atlante.trial.budget import trial_budget
 from pytest_atlante.trial.runner import Progress, TrialInterrupted, TrialKey, TrialRunner
@@ -50,7 +50,7 @@ class TrialRole:
         self.config = config
         self.plan = plan if plan is not None else plan_for(options)
         self.options = self.plan.adjust(options)
-        self.suite: Suite | None = None
+        self.suite: ValidSuite | None = None   # set once validation passed
         self.run_id = ""
         self.host_info: HostInfo | None = None
         self.sources: dict[str, Any] = {}  # the controller's copy of fixtures and build tree, and its record
@@ -78,7 +78,7 @@ class TrialRole:
         return self.options.project_root / ".atlante" / "eval" / self.run_id
 
     # -- set-up ---------------------------------------------------------------------------------
-    def _ready(self, suite: Suite) -> None:
+    def _ready(self, suite: ValidSuite) -> None:
         """The suite is final: trials may be collected and run from here on."""
         self.suite = suite
         self.config.stash[RUNNER_KEY] = self
@@ -97,7 +97,7 @@ class TrialRole:
         return True
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
-        if self.suite is None or self.suite.eval is None:
+        if self.suite is None:
             return None
         entries = self.by_file.get(file_path)
         if not entries:
@@ -115,7 +115,7 @@ class TrialRole:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        assert self.suite is not None and self.suite.eval is not None
+        assert self.suite is not None
         trials = [i for i in items if isinstance(i, TrialItem)]
         self._give_budgets(self.plan.allocation(trials, self.suite.eval.budget.maxSessions), self.plan.trials_per_item)
         if self.plan.shards and self.options.shard is not None:
@@ -125,7 +125,7 @@ class TrialRole:
     def _give_budgets(self, allocation: Iterable[tuple[TrialItem, bool]], trials_per_item: int = 1) -> None:
         """Each item's frozen budget, and pytest-timeout's guard unless the item has its own marker
         (``trials_per_item`` trials' worth of it: the self-test runs two per item)."""
-        assert self.suite is not None and self.suite.eval is not None
+        assert self.suite is not None
         budget = self.suite.eval.budget
         guard = self.config.pluginmanager.has_plugin("timeout")
         for item, allocated in allocation:
@@ -257,7 +257,7 @@ class Worker(TrialRole):
         isolation = shared.get("isolation")
         self.isolation = IsolationRecord.model_validate(isolation) if isolation else None
         self.durations = dict(shared.get("durations", {}))
-        self._shared_suite: Suite = pickle.loads(base64.b64decode(shared["suite"]))
+        self._shared_suite: ValidSuite = pickle.loads(base64.b64decode(shared["suite"]))
         if threading.current_thread() is threading.main_thread():
             # execnet starts xdist workers with SIGINT ignored, so Ctrl-C would leave a trial's host
             # running until its timeout.  A worker that raises KeyboardInterrupt instead kills the
