@@ -15,20 +15,27 @@ from typing import Literal, get_args
 
 HostName = Literal["claude-code", "opencode"]
 HOST_NAMES: tuple[HostName, ...] = get_args(HostName)
+# The wire dialects the adapters report (``HostInfo.dialect``): what a report's ``host.dialect`` admits.
+HostDialect = Literal["claude-code", "opencode-v1", "opencode-v2"]
 
 
 @dataclass(frozen=True)
 class HostEntry:
     adapter: str   # "module:Class" of its adapter, imported on first use
     since: str     # the first configuration version that admits the host
+    dialects: tuple[HostDialect, ...]   # the dialects its adapter reports, by version
 
 
 HOSTS: dict[HostName, HostEntry] = {
-    "claude-code": HostEntry("pytest_atlante.hosts.claude_code:ClaudeCodeHost", since="0.2"),
-    "opencode": HostEntry("pytest_atlante.hosts.opencode:OpenCodeHost", since="0.1"),
+    "claude-code": HostEntry("pytest_atlante.hosts.claude_code:ClaudeCodeHost", since="0.2",
+                             dialects=("claude-code",)),
+    "opencode": HostEntry("pytest_atlante.hosts.opencode:OpenCodeHost", since="0.1",
+                          dialects=("opencode-v1", "opencode-v2")),
 }
 if tuple(HOSTS) != HOST_NAMES:  # pragma: no cover - a host added to one and not the other
     raise ImportError(f"hosts.names: HOSTS {tuple(HOSTS)} and HostName {HOST_NAMES} disagree")
+if {d for entry in HOSTS.values() for d in entry.dialects} != set(get_args(HostDialect)):  # pragma: no cover
+    raise ImportError("hosts.names: the HOSTS dialects and HostDialect disagree")
 
 
 def min_config_version(name: str) -> str:

@@ -29,7 +29,7 @@ from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.report import stats as evalstats
 from pytest_atlante.fsutil import fingerprint
 from pytest_atlante.fsutil import atomic_write_bytes, atomic_write_text, read_capped
-from pytest_atlante.hosts.names import HostName
+from pytest_atlante.hosts.names import HostDialect, HostName
 from pytest_atlante.sandbox.isolation import IsolationRecord
 from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
 from pytest_atlante.sandbox.redact import redact_sandbox_paths
@@ -69,7 +69,7 @@ Version = Annotated[str, Field(pattern=VERSION_PATTERN, max_length=64)]
 class HostIdentity(Record):
     name: HostName
     version: Version
-    dialect: Literal["claude-code", "opencode-v1", "opencode-v2"]
+    dialect: HostDialect
 
 
 class BudgetRecord(Record):

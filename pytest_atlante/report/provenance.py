@@ -25,6 +25,7 @@ from typing import Any, Callable, Literal, NoReturn
 
 from pytest_atlante.report.exitcodes import decide
 from pytest_atlante.fsutil import UnreadableFile, read_capped
+from pytest_atlante.hosts.names import HOSTS
 from pytest_atlante.report import reader
 from pytest_atlante.report.reader import ReportRejected
 from pytest_atlante.models import StrictModel
@@ -57,7 +58,6 @@ MAX_REASON_CHARS = 500
 # Floats in the report are derived from integers; a published value is "the same" when it agrees
 # to well within what JSON round-tripping of a Python float can change.
 FLOAT_TOLERANCE = 1e-9
-_DIALECTS = {"claude-code": ("claude-code",), "opencode": ("opencode-v1", "opencode-v2")}
 # A pack suite with more documents than a report may list scenarios is not one this view judges.
 MAX_SUITE_DOCUMENTS = 1000
 # A run cannot finish in the future; a day of slack absorbs clock skew between machines.
@@ -218,7 +218,7 @@ def _check_consistency(report: EvalReport, now: datetime, suite: SuiteNames | No
         _reject("report-inconsistent", "a trial was served by the scripted model but the report is not marked scripted")
     if report.host is None:
         _reject("report-inconsistent", "the report names no host")
-    if report.host.dialect not in _DIALECTS[report.host.name]:
+    if report.host.dialect not in HOSTS[report.host.name].dialects:
         _reject("report-inconsistent", "$.host.dialect is not a dialect of $.host.name")
     started = _parse_timestamp(report.startedAt, "$.startedAt")
     finished = _parse_timestamp(report.finishedAt, "$.finishedAt")

@@ -17,6 +17,8 @@ from typing import Sequence
 
 import pytest
 
+from pytest_atlante.hosts.names import HOST_NAMES
+
 _MAPPED = {4: 2, 5: 2}
 PASS_THROUGH_NOTE = ("every other argument is passed to pytest unchanged (e.g. -n 4, -k NAME, --lf, -x, -v); "
                      "the --atlante-* options work too")
@@ -28,7 +30,7 @@ def add_eval_options(parser: argparse.ArgumentParser) -> None:
                         help="run only the named scenario (repeatable); same as --atlante-scenario")
     parser.add_argument("--out", metavar="DIR", help="write report.json into DIR; same as --atlante-out")
     parser.add_argument("--keep", action="store_true", help="keep trial sandboxes; same as --atlante-keep")
-    parser.add_argument("--host", choices=["claude-code", "opencode"],
+    parser.add_argument("--host", choices=HOST_NAMES,
                         help="run under this host instead of eval.host; same as --atlante-host")
     parser.add_argument("--scripted", action="store_true",
                         help="run against the offline scripted model; same as --atlante-scripted")

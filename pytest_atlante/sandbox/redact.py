@@ -1,19 +1,24 @@
-"""Known credential values, and the one function that removes them from any text we keep.
+"""The one definition of a secret, and the one function that removes secrets from any text we keep.
 
 A trial's agent has a shell: it can copy its environment, its private HOME's login or the parent's
 ``/proc/<pid>/environ`` into a file, and the diff, a check's output or a transcript would carry it
-into the report.  So every text that leaves a trial (report fields, JUnit and terminal text, which
-are rendered from the record, and any transcript) goes through :func:`redact` with the trial's
-:class:`Secrets`, built from:
+into the report.  So every text that leaves a trial (report fields: diff, changed paths, check
+messages and output, error text; the transcript and the raw host stream; JUnit, terminal and HTML
+text, which are rendered from the record) goes through :func:`redact` with the trial's
+:class:`Secrets`.  A secret is, and is nowhere else defined as:
 
-- the values of secret-looking variables (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ...) of the
-  runner's own environment and of the environment the host session was given;
-- the secret-looking string values of the host's stored-credential files (the user's own and the
-  trial's copy: Claude Code's ``.credentials.json``, OpenCode's ``auth.json``).
+- a *known value*: the value of a secret-named variable (:data:`_SECRET_NAME`: ``*KEY*``,
+  ``*TOKEN*``, ``*SECRET*``, ``*PRIVATE*``, ...) of the runner's own environment and of the
+  environment the host session was given, or a string under a secret-named key of the host's
+  stored-credential files (the user's own and the trial's copy: Claude Code's
+  ``.credentials.json``, OpenCode's ``auth.json``) — verbatim or in its JSON-escaped form;
+- a *key shape* (:data:`_KEY_SHAPE`), recognised with no variable naming it: ``sk-…`` /
+  ``sk-ant-…`` API keys and ``Bearer …`` tokens.
 
-Values shorter than :data:`MIN_SECRET_CHARS` are not treated as secrets (``1`` or ``true`` would
-blank out unrelated text).  Redaction replaces whole values only: a secret that an agent encodes
-(base64, reversed) is not recognised.
+Values are replaced first (whole, longest first), then shapes.  Values shorter than
+:data:`MIN_SECRET_CHARS` are not treated as secrets (``1`` or ``true`` would blank out unrelated
+text).  Redaction replaces whole values only: a secret that an agent encodes (base64, reversed) is
+not recognised.
 """
 
 from __future__ import annotations
@@ -30,7 +35,12 @@ __all__ = ["MIN_SECRET_CHARS", "REDACTED", "Secrets", "redact", "secrets_in_env"
 REDACTED = "<redacted>"
 MIN_SECRET_CHARS = 8
 # Variable names and JSON keys whose values are credentials.
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|ACCESS|REFRESH", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|ACCESS|REFRESH|PRIVATE",
+                          re.IGNORECASE)
+# Credential shapes that need no variable to be recognised: an ``sk-``/``sk-ant-`` API key and a
+# bearer token (the word ``Bearer`` included).  No word boundary before ``sk-``: inside a JSON string
+# a key may follow an escape (``\\nsk-…``), and a missed key is worse than a redacted ``risk-…`` word.
+_KEY_SHAPE = re.compile(r"sk-(?:ant-)?[A-Za-z0-9_-]{16,}|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}")
 # Credential files are small JSON documents; anything bigger is not one and is not read whole.
 _MAX_FILE_BYTES = 1 << 20
 
@@ -41,10 +51,14 @@ class Secrets:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._values: set[str] = set()
+        self._forms: tuple[str, ...] = ()
         self.add(values)
 
     def add(self, values: Iterable[str]) -> Secrets:
         self._values.update(v for v in values if len(v) >= MIN_SECRET_CHARS and v != REDACTED)
+        forms = {form for v in self._values
+                 for form in (v, json.dumps(v)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1])}
+        self._forms = tuple(sorted(forms, key=lambda v: (-len(v), v)))
         return self
 
     @property
@@ -52,16 +66,23 @@ class Secrets:
         """Longest first, so no secret is half-replaced by a shorter one inside it."""
         return tuple(sorted(self._values, key=lambda v: (-len(v), v)))
 
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """Every known value as it may appear in a text: verbatim, or JSON-escaped inside a string
+        of a JSON document (a host stream), longest first."""
+        return self._forms
+
     def __call__(self, text: str) -> str:
         return redact(text, self)
 
 
 def redact(text: str, secrets: Secrets) -> str:
-    """``text`` with every known credential value replaced by ``<redacted>``."""
-    for value in secrets.values:
+    """``text`` with every secret replaced by ``<redacted>``: the known values (longest first), then
+    anything of a credential's shape."""
+    for value in secrets.forms:
         if value in text:
             text = text.replace(value, REDACTED)
-    return text
+    return _KEY_SHAPE.sub(REDACTED, text)
 
 
 def secrets_in_env(env: Mapping[str, str]) -> list[str]:
