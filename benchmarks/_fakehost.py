@@ -88,7 +88,7 @@ def install_streaming_claude(bin_dir: Path, *, events: int, tokens_per_event: in
     event is logged only after its write returned; a SIGKILL between the write and the log line
     can hide at most one event).  On SIGINT it appends ``<pid> sigint <last emitted index>
     <monotonic>``; with ``honour_sigint`` it then stops like Claude
-    Code does (FACTS §6: abort, print a ``result`` event, exit), otherwise it keeps streaming until
+    Code does (host-facts §6: abort, print a ``result`` event, exit), otherwise it keeps streaming until
     the engine's SIGKILL after the grace period — the worst case for a host that ignores SIGINT.
     """
     events_json = json.dumps([json.dumps(assistant_event(i, tokens_per_event)) for i in range(1, events + 1)])

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _fakehost import FIXTURE_REL, install_quick_claude, machine_line, make_project, require_verdicts, run_eval  # noqa: E402
+from _fakehost import FIXTURE_REL, install_quick_claude, machine_line, make_project, require_verdicts, run_eval
 
 SIZES: tuple[tuple[int, int], ...] = ((10, 20), (1_000, 20), (10_000, 5))  # (files, trials)
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@localhost", "GIT_COMMITTER_NAME": "b",
@@ -66,9 +66,9 @@ def integrity_costs(project: Path, out: Path, repeats: int) -> dict[str, float]:
     watched places per trial, the per-trial check of the run's source copies, and the once-per-run
     copy itself."""
     from pytest_atlante.sandbox.audit import Audit
-    from pytest_atlante.suite.build import tree_dir
-    from pytest_atlante.sandbox.trialdir import remove_tree, run_dir
     from pytest_atlante.sandbox.sources import changed_in_copy, prepare_sources
+    from pytest_atlante.sandbox.trialdir import remove_tree, run_dir
+    from pytest_atlante.suite.build import tree_dir
 
     roots = [project / FIXTURE_REL, tree_dir(project, "claude-code")]
     run_id = f"bench-{os.getpid()}"
@@ -110,22 +110,22 @@ def profile_one(files: int, tmp: Path, bin_dir: Path) -> None:
     import cProfile
     import pstats
 
-    from pytest_atlante.trial.budget import TrialBudget
-    from pytest_atlante.suite.discovery import discover
-    from pytest_atlante.run.evalrun import prepare_run, prepare_run_sources
     from pytest_atlante.report.model import new_run_id
-    from pytest_atlante.trial.runner import TrialRunner
+    from pytest_atlante.run.evalrun import prepare_run, prepare_run_sources
+    from pytest_atlante.suite.discovery import discover
+    from pytest_atlante.trial.budget import TrialBudget
+    from pytest_atlante.trial.runner import RunnerSettings, TrialRunner
 
     project = make_project(tmp / f"profile-{files}", files=files, trials=1)
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
-    suite = discover(project, scripted=True)
+    suite = discover(project, scripted=True).validated()
     problems, run_errors, info = prepare_run(suite, scripted=True)
     assert not problems and not run_errors and info is not None, (problems, run_errors)
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
-    run_id = new_run_id(datetime.now(timezone.utc))
-    engine = TrialRunner(suite, run_id, info, scripted=True, keep=False,
-                    sources=prepare_run_sources(suite, run_id)[1], report_dir=tmp / f"profile-{files}-out")
+    run_id = new_run_id(datetime.now(UTC))
+    engine = TrialRunner(suite, run_id, info, sources=prepare_run_sources(suite, run_id)[1],
+                         report_dir=tmp / f"profile-{files}-out", settings=RunnerSettings(scripted=True, transcripts=False))
     budget = TrialBudget(timeoutMs=60_000, maxTokens=400_000, maxSessions=2, trials=2, allocated=True)
     entry = suite.scenarios[0]
     engine.run(entry, 1, "warm-up", budget, lambda _: None)  # lazy imports out of the profile

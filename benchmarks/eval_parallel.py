@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _fakehost import bench_env, install_quick_claude, machine_line, make_project, require_verdicts, run_eval  # noqa: E402
+from _fakehost import bench_env, install_quick_claude, machine_line, make_project, require_verdicts, run_eval
 
 
 def xdist_floor(tmp: Path, host: Path, tests: int, workers: int) -> float:

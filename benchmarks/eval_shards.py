@@ -23,15 +23,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _fakehost import install_quick_claude, machine_line, make_project  # noqa: E402
-
-from pytest_atlante.report.merge import load_shard_reports, merge_reports  # noqa: E402
-from pytest_atlante.records import TrialRecord  # noqa: E402
-from pytest_atlante.report.model import BudgetRecord, EvalReport, RunState, ShardRef, build_report, keyed  # noqa: E402
+from _fakehost import install_quick_claude, machine_line, make_project
+from pytest_atlante.records import TrialRecord
+from pytest_atlante.report.merge import load_shard_reports, merge_reports
+from pytest_atlante.report.model import BudgetRecord, EvalReport, RunState, ShardRef, build_report, keyed
 
 
 def run_shards(project: Path, bin_dir: Path, out: Path, count: int, workers: int) -> tuple[list[float], float]:
@@ -73,7 +72,7 @@ def run_shards(project: Path, bin_dir: Path, out: Path, count: int, workers: int
 def synthetic_shards(out: Path, records: int, count: int, scenarios: int = 100) -> list[Path]:
     """``count`` shard reports holding ``records`` trial records in all, written as a shard would."""
     per_scenario = records // scenarios
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     paths = []
     for index in range(1, count + 1):
         mine = [s for s in range(scenarios) if s % count == index - 1]

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _fakehost import REPO_ROOT, install_quick_claude, machine_line, make_project, require_verdicts, run_eval  # noqa: E402
+from _fakehost import REPO_ROOT, install_quick_claude, machine_line, make_project, require_verdicts, run_eval
 
 MODES = ("off", "namespace")
 REAL_BIN = REPO_ROOT / "hosts-npm" / "node_modules" / ".bin"

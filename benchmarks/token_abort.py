@@ -5,7 +5,7 @@ Part 1 — fake host.  A fake ``claude`` streams assistant events, each a new ``
 ``_fakehost.install_streaming_claude``).  ``maxTokens = 100 × K − 1``, so the cumulative usage the
 Claude monitor computes (the sum of per-message usage) crosses the threshold exactly at event K.
 Counted per trial from the host's own log: events written after event K.  Two hosts:
-  * ``sigint-honoured``: stops on SIGINT like Claude Code (FACTS §6) — measures how fast the engine
+  * ``sigint-honoured``: stops on SIGINT like Claude Code (host-facts §6) — measures how fast the engine
     reacts to the crossing line;
   * ``sigint-ignored``: keeps streaming until the engine's SIGKILL after the grace period — the
     worst case, bounded by ``process.run``'s grace (3 s) rather than by the gate;
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _fakehost import REPO_ROOT, install_streaming_claude, machine_line, make_project, require_verdicts, run_eval  # noqa: E402
+from _fakehost import REPO_ROOT, install_streaming_claude, machine_line, make_project, require_verdicts, run_eval
 
 TOKENS_PER_EVENT = 100
 INTERVAL_S = 0.05
@@ -152,7 +152,7 @@ def main() -> None:
         print(f"{'host':<16} {'events after crossing (per trial)':<36} {'max':>4} {'crossing->SIGINT ms (median)':>29}")
         for name, after, latency, _ in rows:
             median = f"{statistics.median(latency):.2f}" if latency else "-"
-            print(f"{name:<16} {str(after):<36} {max(after):>4} {median:>29}")
+            print(f"{name:<16} {after!s:<36} {max(after):>4} {median:>29}")
         for name, after, _, errors in rows:
             goal = f"  (goal <= 1: {'met' if max(after) <= 1 else 'NOT met'})" if name != "sigint-ignored" else ""
             print(f"{name}: at most {max(after)} usage event(s) emitted after the crossing event{goal}")

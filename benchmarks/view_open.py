@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
-from view_helpers import browser, synthetic_report  # noqa: E402
-
-from pytest_atlante.report.view import write_view  # noqa: E402
+from pytest_atlante.report.view import write_view
+from view_helpers import browser, synthetic_report
 
 
 def main() -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, envelope
 from pytest_atlante.hosts.names import HOST_NAMES

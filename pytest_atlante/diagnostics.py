@@ -9,8 +9,9 @@ raised one at a time, so a single run reports every problem in every document.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 ENVELOPE_SCHEMA = "atlante/diagnostics-v1"
 

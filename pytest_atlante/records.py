@@ -6,14 +6,14 @@ These models are the contract between the trial engine (which fills them), the x
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
 
-# Precedence when several outcomes apply to one trial (ARCHITECTURE §4.6), strongest first.
+# Precedence when several outcomes apply to one trial (docs/design.md §4.6), strongest first.
 VERDICT_PRECEDENCE: tuple[Verdict, ...] = (
     "skipped-budget",
     "infra-error",
@@ -119,6 +119,6 @@ def cap_diff(text: str) -> tuple[str, bool]:
 def iso_utc(moment: datetime) -> str:
     """``2026-11-30T08:36:55.123Z``; a naive datetime is taken to be UTC already."""
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    utc = moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    utc = moment.astimezone(UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"

@@ -16,9 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.atlas.context import LOAD_PROFILES, LoadProfile
 from pytest_atlante.atlas.query_loading import parse_model, read_bytes
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 
 CONCURRENT_RECEIPT_SCHEMA = "agent-spec/atlas-eval/concurrent-query-receipt-v1"
 PREFIX = "atlas-d4"

@@ -12,13 +12,12 @@ alike.  All behaviour lives in ``query_runner``; this module only adapts it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, cast
+from typing import Any, cast
 
 import pytest
 
-from pytest_atlante.diagnostics import DiagnosticError
-from pytest_atlante.fsutil import MAX_INPUT_BYTES, read_capped
 from pytest_atlante.atlas.query_runner import (
     OBSERVATIONS_FIXTURE,
     QueryCaseFailed,
@@ -27,6 +26,8 @@ from pytest_atlante.atlas.query_runner import (
     failure_message,
 )
 from pytest_atlante.atlas.score import CaseScore
+from pytest_atlante.diagnostics import DiagnosticError
+from pytest_atlante.fsutil import MAX_INPUT_BYTES, read_capped
 
 SCORE_PROPERTY = "atlante_query_case"
 

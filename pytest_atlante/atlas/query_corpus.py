@@ -10,15 +10,16 @@ diagnostic code so a CI log says exactly which rule a corpus broke; the codes ar
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import from_json, to_json
 
-from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.atlas.context import ContextExpectation, expectation_problems
 from pytest_atlante.atlas.query_loading import parse_model, read_bytes
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 
 QUERY_CORPUS_SCHEMA = "agent-spec/atlas-eval/query-corpus-v1"
 PREFIX = "atlas-query-corpus"

@@ -9,15 +9,16 @@ that the items reported.  ``items.py`` only adapts this to pytest.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from pytest_atlante.diagnostics import DiagnosticError
-from pytest_atlante.fsutil import atomic_write_bytes
 from pytest_atlante.atlas.output import render
 from pytest_atlante.atlas.query_corpus import QueryCase, QueryCorpus, load_corpus
 from pytest_atlante.atlas.results import Observation, load_results, observations_from_value
 from pytest_atlante.atlas.score import CaseScore, build_receipt, corpus_fingerprint, score_case
+from pytest_atlante.diagnostics import DiagnosticError
+from pytest_atlante.fsutil import atomic_write_bytes
 
 OBSERVATIONS_FIXTURE = "atlante_query_observations"
 RECEIPT_RELPATH = Path(".atlante/atlas/query-regression.json")

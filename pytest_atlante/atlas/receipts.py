@@ -21,13 +21,14 @@ producers.
 from __future__ import annotations
 
 import re
-from typing import Annotated, BinaryIO, Iterator, Literal
+from collections.abc import Iterator
+from typing import Annotated, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.atlas.corpus import pydantic_diagnostics
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 
 QUERY_METRICS_SCHEMA = "agent-spec/atlas-eval/query-metrics-v1"
 BASE_METRICS = ("file_reads", "graph_calls", "tool_calls", "duration_ms", "context_bytes")

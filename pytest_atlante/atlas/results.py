@@ -13,10 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.atlas.context import ContextReceipt, receipt_inconsistencies
 from pytest_atlante.atlas.query_corpus import DIAGNOSTIC_KINDS, JSON_STRING_CACHE, QueryCorpus, TypedDiagnostic
 from pytest_atlante.atlas.query_loading import parse_model, read_bytes, validation_diagnostics
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 
 QUERY_RESULTS_SCHEMA = "agent-spec/atlas-eval/query-results-v1"
 PREFIX = "atlas-query-results"

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from operator import itemgetter
-from typing import Any, Iterator, Sequence, TypedDict
+from pathlib import Path
+from typing import Any, TypedDict
 
 from blake3 import blake3
 from pydantic import TypeAdapter
@@ -22,7 +23,14 @@ from pydantic import TypeAdapter
 from pytest_atlante.atlas import stats
 from pytest_atlante.atlas.context import behaviour_failures
 from pytest_atlante.atlas.output import emit
-from pytest_atlante.atlas.query_corpus import DIAGNOSTIC_KINDS, FIXTURE_TIER, PINNED_TIER, QueryCase, QueryCorpus, load_corpus
+from pytest_atlante.atlas.query_corpus import (
+    DIAGNOSTIC_KINDS,
+    FIXTURE_TIER,
+    PINNED_TIER,
+    QueryCase,
+    QueryCorpus,
+    load_corpus,
+)
 from pytest_atlante.atlas.results import Observation, load_results
 
 QUERY_REGRESSION_SCHEMA = "agent-spec/atlas-eval/query-regression-v1"
@@ -180,7 +188,7 @@ def _columns(scores: Sequence[CaseScore], *keys: str) -> list[tuple[Any, ...]]:
     """
     if not scores:
         return [() for _ in keys]
-    return list(zip(*map(itemgetter(*keys), scores)))
+    return list(zip(*map(itemgetter(*keys), scores), strict=True))
 
 
 def aggregate(scores: Sequence[CaseScore]) -> dict[str, object]:
@@ -198,7 +206,7 @@ def aggregate(scores: Sequence[CaseScore]) -> dict[str, object]:
     for diagnostics in map(itemgetter("diagnostics"), scores):
         for d in diagnostics:
             kinds[d["kind"]] = kinds.get(d["kind"], 0) + 1
-    context_passed = [ok for checked, ok in zip(context_checked, passed) if checked]
+    context_passed = [ok for checked, ok in zip(context_checked, passed, strict=True) if checked]
     return {
         "symbol_recall": _mean(symbol_recall),
         "mrr": _mean(reciprocal_rank),
@@ -223,7 +231,7 @@ def build_receipt(
     tier_of, passed = _columns(scores, "tier", "passed")
     tiers = {
         tier: {"cases": tier_of.count(tier),
-               "passed": sum(1 for t, ok in zip(tier_of, passed) if t == tier and ok)}
+               "passed": sum(1 for t, ok in zip(tier_of, passed, strict=True) if t == tier and ok)}
         for tier in (FIXTURE_TIER, PINNED_TIER)
     }
     failed = sum(1 for ok in passed if not ok)

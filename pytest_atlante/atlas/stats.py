@@ -14,7 +14,8 @@ search.  On a million receipts this is the difference between one pass and three
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Callable, Sequence, TypedDict
+from collections.abc import Callable, Sequence
+from typing import TypedDict
 
 
 class Distribution(TypedDict):

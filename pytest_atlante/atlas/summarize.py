@@ -18,11 +18,10 @@ excluded from the four query-metric distributions.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
-from pytest_atlante.fsutil import MAX_INPUT_BYTES, UnreadableFile, open_regular
 from pytest_atlante.atlas.corpus import unreadable
 from pytest_atlante.atlas.receipts import (
     BASE_METRICS,
@@ -34,6 +33,8 @@ from pytest_atlante.atlas.receipts import (
     ReceiptReader,
 )
 from pytest_atlante.atlas.stats import distribution
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.fsutil import MAX_INPUT_BYTES, UnreadableFile, open_regular
 
 ARM_ORDER = ("atlas", "baseline")
 
@@ -41,7 +42,7 @@ ARM_ORDER = ("atlas", "baseline")
 class ArmSamples:
     """The numeric samples and counts of one arm; nothing else of a receipt is kept."""
 
-    __slots__ = ("receipts", "passed", "failed", "versioned", "legacy", "samples", "cost")
+    __slots__ = ("cost", "failed", "legacy", "passed", "receipts", "samples", "versioned")
 
     def __init__(self) -> None:
         self.receipts = 0
@@ -85,20 +86,20 @@ def _group_summaries(groups: Sequence[ArmSamples]) -> tuple[dict[str, Any], list
     """
     aggregate: dict[str, Any] = {}
     per_group: list[dict[str, Any]] = [{} for _ in groups]
-    for name in BASE_METRICS + ("cost_usd",) + QUERY_METRICS:
+    for name in (*BASE_METRICS, "cost_usd", *QUERY_METRICS):
         parts = [sorted(g.cost if name == "cost_usd" else g.samples[name]) for g in groups]
         if name == "cost_usd" and not any(parts):
             continue  # no receipt reports a cost: the metric is absent, not zero
-        for part, metrics in zip(parts, per_group):
+        for part, metrics in zip(parts, per_group, strict=True):
             if part or name != "cost_usd":
                 metrics[name] = dict(distribution(part))
         merged = [value for part in parts for value in part]
         merged.sort()
         aggregate[name] = dict(distribution(merged))
-    for group, metrics in zip([groups, *([g] for g in groups)], [aggregate, *per_group]):
+    for group, metrics in zip([groups, *([g] for g in groups)], [aggregate, *per_group], strict=True):
         metrics["query_metrics_receipts"] = sum(g.versioned for g in group)
         metrics["legacy_query_metrics_receipts"] = sum(g.legacy for g in group)
-    summaries = [_counts([g], m) for g, m in zip(groups, per_group)]
+    summaries = [_counts([g], m) for g, m in zip(groups, per_group, strict=True)]
     return _counts(groups, aggregate), summaries
 
 
@@ -139,7 +140,7 @@ def summarize_stream(reader: ReceiptReader) -> dict[str, Any]:
             ]
         )
     summary, per_arm = _group_summaries([arms[arm] for arm in populated])
-    summary["arms"] = dict(zip(populated, per_arm))
+    summary["arms"] = dict(zip(populated, per_arm, strict=True))
     return summary
 
 

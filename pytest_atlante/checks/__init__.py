@@ -37,6 +37,7 @@ from pytest_atlante.records import CheckResult
 from pytest_atlante.sandbox.trialdir import Diff, Sandbox
 
 __all__ = [
+    "TABLE",
     "Check",
     "CheckContext",
     "CommandCheck",
@@ -45,7 +46,6 @@ __all__ = [
     "FileContainsCheck",
     "FileExistsCheck",
     "FileUnchangedCheck",
-    "TABLE",
     "Wrap",
     "check_rules",
     "check_table",
@@ -54,14 +54,7 @@ __all__ = [
 ]
 
 Check = Annotated[
-    Union[
-        CommandCheck,
-        FileExistsCheck,
-        FileAbsentCheck,
-        FileUnchangedCheck,
-        FileContainsCheck,
-        DiffAllowlistCheck,
-    ],
+    CommandCheck | FileExistsCheck | FileAbsentCheck | FileUnchangedCheck | FileContainsCheck | DiffAllowlistCheck,
     Field(discriminator="type"),
 ]
 

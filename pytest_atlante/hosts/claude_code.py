@@ -1,6 +1,6 @@
 """Claude Code (``claude``): version, credentials, fresh settings, command line, environment.
 
-Facts this adapter relies on (``shared/hosts/FACTS.md`` §1–§6):
+Facts this adapter relies on (``docs/host-facts.md`` §1–§6):
 - ``claude --version`` prints ``2.1.197 (Claude Code)``;
 - project ``permissions.allow`` rules are ignored unless ``<HOME>/.claude.json`` trusts the exact
   realpath of the cwd; ``deny`` rules apply regardless;
@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import UnreadableFile, read_capped
@@ -32,10 +33,16 @@ from pytest_atlante.hosts.base import (
     probe_version,
     unsupported_version,
 )
-from pytest_atlante.hosts.policy import claude_settings
 from pytest_atlante.hosts.names import HostName
-from pytest_atlante.hosts.streams import SYNTHETIC_MODEL, ClaudeStreamMonitor, claude_model_usage, claude_usage
-from pytest_atlante.hosts.streams import _dict, _event
+from pytest_atlante.hosts.policy import claude_settings
+from pytest_atlante.hosts.streams import (
+    SYNTHETIC_MODEL,
+    ClaudeStreamMonitor,
+    _dict,
+    _event,
+    claude_model_usage,
+    claude_usage,
+)
 from pytest_atlante.hosts.transcripts import (
     RESULT_CAP_CHARS,
     TEXT_CAP_CHARS,
@@ -109,7 +116,7 @@ def credential_variables(parent_env: Mapping[str, str]) -> dict[str, str]:
     return {name: parent_env[name] for name in names if parent_env.get(name)}
 
 
-#: Keep the session off the network except for model traffic (FACTS §3 "Network check").
+#: Keep the session off the network except for model traffic (host-facts §3 "Network check").
 QUIET_ENV: dict[str, str] = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "DISABLE_AUTOUPDATER": "1",
@@ -137,7 +144,7 @@ def scripted_env(endpoint: ScriptedEndpoint) -> dict[str, str]:
     """Environment that points Claude Code at the scripted model and keeps it off the network.
 
     ``CLAUDE_CODE_MAX_RETRIES=1``: against a custom base URL Claude retries even a 401 ten times
-    with backoff (FACTS §3); a scripted error turn should fail fast.
+    with backoff (host-facts §3); a scripted error turn should fail fast.
     """
     return {
         "ANTHROPIC_BASE_URL": endpoint.anthropic_base_url,
@@ -194,7 +201,7 @@ def _gcloud_adc(user_home: Path) -> Path:
 class ClaudeCodeHost:
     name: HostName = "claude-code"
     owned_dir = ".claude"
-    interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (FACTS §6)
+    interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (host-facts §6)
     credential_env = CREDENTIAL_ENV
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
 
@@ -254,7 +261,7 @@ class ClaudeCodeHost:
         settings = sandbox_root / ".claude" / "settings.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
         settings.write_text(json.dumps(claude_settings(), indent=2) + "\n", encoding="utf-8")
-        # Trust must name the exact realpath of the cwd (FACTS §4); nothing else goes in.
+        # Trust must name the exact realpath of the cwd (host-facts §4); nothing else goes in.
         trusted = os.path.realpath(sandbox_root)
         home.mkdir(parents=True, exist_ok=True)
         (home / ".claude.json").write_text(
@@ -357,10 +364,10 @@ def transcript_events(lines: Iterable[tuple[int, str]], b: TranscriptBuilder) ->
                     b.turn += 1
                 usage = message.get("usage")
                 if isinstance(usage, dict) and message.get("model") != SYNTHETIC_MODEL:
-                    # message_start usage: input and cache exact, output_tokens only 1 (FACTS §3)
+                    # message_start usage: input and cache exact, output_tokens only 1 (host-facts §3)
                     b.usage(t, claude_usage(usage), None, exact=False, agent=agent)
-            for block in message.get("content") or []:
-                block = _dict(block)
+            for raw_block in message.get("content") or []:
+                block = _dict(raw_block)
                 if block.get("type") == "text" and block.get("text"):
                     b.emit(t, "text", agent=agent, **capped(str(block["text"]), TEXT_CAP_CHARS))
                 elif block.get("type") == "tool_use":
@@ -369,8 +376,8 @@ def transcript_events(lines: Iterable[tuple[int, str]], b: TranscriptBuilder) ->
                     b.emit(t, "tool_call", id=block.get("id"), tool=NEUTRAL_TOOLS.get(host_tool, host_tool.lower()),
                            hostTool=host_tool, input=neutral_input(block.get("input")), agent=agent)
         elif kind == "user":
-            for block in _dict(event.get("message")).get("content") or []:
-                block = _dict(block)
+            for raw_block in _dict(event.get("message")).get("content") or []:
+                block = _dict(raw_block)
                 if block.get("type") == "tool_result":
                     host_tool = tools.get(str(block.get("tool_use_id")), "")
                     b.emit(t, "tool_result", id=block.get("tool_use_id"), tool=NEUTRAL_TOOLS.get(host_tool, host_tool.lower()),

@@ -1,6 +1,6 @@
 """OpenCode (``opencode``): V1 and V2 dialects, credentials, fresh config, command, environment.
 
-Facts this adapter relies on (``shared/hosts/FACTS.md`` §7–§10 and the eval reference):
+Facts this adapter relies on (``docs/host-facts.md`` §7–§10 and the eval reference):
 - ``opencode --version`` prints ``1.18.33``; V1 is ``>=1.18.29 <2.0.0``, V2 ``>=2.0.0 <3.0.0``;
 - project configuration is merged from several layers, so a trial writes one fresh file at the
   selected project path (:data:`PROJECT_CONFIG`) and the fixture may not provide any other;
@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import (
@@ -34,6 +35,7 @@ from pytest_atlante.hosts.base import (
     probe_version,
     unsupported_version,
 )
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.hosts.opencode_store import (
     copy_credential_database,
     data_dir,
@@ -42,8 +44,13 @@ from pytest_atlante.hosts.opencode_store import (
     stored_credential_rows,
 )
 from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
-from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, _dict, _event, opencode_usage, sum_usage
-from pytest_atlante.hosts.names import HostName
+from pytest_atlante.hosts.streams import (
+    OpenCodeStreamMonitor,
+    _dict,
+    _event,
+    opencode_usage,
+    sum_usage,
+)
 from pytest_atlante.hosts.transcripts import (
     RESULT_CAP_CHARS,
     TEXT_CAP_CHARS,
@@ -52,8 +59,8 @@ from pytest_atlante.hosts.transcripts import (
     neutral_input,
     result_text,
 )
-from pytest_atlante.sandbox.process import run
 from pytest_atlante.records import Usage
+from pytest_atlante.sandbox.process import Bounds, run
 
 SUPPORTED = ">=1.18.29 <2.0.0 (V1) or >=2.0.0 <3.0.0 (V2)"
 # OpenCode agents restrict tools through permission keys; write and edit share the ``edit`` key.
@@ -76,7 +83,7 @@ QUIET_ENV: dict[str, str] = {
     "OPENCODE_DISABLE_MODELS_FETCH": "1",
     "OPENCODE_DISABLE_SHARE": "1",
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-    # Without it OpenCode also loads `.claude/skills` from the project (FACTS §8).
+    # Without it OpenCode also loads `.claude/skills` from the project (host-facts §8).
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",
     # Its background `npm install @opencode-ai/plugin` reads npm's config from the environment;
     # a closed loopback registry makes it fail at once instead of filling `.opencode/node_modules`.
@@ -86,7 +93,7 @@ QUIET_ENV: dict[str, str] = {
 # Variables that would add configuration layers or permissions behind the generated config's back.
 _CONFIG_ENV = ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION")
 
-# Every project-level path OpenCode merges as a config layer (FACTS §8 "Config files read").
+# Every project-level path OpenCode merges as a config layer (host-facts §8 "Config files read").
 _PROJECT_CONFIG_PATHS = ("opencode.json", "opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc")
 FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
     rel: f"OpenCode would merge it as an additional layer over the generated {PROJECT_CONFIG}"
@@ -120,7 +127,7 @@ def scripted_provider_config(endpoint: ScriptedEndpoint) -> dict[str, Any]:
     """``provider``, ``model`` and ``small_model`` keys of a V1 ``opencode.json`` for the scripted model.
 
     Uses the ``@ai-sdk/openai-compatible`` provider bundled in the binary: a versioned spec would
-    make OpenCode npm-install it at run time, which hangs offline (FACTS §8). The cost table (USD
+    make OpenCode npm-install it at run time, which hangs offline (host-facts §8). The cost table (USD
     per million tokens, Sonnet-like) makes the reported cost non-zero, so cost budgets are testable.
     """
     model_ref = f"{SCRIPTED_PROVIDER_ID}/{endpoint.model_id}"
@@ -152,7 +159,7 @@ def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: Scri
     native agent files under ``.opencode/agents`` are loaded by OpenCode on its own.
 
     V1: ``continue_loop_on_deny`` keeps the agent loop running after a denied call, as a deny rule
-    does anyway (FACTS §8) — belt and braces for the rules that could reject.
+    does anyway (host-facts §8) — belt and braces for the rules that could reject.
     V2: designed from the reference (``permissions``/``shell``/``subagent``) and from 1.18.33's
     V2-compatibility layer, which names ``providers`` (not ``provider``) as a V2 key and knows no
     ``continue_loop_on_deny`` there, so neither is carried over unchanged.
@@ -173,7 +180,7 @@ def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: Scri
 class OpenCodeHost:
     name: HostName = "opencode"
     owned_dir = ".opencode"
-    interrupt_signal = int(signal.SIGINT)  # FACTS §10: it dies at once either way; the reaper cleans up
+    interrupt_signal = int(signal.SIGINT)  # host-facts §10: it dies at once either way; the reaper cleans up
     credential_env: tuple[str, ...] = ()  # eval uses OpenCode's stored authentication only
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
 
@@ -329,14 +336,14 @@ def export_session(info: HostInfo, env: Mapping[str, str], cwd: Path, session_id
     untrusted as the session and nothing it starts may outlive it.
     """
     result = run([info.executable, "export", session_id], cwd=cwd, env=env, timeout_s=EXPORT_TIMEOUT_S,
-                 capture_limit=EXPORT_CAPTURE_LIMIT, wrap=wrap)
+                 bounds=Bounds(capture_limit=EXPORT_CAPTURE_LIMIT), wrap=wrap)
     if result.start_error or result.timed_out or result.returncode != 0:
         return None
     return parse_export(result.stdout)
 
 
 def parse_export(text: str) -> ExportedSession | None:
-    """Model, cost and tokens from ``opencode export`` output (FACTS §8)."""
+    """Model, cost and tokens from ``opencode export`` output (host-facts §8)."""
     start = text.find("{")
     try:
         document = json.loads(text[start:]) if start >= 0 else None
@@ -422,6 +429,6 @@ def transcript_events(lines: Iterable[tuple[int, str]], b: TranscriptBuilder) ->
             message = _dict(error.get("data")).get("message")
             b.emit(t, "error", message=": ".join(str(p) for p in (error.get("name"), message) if p) or "error")
     last_t = b.events[-1]["t"] if b.events else 0
-    # OpenCode has no summary event (FACTS §8): the totals are the sum of the steps.
+    # OpenCode has no summary event (host-facts §8): the totals are the sum of the steps.
     b.emit(last_t, "result", usage=total.model_dump() if total else None, costUsd=cost_total, turns=b.turn,
            stopReason=None, isError=any(e["type"] == "error" for e in b.events))

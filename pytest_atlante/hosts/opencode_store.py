@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.base import CREDENTIALS_LIMIT
@@ -103,7 +104,7 @@ def copy_credential_database(source_db: Path, target_db: Path) -> list[str]:
         try:
             target.execute("PRAGMA foreign_keys = OFF")
             # Tables first, then indexes, triggers and views, which refer to them.
-            for kind, _name, sql in sorted(schema, key=lambda entry: entry[0] != "table"):
+            for _kind, _name, sql in sorted(schema, key=lambda entry: entry[0] != "table"):
                 target.execute(sql)
             tables = {name for kind, name, _sql in schema if kind == "table"}
             for name in CREDENTIAL_TABLES + MIGRATION_TABLES:

@@ -7,7 +7,7 @@ variant, so it is stated once here and each host only translates names.
 
 Rules shared by every rendering:
 - nothing is ever ``ask``: a headless run cannot answer, and OpenCode auto-rejects an ``ask`` and
-  then silently ends the session with rc 0 (FACTS §8);
+  then silently ends the session with rc 0 (host-facts §8);
 - a denied command is denied both bare and with arguments (``sudo`` and ``sudo …``).
 """
 
@@ -61,7 +61,7 @@ _CLAUDE_TOOLS: dict[Capability, tuple[str, ...]] = {
     "search": ("Glob", "Grep"),
     "bash": ("Bash",),
     "skill": ("Skill",),
-    # The subagent tool is `Agent` in requests and `Task` in the init event (FACTS §3).
+    # The subagent tool is `Agent` in requests and `Task` in the init event (host-facts §3).
     "subagent": ("Agent", "Task"),
     "todo": ("TodoWrite",),
 }
@@ -72,7 +72,7 @@ def claude_settings(policy: ContainmentPolicy = POLICY) -> dict[str, Any]:
     """``.claude/settings.json``: only ``permissions.allow`` and ``permissions.deny``.
 
     Deny rules win over allow rules in Claude Code, so a broad ``Bash`` allow (needed for shell
-    writes inside the project, FACTS §4) still leaves ``Bash(rm -rf:*)`` denied.
+    writes inside the project, host-facts §4) still leaves ``Bash(rm -rf:*)`` denied.
     """
     allow = [tool for capability in policy.allowed for tool in _CLAUDE_TOOLS[capability]]
     deny = [_CLAUDE_WEB[tool] for tool in policy.denied_tools]
@@ -110,7 +110,7 @@ def _opencode_capability_keys(dialect: OpenCodeDialect) -> dict[Capability, tupl
 def opencode_permission(dialect: OpenCodeDialect, policy: ContainmentPolicy = POLICY) -> dict[str, Any]:
     """The permission block, in the dialect's field names.
 
-    Bash rules are globs over the whole command and the LAST matching rule wins (FACTS §8), so the
+    Bash rules are globs over the whole command and the LAST matching rule wins (host-facts §8), so the
     catch-all ``"*": "allow"`` comes first and each denied prefix follows as ``"X"`` and ``"X *"``.
     ``external_directory`` is denied (its default ``ask`` would end the run); ``question`` has
     nobody to answer it; ``doom_loop`` (default ``ask``) is allowed so a repeated call does not

@@ -6,8 +6,9 @@ Adapters are imported only when a run asks for one.  Tests may add a host of the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from pytest_atlante.hosts.names import HOSTS
 

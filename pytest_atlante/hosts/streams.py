@@ -12,7 +12,7 @@ from typing import Any
 from pytest_atlante.hosts.base import SessionOutcome
 from pytest_atlante.records import Usage
 
-SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's name for messages it made up itself (FACTS §2)
+SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's name for messages it made up itself (host-facts §2)
 
 
 def _event(line: str) -> dict[str, Any] | None:
@@ -78,7 +78,7 @@ def claude_model_usage(raw: dict[str, Any]) -> Usage | None:
 
 
 class ClaudeStreamMonitor:
-    """Claude Code ``--output-format stream-json --verbose`` (FACTS §3).
+    """Claude Code ``--output-format stream-json --verbose`` (host-facts §3).
 
     While streaming, each assistant ``message.id`` contributes its usage once (a message's content
     blocks arrive as separate events with the same id and the same ``message_start`` usage, whose
@@ -188,7 +188,7 @@ def _message_text(message: dict[str, Any]) -> str:
 
 
 class OpenCodeStreamMonitor:
-    """OpenCode ``run --format json`` (FACTS §8).
+    """OpenCode ``run --format json`` (host-facts §8).
 
     Usage and cost arrive per step in ``step_finish.part.tokens`` / ``.cost`` and are summed; there
     is no final summary event. ``error`` events mark the session failed. The model identity is not

@@ -13,15 +13,14 @@ listed, not refused — it is usually the very change being evaluated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-
-from pytest_atlante.report import stats as evalstats
-from pytest_atlante.fsutil import DIGEST_PREFIX
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
-from pytest_atlante.report.reader import load_report
+from pytest_atlante.fsutil import DIGEST_PREFIX
+from pytest_atlante.report import stats as evalstats
 from pytest_atlante.report.model import EvalReport, ScenarioRecord, mean_duration, passed_and_ran
+from pytest_atlante.report.reader import load_report
 from pytest_atlante.report.statrecords import (
     LABELS,
     Comparison,
@@ -132,7 +131,7 @@ def compare_reports(base: EvalReport, new: EvalReport, *, allow_changed: bool = 
     results = [_scenario(s, new_by_name[s.name], allow_changed) for s in base.scenarios if s.name in new_by_name]
     tested = [i for i, r in enumerate(results) if r.pValue is not None]
     adjusted = evalstats.holm([results[i].pValue or 0.0 for i in tested])
-    for i, p in zip(tested, adjusted):
+    for i, p in zip(tested, adjusted, strict=True):
         results[i] = _label(results[i], p, len(tested))
     notes = []
     for side, report in (("BASE", base), ("NEW", new)):

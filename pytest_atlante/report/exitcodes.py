@@ -13,7 +13,7 @@ runs where atlante took over.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from pytest_atlante.records import Verdict
 

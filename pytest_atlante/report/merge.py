@@ -19,16 +19,15 @@ from __future__ import annotations
 import heapq
 import os
 import sys
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Sequence
 
-
-from pytest_atlante.report import reader
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
-from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION, decide
 from pytest_atlante.fsutil import atomic_write_text
 from pytest_atlante.records import TrialRecord
+from pytest_atlante.report import reader
+from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION, decide
 from pytest_atlante.report.model import EvalReport, MergedShard, RunState, build_report, keyed
 
 __all__ = ["MergeError", "cmd_merge", "load_shard_reports", "merge_reports"]
@@ -84,7 +83,7 @@ def _disagreements(reports: Sequence[tuple[str, EvalReport]]) -> list[Diagnostic
         values = {path: str(read(report)) for path, report in reports}
         if len(set(values.values())) < 2:
             continue
-        tally = sorted(((-list(values.values()).count(v), v) for v in set(values.values())))
+        tally = sorted((-list(values.values()).count(v), v) for v in set(values.values()))
         common = tally[0][1]
         problems += [Diagnostic(path, location, "eval-merge-mixed", f"{what} {value!r} differs from {common!r} of the "
                                 "other shard report(s)", "merge only the shards of one run of one suite")

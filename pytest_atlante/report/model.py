@@ -17,23 +17,23 @@ import math
 import os
 import secrets
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Iterable, Literal, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator
 
 from pytest_atlante import __version__
 from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.report import stats as evalstats
-from pytest_atlante.fsutil import fingerprint
-from pytest_atlante.fsutil import atomic_write_bytes, atomic_write_text, read_capped
+from pytest_atlante.fsutil import atomic_write_bytes, atomic_write_text, fingerprint, read_capped
 from pytest_atlante.hosts.names import HostDialect, HostName
-from pytest_atlante.sandbox.isolation import IsolationRecord
 from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
-from pytest_atlante.sandbox.redact import redact_sandbox_paths
+from pytest_atlante.report import stats as evalstats
 from pytest_atlante.report.statrecords import Comparison, PassAtK, RateInterval, SuiteStats
+from pytest_atlante.sandbox.isolation import IsolationRecord
+from pytest_atlante.sandbox.redact import redact_sandbox_paths
 
 if TYPE_CHECKING:
     from pytest_atlante.trial.runner import TrialKey
@@ -335,8 +335,8 @@ def new_run_id(now: datetime) -> str:
     """``20261130T083655Z-1a2b3c``: sorts by start time, and the random tail keeps two runs that
     start in the same second (two CI jobs sharing a checkout) from sharing a directory."""
     if now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
-    return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+        now = now.replace(tzinfo=UTC)
+    return now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
 # (name, file, source, expected trials) of one requested scenario, in collection order.

@@ -18,18 +18,17 @@ import json
 import re
 import sys
 import unicodedata
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, Callable, Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
-
-from pytest_atlante.report.exitcodes import decide
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.names import HOSTS
-from pytest_atlante.report import reader
-from pytest_atlante.report.reader import ReportRejected
 from pytest_atlante.models import StrictModel
 from pytest_atlante.records import TrialRecord
+from pytest_atlante.report import reader
+from pytest_atlante.report.exitcodes import decide
 from pytest_atlante.report.model import (
     REPORT_SCHEMA,
     EvalReport,
@@ -42,6 +41,7 @@ from pytest_atlante.report.model import (
     scenario_totals,
     verdict_counts,
 )
+from pytest_atlante.report.reader import ReportRejected
 from pytest_atlante.suite.scenario import SLUG_PATTERN
 
 SuiteNames = Callable[[], frozenset[str]]
@@ -276,7 +276,7 @@ def _guarded_view(
         document = reader.parse_json(reader.read_bytes(path, follow_symlinks=follow_symlinks))
         _check_shape_limits(document)
         report = reader.validate(document, strict=True)
-        _check_consistency(report, now or datetime.now(timezone.utc), suite)
+        _check_consistency(report, now or datetime.now(UTC), suite)
         return _view(report)
     except ReportRejected as exc:
         return Ignored(code=exc.code, reason=display_text(exc.reason, MAX_REASON_CHARS))

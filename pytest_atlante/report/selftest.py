@@ -17,18 +17,18 @@ pytest: the pytest adaptation is ``run/plan.py``'s ``SelftestPlan``.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal, Sequence
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
 from pytest_atlante import __version__
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import atomic_write_text
-from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict
+from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, iso_utc
 from pytest_atlante.report.model import HostIdentity, Timestamp
-from pytest_atlante.records import iso_utc
 from pytest_atlante.sandbox.redact import redact_sandbox_paths
 
 SelftestSchema = Literal["atlante/selftest-v1"]
@@ -175,7 +175,7 @@ def build(run_id: str, started_at: datetime, host: HostIdentity | None, results:
     status = 3 if errors else (0 if ok else 1)
     seen = Counter(r.status for r in ordered)
     return SelftestReport(schema=SELFTEST_SCHEMA, runId=run_id, startedAt=iso_utc(started_at),
-                          finishedAt=iso_utc(datetime.now(timezone.utc)), atlanteVersion=__version__, host=host,
+                          finishedAt=iso_utc(datetime.now(UTC)), atlanteVersion=__version__, host=host,
                           ok=ok and not errors, exitStatus=status, counts={s: seen.get(s, 0) for s in STATUSES},
                           scenarios=ordered, errors=[d.to_json() for d in errors])  # type: ignore[misc]
 

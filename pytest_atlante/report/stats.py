@@ -14,8 +14,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 CONFIDENCE = 0.95
 ALPHA = 1 - CONFIDENCE

@@ -16,17 +16,17 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
-from typing import Any, Iterable
-
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import atomic_write_bytes
 from pytest_atlante.report import reader
 from pytest_atlante.report.model import REPORT_FILE
-from pytest_atlante.trial.transcript import read_transcript
 from pytest_atlante.report.view_assets import CSS, JS, script_hash
+from pytest_atlante.trial.transcript import read_transcript
 
 HTML_FILE = "report.html"
 DIFF_SHOWN_CHARS = 10_000  # per trial; a longer diff is cut with a note (the report keeps 20,000)
@@ -189,7 +189,7 @@ _NARROW = [' class="hide-narrow"' if narrow else "" for _, _, narrow in _COLUMNS
 
 def _scenario_table(report: J) -> str:
     head = "".join(f'<th scope="col" data-sort="{kind}"{cls}><button type="button">{esc(name)}</button></th>'
-                   for (name, kind, _), cls in zip(_COLUMNS, _NARROW))
+                   for (name, kind, _), cls in zip(_COLUMNS, _NARROW, strict=True))
     rows = []
     for index, s in enumerate(report.get("scenarios") or []):
         totals = s.get("totals") or {}

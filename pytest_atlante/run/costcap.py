@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from pytest_atlante.fsutil import atomic_write_text
 from pytest_atlante.records import TrialRecord

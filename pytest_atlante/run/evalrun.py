@@ -10,29 +10,37 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Sequence
 
-from pytest_atlante.run import costcap
-from pytest_atlante.sandbox import isolation as isolations
-from pytest_atlante.sandbox import rundirs
-from pytest_atlante.suite.build import tree_dir, verify
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
-from pytest_atlante.suite.discovery import Suite, ValidSuite, discover
-from pytest_atlante.report.exitcodes import decide
 from pytest_atlante.fsutil import UnreadableFile
-from pytest_atlante.run.gate import Gate
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.records import TrialRecord
-from pytest_atlante.report.model import (BudgetRecord, EvalReport, HostIdentity, RunState, ShardRef, build_report,
-                                         ensure_gitignore, write_report)
-from pytest_atlante.run.options import Options
-from pytest_atlante.sandbox.sources import RunSources, prepare_sources, remove_sources
+from pytest_atlante.report.exitcodes import decide
+from pytest_atlante.report.model import (
+    BudgetRecord,
+    EvalReport,
+    HostIdentity,
+    RunState,
+    ShardRef,
+    build_report,
+    ensure_gitignore,
+    write_report,
+)
 from pytest_atlante.report.statrecords import RateInterval
+from pytest_atlante.run import costcap
+from pytest_atlante.run.gate import Gate
+from pytest_atlante.run.options import Options
 from pytest_atlante.run.shard import environ_run_group, suite_digest
+from pytest_atlante.sandbox import isolation as isolations
+from pytest_atlante.sandbox import rundirs
+from pytest_atlante.sandbox.sources import RunSources, prepare_sources, remove_sources
+from pytest_atlante.suite.build import tree_dir, verify
+from pytest_atlante.suite.discovery import Suite, ValidSuite, discover
 from pytest_atlante.trial.runner import TrialKey
 
 __all__ = ["finish_report", "host_identity", "prepare_isolation", "prepare_run", "prepare_run_sources", "release_run_dir",
@@ -143,7 +151,7 @@ def finish_report(state: RunState, suite: ValidSuite, options: Options, *, out_d
         state.run_group = environ_run_group(options.run_group, state.suite_digest)
     report = build_report(
         state, requested_scenarios(suite, list(state.expected.values()), finished),
-        finished_at=datetime.now(timezone.utc), complete=not run_level and len(finished) >= len(state.expected),
+        finished_at=datetime.now(UTC), complete=not run_level and len(finished) >= len(state.expected),
         exit_status=status, cost_cap=None if options.max_cost is None else costcap.summary(options.max_cost, finished),
     )
     if gate is not None:

@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Mapping, Sequence
 
-
-from pytest_atlante.report import reader
-from pytest_atlante.trial.budget import allocate
 from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.suite.discovery import ValidSuite
+from pytest_atlante.report import reader
 from pytest_atlante.report.model import REPORT_FILE, EvalReport, ScenarioRecord
+from pytest_atlante.suite.discovery import ValidSuite
+from pytest_atlante.trial.budget import allocate
 
 # (scenarioDigest, harnessDigest) of a scenario as it is now; ``None`` where not computed.
 Digests = tuple[str | None, str | None]
@@ -149,7 +148,7 @@ def makespan(durations: Sequence[float], workers: int) -> float:
 def _same_experiment(record: ScenarioRecord, digests: Digests) -> bool:
     # Digests are compared only where both the history and the present carry them.
     recorded = (getattr(record, "scenarioDigest", None), getattr(record, "harnessDigest", None))
-    return all(old is None or new is None or old == new for old, new in zip(recorded, digests))
+    return all(old is None or new is None or old == new for old, new in zip(recorded, digests, strict=True))
 
 
 def load_history(eval_dir: Path, *, host: str, model: str | None, scripted: bool,
@@ -166,7 +165,7 @@ def load_history(eval_dir: Path, *, host: str, model: str | None, scripted: bool
             continue
         if report.host is None or report.host.name != host or report.model != model or report.scripted != scripted:
             continue
-        finished = datetime.strptime(report.finishedAt[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+        finished = datetime.strptime(report.finishedAt[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
         found.append((UsedReport(report.runId, path, max(0.0, (now - finished).total_seconds())), report))
     found.sort(key=lambda pair: pair[0].age_s)
     return found, unreadable
@@ -174,7 +173,7 @@ def load_history(eval_dir: Path, *, host: str, model: str | None, scripted: bool
 
 def forecast(requested: Sequence[RequestedScenario], eval_dir: Path, *, host: str, model: str | None, scripted: bool,
              workers: int, now: datetime | None = None) -> Forecast:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     history, unreadable = load_history(eval_dir, host=host, model=model, scripted=scripted, now=now)
     result = Forecast(host=host, model=model, scripted=scripted, workers=workers, unreadable=unreadable)
     used: dict[str, UsedReport] = {}

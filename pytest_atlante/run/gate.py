@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_atlante.report.compare import compare_reports, failed_gate
-from pytest_atlante.report.reader import load_report
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.report.compare import compare_reports, failed_gate
 from pytest_atlante.report.exitcodes import EXIT_TRIAL_NOT_PASSED
 from pytest_atlante.report.model import EvalReport
+from pytest_atlante.report.reader import load_report
 
 BASELINE_CODE = "eval-baseline-invalid"
 

@@ -27,15 +27,16 @@ which is what a trial has.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_atlante.trial.budget import TrialBudget
     from pytest_atlante.suite.discovery import ScenarioEntry
+    from pytest_atlante.trial.budget import TrialBudget
 
 
 class ItemRunner(Protocol):

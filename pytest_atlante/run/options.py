@@ -12,7 +12,7 @@ from pytest_atlante.run.shard import ShardSpec
 from pytest_atlante.sandbox.isolation import IsolationSetting
 from pytest_atlante.trial.runner import TrialInterrupted
 
-__all__ = ["Options", "RERUNS_REFUSED", "is_user_interrupt", "requested_reruns"]
+__all__ = ["RERUNS_REFUSED", "Options", "is_user_interrupt", "requested_reruns"]
 
 RERUNS_REFUSED = ("reruns are refused in eval runs: every attempt would be a host session outside maxSessions, "
                   "and a pass on rerun would hide the failure the pass rate measures; use budget.trials to repeat "
@@ -38,7 +38,7 @@ class Options:
     run_group: str | None = None
 
     @classmethod
-    def from_config(cls, config: pytest.Config) -> "Options":
+    def from_config(cls, config: pytest.Config) -> Options:
         project = config.getoption("atlante_project")
         # Default: where pytest was started ("pytest at the project root"), not pytest's rootdir,
         # which an enclosing repository's ini file can move upwards.

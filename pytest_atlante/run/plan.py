@@ -18,8 +18,9 @@ the few questions whose answer differs (composition, as pytest's ``TerminalRepor
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
@@ -276,4 +277,4 @@ def internal_error(exc: Exception) -> Diagnostic:
                       "this is a bug in pytest-atlante; please report it with the run's output")
 
 
-__all__ = ["EvalPlan", "Line", "RECORD_KEY", "Run", "SelftestPlan", "Trials", "internal_error", "plan_for"]
+__all__ = ["RECORD_KEY", "EvalPlan", "Line", "Run", "SelftestPlan", "Trials", "internal_error", "plan_for"]

@@ -21,6 +21,7 @@ is its own plugin object (``terminal.EvalTerminalReporter``).  Behaviour lives i
 from __future__ import annotations
 
 import base64
+import contextlib
 import faulthandler
 import json
 import os
@@ -28,7 +29,7 @@ import pickle
 import signal
 import socket
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,7 @@ from pytest_atlante.run.options import RERUNS_REFUSED, Options, is_user_interrup
 from pytest_atlante.run.plan import EvalPlan, internal_error, plan_for
 from pytest_atlante.run.shard import expected_durations
 from pytest_atlante.run.terminal import EvalTerminalReporter
-from pytest_atlante.run.trialrole import (GUARD_KEY, WORKERINPUT_KEY, TrialRole, Worker, interrupted_record)
+from pytest_atlante.run.trialrole import GUARD_KEY, WORKERINPUT_KEY, TrialRole, Worker, interrupted_record
 from pytest_atlante.sandbox.isolation import warning_text
 from pytest_atlante.sandbox.rundirs import RunClaim
 from pytest_atlante.suite.digests import suite_digests
@@ -81,7 +82,7 @@ class Controller(TrialRole):
 
     def __init__(self, config: pytest.Config, options: Options, plan: EvalPlan | None = None) -> None:
         super().__init__(config, options, plan)
-        started_at = datetime.now(timezone.utc)
+        started_at = datetime.now(UTC)
         self.run_id = new_run_id(started_at)
         self.state = RunState(self.run_id, started_at, scripted=self.options.scripted)
         self.terminal = EvalTerminalReporter(config, self.state, self.plan)
@@ -95,6 +96,7 @@ class Controller(TrialRole):
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         from pytest_atlante.run.evalrun import prepare_run, prepare_run_sources
+
         # Only the controller compares against a baseline: workers never import the gate.
         from pytest_atlante.run.gate import load_gate
 
@@ -266,10 +268,8 @@ class Controller(TrialRole):
         # Ctrl-C in a terminal reaches every process of the group, but a SIGINT sent to the
         # controller alone would leave workers finishing their trials: pass it on.
         for pid in sorted(self.worker_pids):
-            try:
+            with contextlib.suppress(OSError):  # already gone
                 os.kill(pid, signal.SIGINT)
-            except OSError:  # already gone
-                pass
 
     # -- pytest-timeout's guard (a serial run: only there does the controller run trials) ----------
     @pytest.hookimpl(optionalhook=True, tryfirst=True)

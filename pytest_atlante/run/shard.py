@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from pytest_atlante.fsutil import fingerprint
 from pytest_atlante.suite.discovery import ValidSuite

@@ -15,8 +15,9 @@ import pickle
 import signal
 import socket
 import threading
+from collections.abc import Generator, Iterable
 from pathlib import Path
-from typing import Any, Generator, Iterable, NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -30,7 +31,7 @@ from pytest_atlante.sandbox.isolation import IsolationRecord
 from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite, collection_plan
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 from pytest_atlante.trial.budget import trial_budget
-from pytest_atlante.trial.runner import Progress, TrialInterrupted, TrialKey, TrialRunner
+from pytest_atlante.trial.runner import Progress, RunnerSettings, TrialInterrupted, TrialKey, TrialRunner
 
 __all__ = ["TrialRole", "Worker", "failure_text", "guard_seconds", "interrupted_record"]
 
@@ -152,9 +153,9 @@ class TrialRole:
     def trial_runner(self) -> TrialRunner:
         if self._runner is None:
             assert self.suite is not None and self.host_info is not None
-            self._runner = TrialRunner(self.suite, self.run_id, self.host_info, scripted=self.options.scripted,
-                                       keep=self.options.keep, sources=self.sources, report_dir=self.out_dir,
-                                       isolation=self.isolation, out_dir=self.out_dir)
+            settings = RunnerSettings(scripted=self.options.scripted, keep=self.options.keep, isolation=self.isolation)
+            self._runner = TrialRunner(self.suite, self.run_id, self.host_info, sources=self.sources,
+                                       report_dir=self.out_dir, settings=settings)
         return self._runner
 
     def progress(self) -> Progress:

@@ -146,6 +146,6 @@ class Audit:
 
     def escapes(self, started: list[Fingerprint]) -> list[str]:
         found: list[str] = []
-        for watched, before in zip(self.watched, started):
+        for watched, before in zip(self.watched, started, strict=True):
             found += [escape_path(watched.label + path) for path in _changed(before, fingerprint(watched))]
         return sorted(set(found))

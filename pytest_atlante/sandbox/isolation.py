@@ -1,4 +1,4 @@
-"""OS-level isolation of a trial's host session and command checks with bubblewrap (ARCHITECTURE §8).
+"""OS-level isolation of a trial's host session and command checks with bubblewrap (docs/design.md §8).
 
 Containment has independent layers: the reference's tool-level policy (identical for every compared
 variant, always on) and, where it works, this one.  Under ``namespace`` isolation every command of a

@@ -11,7 +11,7 @@ Every trial runs the host CLI, setup commands and command checks through ``run``
   normally — and still ends the whole process tree first.
 - Stopping (timeout, abort, or an exception such as KeyboardInterrupt while we wait): send
   ``interrupt_signal`` to the process group (SIGINT by default: Claude Code then kills its tool
-  tree and emits a final ``result`` event, FACTS §6), keep reading output for ``grace_s``, then
+  tree and emits a final ``result`` event, host-facts §6), keep reading output for ``grace_s``, then
   SIGKILL the group.
 - Always, once the main process has ended: kill and reap every process that still carries the
   run's token, sits in its process group, or was adopted by this process (a child subreaper)
@@ -62,7 +62,7 @@ __all__ = [
     "run",
 ]
 
-# The only parent variables the host CLI and command checks may see (ARCHITECTURE §4), plus the
+# The only parent variables the host CLI and command checks may see (docs/design.md §4), plus the
 # ``LC_*`` family and the credential names a host adds through ``extra_names``. Everything else —
 # tokens, cloud keys, CI secrets — is dropped. HOME is never taken from the parent: it is replaced
 # by the trial's private home.
@@ -74,7 +74,7 @@ ENVIRONMENT_ALLOWLIST: tuple[str, ...] = (
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
     # private CA bundles (corporate TLS interception)
     "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-    # provider endpoints: users behind an API gateway depend on them (FACTS "Gateways")
+    # provider endpoints: users behind an API gateway depend on them (host-facts "Gateways")
     "ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL",
     "ANTHROPIC_FOUNDRY_BASE_URL", "OPENAI_BASE_URL",
 )  # fmt: skip
@@ -340,6 +340,23 @@ class _Supervisor:
             stdin.close()
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """How a run is stopped early and how much of it is kept.
+
+    On a timeout or an abort, ``interrupt_signal`` goes to the process group first (SIGINT: Claude
+    Code then kills its tool tree and prints a final ``result`` event), output is read on for
+    ``grace_s``, then the group is killed; each stream keeps its last ``capture_limit`` characters.
+    """
+
+    interrupt_signal: int = signal.SIGINT
+    grace_s: float = 3.0
+    capture_limit: int = 1_000_000
+
+
+DEFAULT_BOUNDS = Bounds()
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -347,13 +364,12 @@ def run(
     env: Mapping[str, str],
     timeout_s: float,
     on_stdout_line: Callable[[str], bool] | None = None,
-    interrupt_signal: int = signal.SIGINT,
-    grace_s: float = 3.0,
-    capture_limit: int = 1_000_000,
+    bounds: Bounds = DEFAULT_BOUNDS,
     stdin_data: str | None = None,
     wrap: Callable[[list[str]], list[str]] | None = None,
 ) -> RunResult:
-    """Run ``argv`` to completion, timeout or abort; nothing it started survives the call.
+    """Run ``argv`` to completion, timeout or abort (stopped as ``bounds`` says); nothing it
+    started survives the call.
 
     ``on_stdout_line`` gets each stdout line (without its newline) as it arrives, in the caller's
     thread; returning True stops the run (``aborted``). It keeps being called for lines that
@@ -389,18 +405,18 @@ def run(
             proc,
             token,
             on_stdout_line,
-            capture_limit,
+            bounds.capture_limit,
             None if stdin_data is None else stdin_data.encode(),
             known_children,
             wrap is not None,
         )
         try:
             timed_out, aborted, orphans = supervisor.supervise(
-                started + timeout_s, interrupt_signal, grace_s
+                started + timeout_s, bounds.interrupt_signal, bounds.grace_s
             )
         except BaseException:
             supervisor.abandon_callback()
-            supervisor.stop(interrupt_signal, min(grace_s, _INTERRUPTED_GRACE_S))
+            supervisor.stop(bounds.interrupt_signal, min(bounds.grace_s, _INTERRUPTED_GRACE_S))
             supervisor.finish()
             raise
         finally:

@@ -1,6 +1,6 @@
 """Find and kill every process a run started, including ones that left its process group.
 
-Why this module exists (FACTS §6, §10): both host CLIs start their tool shells with ``setsid``, so
+Why this module exists (host-facts §6, §10): both host CLIs start their tool shells with ``setsid``, so
 the shells live in their own session and process group. Killing the CLI's group does not reach
 them, and SIGTERM to Claude Code 2.1.197 or to OpenCode leaves them running, re-parented to pid 1.
 
@@ -28,7 +28,7 @@ Mechanism and its trade-offs
      processes, measured).  Processes of other users are unreadable to a non-root caller and so
      never matched or killed.
    - Linux >= 5.4 only (``/proc``, pidfds with ``P_PIDFD``, ``prctl``), where the host CLIs'
-     behaviour was measured (FACTS).
+     behaviour was measured (docs/host-facts.md).
 2. **pidfds pin identity.** Between reading ``/proc/<pid>/…`` and signalling, the pid could be
    recycled. We open a pidfd, re-check membership after pinning, and signal with
    ``pidfd_send_signal``, so we never kill an unrelated process that inherited a recycled pid.
@@ -282,7 +282,7 @@ def signal_group_except_leader(group: int, signum: int) -> None:
 
     For a run wrapped in bubblewrap: the leader is ``bwrap`` itself, which dies of SIGINT and
     SIGTERM at once and takes the sandbox down with it (``--die-with-parent``), so the command
-    inside would never get to handle the signal (Claude Code's final ``result`` event, FACTS §6).
+    inside would never get to handle the signal (Claude Code's final ``result`` event, host-facts §6).
     The leader must be kept unreaped by the caller, so ``group`` cannot have been recycled.
     """
     for pid in _proc_pids():

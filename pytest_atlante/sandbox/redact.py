@@ -38,9 +38,10 @@ MIN_SECRET_CHARS = 8
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|ACCESS|REFRESH|PRIVATE",
                           re.IGNORECASE)
 # Credential shapes that need no variable to be recognised: an ``sk-``/``sk-ant-`` API key and a
-# bearer token (the word ``Bearer`` included).  No word boundary before ``sk-``: inside a JSON string
-# a key may follow an escape (``\\nsk-…``), and a missed key is worse than a redacted ``risk-…`` word.
-_KEY_SHAPE = re.compile(r"sk-(?:ant-)?[A-Za-z0-9_-]{16,}|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}")
+# bearer token (the word ``Bearer`` included).  ``sk-`` starts a key only where a word does (so
+# ``risk-assessment-framework`` in a diff stays) or right after a JSON escape (``\nsk-…``).
+_KEY_SHAPE = re.compile(r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrtbf]))sk-(?:ant-)?[A-Za-z0-9_-]{16,}"
+                        r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}")
 # Credential files are small JSON documents; anything bigger is not one and is not read whole.
 _MAX_FILE_BYTES = 1 << 20
 

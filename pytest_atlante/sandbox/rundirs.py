@@ -44,8 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
-from pytest_atlante.sandbox.trialdir import remove_run_dir, remove_tree, run_dir
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX, remove_run_dir, remove_tree, run_dir
 
 __all__ = ["CLAIMED_MARKER", "KEPT_MARKER", "RunClaim", "claim", "finish", "remove_dead"]
 

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_atlante.sandbox.audit import Fingerprint, Stat, Watched, fingerprint
 from pytest_atlante.fsutil import sha256_file
 from pytest_atlante.pathnames import escape_path
+from pytest_atlante.sandbox.audit import Fingerprint, Stat, Watched, fingerprint
 from pytest_atlante.sandbox.trialdir import copy_sparse, remove_tree, run_dir
 
 __all__ = ["RunSources", "changed_in_copy", "copy_of", "prepare_sources", "remove_sources"]
@@ -85,10 +85,12 @@ def _differences(root: Path, reference: Mapping[str, list[Any]], now: Fingerprin
         before, after = reference.get(rel), now.get(rel)
         if before is None or after is None:
             yield rel
-        elif tuple(before[:6]) != after:
-            # The fingerprint moved (a touch, a chmod, a rewrite with the same bytes): compare contents.
-            if before[0] != after[0] or before[6] != _content(root, rel, after):
-                yield rel
+            continue
+        if tuple(before[:6]) == after:
+            continue
+        # The fingerprint moved (a touch, a chmod, a rewrite with the same bytes): compare contents.
+        if before[0] != after[0] or before[6] != _content(root, rel, after):
+            yield rel
 
 
 def _content(root: Path, rel: str, entry: Stat) -> str:

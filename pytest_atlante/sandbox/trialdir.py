@@ -38,6 +38,7 @@ The host-owned directory (``.claude`` or ``.opencode`` at the sandbox root) is e
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -48,10 +49,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_atlante.sandbox import gitobjects
 from pytest_atlante.fsutil import sha256_file
-from pytest_atlante.sandbox.gitobjects import CHUNK, Entry
 from pytest_atlante.pathnames import escape_path
+from pytest_atlante.sandbox import gitobjects
+from pytest_atlante.sandbox.gitobjects import CHUNK, Entry
 
 # Config given on the environment (GIT_CONFIG_COUNT) wins over the repository's own config file.
 _FORCED = (
@@ -61,7 +62,7 @@ _FORCED = (
     ("diff.external", ""),
 )
 _FORCED_CONFIG = {"GIT_CONFIG_COUNT": str(len(_FORCED))} | {
-    f"GIT_CONFIG_{kind}_{i}": value for i, pair in enumerate(_FORCED) for kind, value in zip(("KEY", "VALUE"), pair)
+    f"GIT_CONFIG_{kind}_{i}": value for i, pair in enumerate(_FORCED) for kind, value in zip(("KEY", "VALUE"), pair, strict=True)
 }
 # `git diff` output beyond this is cut: the report keeps 20,000 characters anyway, and a trial that
 # writes a huge file must not make the runner hold all of it in memory.
@@ -379,10 +380,8 @@ def remove(sb: Sandbox) -> None:
 
 def remove_run_dir(run_id: str) -> None:
     """Remove the run directory if it is empty (kept trials keep it alive)."""
-    try:
+    with contextlib.suppress(OSError):
         run_dir(run_id).rmdir()
-    except OSError:
-        pass
 
 
 def remove_tree(top: Path) -> None:

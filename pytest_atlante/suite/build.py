@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_atlante import __version__
-from pytest_atlante.suite.config import CONFIG_FILE, AgentSource, Harness, SkillSource, load_project_config
+from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, atomic_write_text, read_capped, sha256_file
 from pytest_atlante.hosts.base import AgentSpec, frontmatter
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
+from pytest_atlante.suite.config import CONFIG_FILE, AgentSource, Harness, SkillSource, load_project_config
 from pytest_atlante.suite.packs import harness_layers, resolve_packages
-from pytest_atlante.checks.base import unsafe_path_reason
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
 HOSTS: tuple[HostName, ...] = HOST_NAMES

@@ -8,12 +8,13 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from pytest_atlante.checks.base import MAX_TIMEOUT_MS
 from pytest_atlante.diagnostics import Diagnostic, json_path
-from pytest_atlante.sandbox.isolation import IsolationSetting
-from pytest_atlante.suite.documents import LoadedDocument, load_document, validate_model
 from pytest_atlante.hosts.names import HostName, min_config_version
 from pytest_atlante.models import StrictModel
-from pytest_atlante.suite.scenario import MAX_TIMEOUT_MS, SLUG_PATTERN
+from pytest_atlante.sandbox.isolation import IsolationSetting
+from pytest_atlante.suite.documents import LoadedDocument, load_document, validate_model
+from pytest_atlante.suite.scenario import SLUG_PATTERN
 
 CONFIG_FILE = "atlante.jsonc"
 CONFIG_SCHEMA_URIS = {
@@ -44,7 +45,7 @@ class EvalSection(StrictModel):
     isolation: IsolationSetting = "auto"
 
     @model_validator(mode="after")
-    def _scenarios_or_include(self) -> "EvalSection":
+    def _scenarios_or_include(self) -> EvalSection:
         if self.scenarios is None and not self.include:
             raise ValueError("the eval section needs 'scenarios' (a glob) or 'include' (pack suites)")
         return self
@@ -66,8 +67,8 @@ class SkillSource(StrictModel):
 
 
 class Harness(StrictModel):
-    agents: dict[Slug, AgentSource] = {}
-    skills: dict[Slug, SkillSource] = {}
+    agents: dict[Slug, AgentSource] = Field(default_factory=dict)
+    skills: dict[Slug, SkillSource] = Field(default_factory=dict)
 
 
 class AtlasSection(StrictModel):
@@ -95,7 +96,7 @@ class ProjectConfig(StrictModel):
     version: Literal["0.1", "0.2"]
     eval: EvalSection | None = None
     harness: Harness = Harness()
-    packages: list[Annotated[str, Field(min_length=1)]] = []
+    packages: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     atlas: AtlasSection | None = None
 
 
@@ -106,7 +107,7 @@ class PackConfig(StrictModel):
     version: Literal["0.1", "0.2"]
     name: str | None = None
     harness: Harness = Harness()
-    presets: dict[Slug, Preset] = {}
+    presets: dict[Slug, Preset] = Field(default_factory=dict)
     eval: PackSuite | None = None
 
 

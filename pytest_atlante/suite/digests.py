@@ -18,10 +18,17 @@ import os
 import stat
 from pathlib import Path
 
+from pytest_atlante.fsutil import (
+    DIGEST_PREFIX,
+    MAX_DOCUMENT_BYTES,
+    UnreadableFile,
+    fingerprint,
+    read_capped,
+    sha256_file,
+)
+from pytest_atlante.hosts.names import HostName
 from pytest_atlante.suite.build import build_dir
 from pytest_atlante.suite.discovery import ScenarioEntry
-from pytest_atlante.fsutil import DIGEST_PREFIX, MAX_DOCUMENT_BYTES, UnreadableFile, fingerprint, read_capped, sha256_file
-from pytest_atlante.hosts.names import HostName
 
 PREFIX = DIGEST_PREFIX
 

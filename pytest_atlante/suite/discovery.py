@@ -12,17 +12,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
+from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
-from pytest_atlante.suite.documents import load_document, validate_model
 from pytest_atlante.fsutil import file_kind
 from pytest_atlante.hosts.names import HostName, min_config_version
 from pytest_atlante.hosts.registry import host_for
+from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
+from pytest_atlante.suite.documents import load_document, validate_model
 from pytest_atlante.suite.packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
-from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.suite.scenario import Scenario, rule_diagnostics
 from pytest_atlante.suite.script import Script, load_script
-
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import json5
 from pydantic import BaseModel, ValidationError
 
 from pytest_atlante.diagnostics import Diagnostic, json_path
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-
 
 
 class DuplicateKeyError(ValueError):

@@ -1,6 +1,6 @@
 """Resource packs: resolving the project's ``packages`` locators and its ``eval.include`` opt-ins.
 
-Locator forms (ARCHITECTURE §2):
+Locator forms (docs/design.md §2):
 - ``./dir`` or ``../dir`` — a directory relative to the project root;
 - ``name`` or ``@scope/name`` — ``node_modules/<name>`` under the project root;
 - any of those followed by ``/<preset>`` — a named preset of that package.
@@ -18,11 +18,11 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pytest_atlante.suite.config import CONFIG_FILE, Harness, PackConfig, PackSuite, version_diagnostics
-from pytest_atlante.hosts.names import HostName
-from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.suite.documents import load_document, validate_model
 from pytest_atlante.checks.base import unsafe_path_reason
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.hosts.names import HostName
+from pytest_atlante.suite.config import CONFIG_FILE, Harness, PackConfig, PackSuite, version_diagnostics
+from pytest_atlante.suite.documents import load_document, validate_model
 from pytest_atlante.suite.scenario import SLUG_PATTERN
 
 # npm's package-name rules: lowercase (legacy names may carry capitals), no leading dot or

@@ -16,7 +16,6 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from pytest_atlante.checks import Check, check_rules
-from pytest_atlante.checks.base import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS
 from pytest_atlante.checks.base import NonEmpty, Rules, TimeoutMs
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.models import StrictModel

@@ -9,15 +9,16 @@ entry; every trial plays that.  See ``docs/scripted-model.md`` for the format.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal, Union
+from typing import Annotated, Any, Literal
 
 import json5
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.checks.base import unsafe_path_reason
 
 SCRIPT_SCHEMA = "atlante/scripted-model-v1"
 SCRIPT_INVALID = "eval-script-invalid"
@@ -76,7 +77,7 @@ class BashAction(_Strict):
     timeout_ms: Annotated[int, Field(gt=0, le=600_000)] | None = None
 
 
-Action = Annotated[Union[WriteAction, EditAction, ReadAction, BashAction], Field(discriminator="type")]
+Action = Annotated[WriteAction | EditAction | ReadAction | BashAction, Field(discriminator="type")]
 ACTION_TYPES = frozenset({"write", "edit", "read", "bash"})
 
 

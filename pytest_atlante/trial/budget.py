@@ -8,8 +8,9 @@ the token threshold is enforced by the trial engine while the host's stream flow
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, TypeVar
+from typing import TypeVar
 
 from pytest_atlante.suite.config import Budget
 

@@ -13,8 +13,9 @@ whichever dialect carries it, so key names are picked from the offered ``propert
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 Dialect = Literal["anthropic", "openai"]
 

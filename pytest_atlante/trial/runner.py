@@ -1,4 +1,4 @@
-"""One trial, end to end: the pipeline of ARCHITECTURE §4, one small function per step.
+"""One trial, end to end: the pipeline of docs/design.md §4, one small function per step.
 
     assemble → setup → baseline → host session (stream monitor + token gate) → diff → checks → record
 
@@ -14,29 +14,53 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import NamedTuple
 
+from pytest_atlante.checks import run_checks
+from pytest_atlante.hosts import host_for
+from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.pathnames import escape_surrogates
+from pytest_atlante.records import (
+    INTERRUPTED_ERROR,
+    CheckResult,
+    TrialRecord,
+    Verdict,
+    cap_diff,
+    cap_paths,
+    strongest,
+    tail,
+)
 from pytest_atlante.sandbox import rundirs
 from pytest_atlante.sandbox import trialdir as sandboxes
 from pytest_atlante.sandbox.audit import Audit
-from pytest_atlante.trial.budget import TokenGate, TrialBudget
-from pytest_atlante.suite.build import tree_dir
-from pytest_atlante.checks import run_checks
-from pytest_atlante.suite.discovery import ScenarioEntry, Suite, ValidSuite
-from pytest_atlante.hosts import host_for
-from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.sandbox.isolation import Confinement, IsolationRecord, hidden_roots
-from pytest_atlante.pathnames import escape_surrogates
-from pytest_atlante.sandbox.process import RunResult, allowlisted_environment, run
-from pytest_atlante.records import INTERRUPTED_ERROR, CheckResult, TrialRecord, Verdict, cap_diff, cap_paths, strongest, tail
-from pytest_atlante.sandbox.redact import Secrets, secrets_in_env, secrets_in_file
-from pytest_atlante.sandbox.redact import scrub_paths
+from pytest_atlante.sandbox.process import (
+    Bounds,
+    RunResult,
+    allowlisted_environment,
+    run,
+)
+from pytest_atlante.sandbox.redact import (
+    Secrets,
+    scrub_paths,
+    secrets_in_env,
+    secrets_in_file,
+)
 from pytest_atlante.sandbox.sources import RunSources, changed_in_copy, copy_of
+from pytest_atlante.suite.build import tree_dir
+from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS
-from pytest_atlante.trial.transcript import Redactor, StreamCapture, build_transcript, secret_values, write_trial_files
+from pytest_atlante.trial.budget import TokenGate, TrialBudget
+from pytest_atlante.trial.transcript import (
+    Redactor,
+    StreamCapture,
+    build_transcript,
+    write_trial_files,
+)
 
 __all__ = ["Facts", "Progress", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
 
@@ -180,14 +204,28 @@ def host_tmp(sb: sandboxes.Sandbox) -> Path:
     return path
 
 
-def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes.Sandbox, budget: TrialBudget,
-                 parent_env: dict[str, str], endpoint: ScriptedEndpoint | None, model: str | None,
-                 confined: Confinement | None, secrets: Secrets) -> HostSession:
+@dataclass(frozen=True)
+class SessionInputs:
+    """What one host session starts from: the trial's scenario, sandbox and budget, the runner's
+    environment, the scripted model's endpoint (scripted runs), the confinement and the secrets."""
+
+    entry: ScenarioEntry
+    sb: sandboxes.Sandbox
+    budget: TrialBudget
+    parent_env: dict[str, str]
+    endpoint: ScriptedEndpoint | None
+    confined: Confinement | None
+    secrets: Secrets
+
+
+def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionInputs) -> HostSession:
     """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate.
 
     The session's credentials join ``secrets``; the login copied into the trial HOME is read once
     more (the host may have refreshed a token in it) and deleted when the session ends.
     """
+    entry, sb, budget, parent_env = inputs.entry, inputs.sb, inputs.budget, inputs.parent_env
+    endpoint, confined, secrets = inputs.endpoint, inputs.confined, inputs.secrets
     monitor = host.new_monitor()
     gate = TokenGate(budget.maxTokens)
 
@@ -203,14 +241,14 @@ def host_session(host: Host, info: HostInfo, entry: ScenarioEntry, sb: sandboxes
     secrets.add(secrets_in_env(env))
     for path in logins:
         secrets.add(secrets_in_file(path))
-    # The transcript's redactor knows what the trial knows now: the runner's and the session's
-    # credential variables and the copied login (a token refreshed mid-session is not in it).
-    capture = StreamCapture(Redactor([*secret_values(parent_env), *secrets.values],
-                                     [str(sb.root), str(sb.trial_dir), str(sb.home)]))
+    # The transcript's redactor uses the trial's own secrets (the one definition the report uses):
+    # the runner's and the session's credential variables, the copied login and the key shapes (a
+    # token refreshed mid-session joins only after the session).
+    capture = StreamCapture(Redactor(secrets, [str(sb.root), str(sb.trial_dir), str(sb.home)]))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
     wrap = confined.wrapper(env) if confined else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
-                  interrupt_signal=host.interrupt_signal, wrap=wrap)
+                  bounds=Bounds(interrupt_signal=host.interrupt_signal), wrap=wrap)
     outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
     for path in logins:  # the copied login has done its job; no check may read it
         secrets.add(secrets_in_file(path))
@@ -336,30 +374,40 @@ def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> Trial
 # --------------------------------------------------------------------------- the runner
 
 
+@dataclass(frozen=True)
+class RunnerSettings:
+    """The run's choices every trial of it follows: the scripted model, ``--atlante-keep``, the
+    isolation decided once, and whether transcripts are written beside the report."""
+
+    scripted: bool = False
+    keep: bool = False
+    isolation: IsolationRecord | None = None
+    transcripts: bool = True
+
+
 class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
-    def __init__(self, suite: Suite | ValidSuite, run_id: str, info: HostInfo, *, scripted: bool, keep: bool,
-                 sources: RunSources, report_dir: Path, isolation: IsolationRecord | None = None,
-                 out_dir: Path | None = None) -> None:
-        suite = suite if isinstance(suite, ValidSuite) else suite.validated()
+    def __init__(self, suite: ValidSuite, run_id: str, info: HostInfo, *, sources: RunSources, report_dir: Path,
+                 settings: RunnerSettings) -> None:
         self.suite = suite
         self.model = suite.eval.model
         self.run_id = run_id
         self.info = info
         self.host = host_for(info.name)
-        self.scripted = scripted
-        self.keep = keep
+        self.scripted = settings.scripted
+        self.keep = settings.keep
         self.overlay = tree_dir(suite.project_root, suite.eval.host)
         self.sources = sources
         self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
                                    run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs])
-        self.isolation = isolation
+        self.isolation = settings.isolation
         self.hidden = hidden_roots(user_home=Path.home(), project_root=suite.project_root, report_dir=report_dir)
         # Held for this process's life: a later run removes the run directory only once no process
         # of this run is alive (rundirs).
         self.claim = rundirs.claim(run_id)
-        self.out_dir = out_dir  # where this process writes each trial's transcript (beside the report)
+        # Where this process writes each trial's transcript: beside the report.
+        self.out_dir = report_dir if settings.transcripts else None
 
     def close(self) -> None:
         self.claim.release()
@@ -428,7 +476,8 @@ class TrialRunner:
             return untouched_record(base, diff, checks(entry, sb, diff, parent_env, confined, secrets))
         watched = self.audit.start()  # the hermeticity audit's window: the session and the checks
         progress("host session")
-        session = host_session(self.host, self.info, entry, sb, budget, parent_env, endpoint, self.model, confined, secrets)
+        inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets)
+        session = host_session(self.host, self.info, self.model, inputs)
         files = transcript(self.out_dir, self.info, base, session, budget)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)

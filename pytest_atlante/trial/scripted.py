@@ -21,10 +21,11 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, ScriptedEndpoint
@@ -357,13 +358,13 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             if with_body:
                 self.wfile.write(answer.payload)
 
-        def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
+        def do_HEAD(self) -> None:  # http.server's naming (do_<METHOD>)
             self._send(server.answer_get("HEAD", self.path), with_body=False)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._send(server.answer_get("GET", self.path))
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length > 0 else b""
             self._send(server.answer_post(self.path, {k.lower(): v for k, v in self.headers.items()}, raw))

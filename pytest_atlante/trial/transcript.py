@@ -9,8 +9,9 @@ subagent/skill calls, errors, the final totals — adds the header and the abort
 :func:`write_trial_files` writes them, plus the raw stream, beside the report.  The schema is documented in
 ``docs/transcripts.md``.
 
-Privacy: credential values from the parent environment and sandbox paths are removed from every
-line *as it is captured*, so neither file ever holds them.  Size: the raw stream kept in memory and
+Privacy: secrets (the trial's :class:`~pytest_atlante.sandbox.redact.Secrets`: known values and key
+shapes, the one definition the report uses too) and sandbox paths are removed from every line *as it
+is captured*, so neither file ever holds them.  Size: the raw stream kept in memory and
 on disk is capped per trial (head kept, plus the last lines, which carry the outcome); the cap and
 whether it was hit are written in the transcript's header.
 """
@@ -18,65 +19,63 @@ whether it was hit are written in the transcript's header.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pytest_atlante.fsutil import atomic_write_bytes
 from pytest_atlante.hosts.registry import host_for
-from pytest_atlante.hosts.streams import _event as _json  # the monitors' junk-tolerant reader
+from pytest_atlante.hosts.streams import (
+    _event as _json,  # the monitors' junk-tolerant reader
+)
 from pytest_atlante.hosts.transcripts import TranscriptBuilder
 from pytest_atlante.records import iso_utc
-from pytest_atlante.sandbox.redact import redact_sandbox_paths, scrub_paths
+from pytest_atlante.sandbox.redact import (
+    REDACTED,
+    Secrets,
+    redact_sandbox_paths,
+    scrub_paths,
+)
+
+__all__ = ["HOST_STREAM_FILE", "REDACTED", "STREAM_CAP_BYTES", "TAIL_LINES", "TRANSCRIPT_FILE", "TRANSCRIPT_SCHEMA",
+           "Redactor", "StreamCapture", "build_transcript", "read_transcript", "trial_dir", "write_trial_files"]
 
 TRANSCRIPT_SCHEMA = "atlante/transcript-v1"
 TRANSCRIPT_FILE = "transcript.jsonl"
 HOST_STREAM_FILE = "host-stream.jsonl"
 STREAM_CAP_BYTES = 2_000_000  # raw stream kept per trial (and written as host-stream.jsonl)
 TAIL_LINES = 64  # lines past the cap still kept: the end of a stream says how the session ended
-REDACTED = "<redacted>"
-
-# Environment variables whose values are credentials, by name.  Short values ("1", "true") are
-# switches, not secrets, and replacing them would mangle the stream.
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|PRIVATE", re.IGNORECASE)
-_SECRET_MIN_CHARS = 8
-# Credential shapes that need no environment variable to be recognised.
-_SECRET_SHAPES = re.compile(r"sk-(?:ant-)?[A-Za-z0-9_-]{16,}|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}")
-
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    """Values of credential-named variables, longest first (so no secret is half-replaced)."""
-    found = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _SECRET_MIN_CHARS}
-    return sorted(found, key=len, reverse=True)
 
 
 class Redactor:
-    """Removes credentials and sandbox paths from one captured line."""
+    """Removes secrets and sandbox paths from one captured line.
 
-    def __init__(self, secrets: Sequence[str], roots: Sequence[str]) -> None:
-        # A secret appears either verbatim or JSON-escaped inside a string of the stream.
-        forms = {form for s in secrets for form in (s, json.dumps(s)[1:-1]) if form}
-        self._secrets = sorted(forms, key=len, reverse=True)
+    What a secret is comes from ``secrets`` alone (the trial's own object, so a credential it learns
+    later applies to the lines after); this class adds only the path forms the hosts mangle.
+    """
+
+    def __init__(self, secrets: Secrets, roots: Sequence[str]) -> None:
+        self._secrets = secrets
         self._roots = list(roots)
-        # Claude Code names its per-project store after the cwd with every "/" made "-" (FACTS §4).
+        # Claude Code names its per-project store after the cwd with every "/" made "-" (host-facts §4).
         self._mangled = sorted({r.rstrip("/").replace("/", "-") for r in roots if r.strip("/")}, key=len, reverse=True)
         # OpenCode titles a tool call with the path relative to its worktree, which is "/" when the
         # sandbox is no git checkout: "tmp/atlante-eval-.../sandbox/notes.txt" (seen under bwrap).
         self._relative = sorted({r.strip("/") for r in roots if r.strip("/")}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
+        # Paths first, then secrets, as the report does: a key shape must not cut a sandbox path
+        # (a scenario named "risk-assessment-…") so that the path is no longer recognised.
         for mangled in self._mangled:
             text = text.replace(mangled, "<sandbox>")
-        text = _SECRET_SHAPES.sub(REDACTED, text)
         text = redact_sandbox_paths(scrub_paths(text, self._roots))
         for relative in self._relative:
             text = text.replace(relative, "<sandbox>")
-        return text
+        return self._secrets(text)
 
 
 @dataclass
@@ -86,7 +85,7 @@ class StreamCapture:
     redact: Redactor
     cap_bytes: int = STREAM_CAP_BYTES
     started: float = field(default_factory=time.monotonic)
-    started_at: str = field(default_factory=lambda: iso_utc(datetime.now(timezone.utc)))  # what ``t`` counts from
+    started_at: str = field(default_factory=lambda: iso_utc(datetime.now(UTC)))  # what ``t`` counts from
     head: list[tuple[int, str]] = field(default_factory=list)
     tail: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     kept_bytes: int = 0

@@ -9,6 +9,7 @@ Big inputs are sparse files: as large as the case needs while costing the disk a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,10 +56,8 @@ def run_bounded(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None
 
     def kill() -> None:
         timed_out.set()
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     timer = threading.Timer(timeout_s, kill)
     timer.start()

@@ -15,9 +15,10 @@ import json
 import os
 import sys
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,10 +26,9 @@ from hypothesis import strategies as st
 
 from bounded import assert_clean, run_bounded, sparse
 from conftest import json_paths
-from pytest_atlante.report.model import MAX_REPORT_BYTES
-from pytest_atlante.report.provenance import Ignored, ProvenanceView, view_for_path
 from pytest_atlante.records import CHANGED_PATHS_CAP, DIFF_CAP_CHARS, CheckResult, TrialRecord, Usage
-from pytest_atlante.report.model import BudgetRecord, HostIdentity, RunState, build_report, keyed
+from pytest_atlante.report.model import MAX_REPORT_BYTES, BudgetRecord, HostIdentity, RunState, build_report, keyed
+from pytest_atlante.report.provenance import Ignored, ProvenanceView, view_for_path
 
 DATA = Path(__file__).parent / "data"
 SCENARIO = "adds-module-docstring"
@@ -56,7 +56,7 @@ def big_report(scenarios: int, trials: int) -> Doc:
                     usage=Usage(inputTokens=10), costUsd=0.01, modelIdentity="claude-sonnet-4-5")
         for s in range(scenarios) for t in range(1, trials + 1)
     ]
-    start = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 11, 1, tzinfo=UTC)
     state = RunState(
         run_id="20261101T000000Z-abcdef", started_at=start,
         host=HostIdentity(name="claude-code", version="2.1.197", dialect="claude-code"), model=None, scripted=False,
@@ -276,7 +276,7 @@ def _assert_displayed_is_consistent(doc: Doc, view: ProvenanceView, suite: set[s
         assert models[doc["modelVersion"]] == max(models.values())
     assert [s.name for s in view.scenarios] == [s["name"] for s in doc["scenarios"]]
     assert {s.name for s in view.scenarios} <= suite
-    for shown, scenario in zip(view.scenarios, doc["scenarios"]):
+    for shown, scenario in zip(view.scenarios, doc["scenarios"], strict=True):
         counted = [t for t in scenario["trials"] if t["verdict"] != "skipped-budget"]
         assert len(scenario["trials"]) == scenario["expectedTrials"]
         expected = sum(t["verdict"] == "pass" for t in counted) / len(counted) if counted else 0.0
@@ -295,7 +295,7 @@ def test_whatever_the_view_displays_follows_from_the_trials(
     if forge:
         _recompute(doc)
     pack = make_pack(tmp_path_factory.mktemp("pack"), doc, sorted(suite))
-    result = view_for_path(pack, now=datetime(2027, 1, 1, tzinfo=timezone.utc))
+    result = view_for_path(pack, now=datetime(2027, 1, 1, tzinfo=UTC))
     if isinstance(result, Ignored):
         assert result.code.startswith("report-") and result.reason
         return
@@ -305,6 +305,6 @@ def test_whatever_the_view_displays_follows_from_the_trials(
 def test_the_unmutated_bases_are_displayed(tmp_path: Path) -> None:
     for index, doc in enumerate(BASES):
         pack = make_pack(tmp_path / str(index), doc, [s["name"] for s in doc["scenarios"]])
-        view = view_for_path(pack, now=datetime(2027, 1, 1, tzinfo=timezone.utc))
+        view = view_for_path(pack, now=datetime(2027, 1, 1, tzinfo=UTC))
         assert isinstance(view, ProvenanceView), view
         _assert_displayed_is_consistent(doc, view, {s["name"] for s in doc["scenarios"]})

@@ -79,7 +79,7 @@ def test_skipped_trials_fail_with_the_reason(pytester: pytest.Pytester, fake_pro
     fake_project.config(config_doc(budget={"trials": 2, "maxSessions": 1}))
     fake_project.scenario(fake_scenario("writes-hello", {"usage": [10]}))
     fake_project.build()
-    status, report, text = run(pytester, fake_project)
+    status, _report, text = run(pytester, fake_project)
     assert status == 1
     assert "1 failed, 1 passed" in text  # not passed, so a failure for pytest and every client
     assert "skipped-budget: maxSessions=1 exhausted before this trial" in text
@@ -164,7 +164,7 @@ def test_the_host_is_probed_once_per_run_under_xdist(pytester: pytest.Pytester, 
     fake_project.config(config_doc(budget={"trials": 4}))
     fake_project.scenario(fake_scenario("writes-hello", {"usage": [10]}))
     fake_project.build()
-    status, report, text = run(pytester, fake_project, "-n", "2")
+    status, _report, text = run(pytester, fake_project, "-n", "2")
     assert status == 0, text
     assert (fake_project.fake_bin / "probe.log").read_text().count("probe") == 1  # type: ignore[attr-defined]
 

@@ -20,11 +20,6 @@ from pathlib import Path
 import pytest
 
 from trial_helpers import (
-    run_agent_cases,
-    run_matrix,
-    run_session_timeout,
-    run_hiding_and_secrets,
-    run_odd_names,
     ALL_CHECKS_FAIL,
     ALL_CHECKS_PASS,
     DONE,
@@ -34,7 +29,12 @@ from trial_helpers import (
     bash_turn,
     expected_table,
     outcome_table,
+    run_agent_cases,
     run_eval,
+    run_hiding_and_secrets,
+    run_matrix,
+    run_odd_names,
+    run_session_timeout,
     write_project,
 )
 

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import json5
 import pytest
 
 from conftest import copy_example
-from pytest_atlante.suite.build import build
 from pytest_atlante.report.model import EvalReport, pass_rate, scenario_statistics
+from pytest_atlante.suite.build import build
 from trial_helpers import EvalRun, run_eval
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]

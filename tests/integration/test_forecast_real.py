@@ -8,15 +8,15 @@ project, two scenarios with the same task: ``priced`` gets history, ``unseen`` n
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from conftest import Project, scenario_doc
-from pytest_atlante.run.forecast import RequestedScenario, forecast, nearest_rank_p95
 from pytest_atlante.report.model import EvalReport
+from pytest_atlante.run.forecast import RequestedScenario, forecast, nearest_rank_p95
 from trial_helpers import write_project, write_turn
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
@@ -89,7 +89,7 @@ def test_forecast_from_real_reports_then_a_second_run_and_the_cost_cap(pytester:
     assert sum(cost for _, cost in actual) <= priced.cost_p95 + 1e-9
     # Another host's history is not this run's: everything is unknown there.
     other = forecast([RequestedScenario("priced", 2, 2)], project / ".atlante/eval", host="opencode", model=None,
-                     scripted=True, workers=1, now=datetime.now(timezone.utc))
+                     scripted=True, workers=1, now=datetime.now(UTC))
     assert other.unknown == ["priced"] and other.reports == []
 
     # --atlante-max-cost below the forecast p95: refused before any session, exit 2, with the forecast.

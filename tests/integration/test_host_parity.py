@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from conftest import copy_example
-from pytest_atlante.suite.build import build
 from pytest_atlante.report.model import EvalReport
+from pytest_atlante.suite.build import build
 
 pytestmark = pytest.mark.hosts
 

@@ -11,9 +11,10 @@ import json
 import os
 import sqlite3
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from pytest_atlante.hosts import HostInfo, ScriptedEndpoint, SessionOutcome, hos
 from pytest_atlante.hosts.base import Host
 from pytest_atlante.hosts.opencode import PROJECT_CONFIG
 from pytest_atlante.hosts.opencode_store import data_dir
-from pytest_atlante.sandbox.process import allowlisted_environment, run
+from pytest_atlante.sandbox.process import Bounds, allowlisted_environment, run
 from pytest_atlante.suite.script import Script
 from pytest_atlante.trial.scripted import RequestRecord, ScriptedModelServer
 
@@ -97,7 +98,7 @@ def run_session(
 
         argv = host.command(info, prompt="Do the task.", agent=None, model=None)
         result = run(argv, cwd=sandbox, env=env, timeout_s=SESSION_TIMEOUT_S, on_stdout_line=on_line,
-                     interrupt_signal=host.interrupt_signal)
+                     bounds=Bounds(interrupt_signal=host.interrupt_signal))
         assert not result.timed_out, result.stderr[-2000:]
         outcome = host.finalize(info, monitor, env=env, cwd=sandbox)
         return Session(result.returncode, lines, result.stderr, outcome, server.requests, sandbox, home)

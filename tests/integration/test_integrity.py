@@ -23,7 +23,17 @@ from pathlib import Path
 
 import pytest
 
-from trial_helpers import DONE, PARENT_KEY, HostName, TrialCase, bash_turn, outcome_table, expected_table, run_eval, write_project
+from trial_helpers import (
+    DONE,
+    PARENT_KEY,
+    HostName,
+    TrialCase,
+    bash_turn,
+    expected_table,
+    outcome_table,
+    run_eval,
+    write_project,
+)
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 

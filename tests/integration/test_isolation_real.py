@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atlante.report.model import EvalReport
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from trial_helpers import (
     ALL_CHECKS_PASS,
     DONE,
@@ -35,8 +37,6 @@ from trial_helpers import (
     sleeper,
     write_project,
 )
-from pytest_atlante.report.model import EvalReport
-from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600), pytest.mark.usefixtures("on_path")]
 

@@ -6,6 +6,7 @@ The same on the real CLIs, under namespace isolation, is in ``test_isolation_rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -85,7 +86,5 @@ def test_the_next_run_removes_a_killed_runs_directory_and_copied_login_at_once(
             run.kill()
             run.communicate(timeout=60)
         if host_pid is not None:  # the fake host, orphaned by the kill, sleeps on
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(host_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

@@ -5,7 +5,7 @@ Every test is one (or two) ``pytest --atlante-eval`` runs in a child process (py
 pinned CLI on PATH; it reads the run's ``report.json`` back through the report's own model.  An
 OpenCode trial costs 5–10 s of a 2-core machine, so scenarios share runs wherever they can.
 
-OpenCode specifics proven here (FACTS §7–§10): the model identity comes from ``opencode export``
+OpenCode specifics proven here (host-facts §7–§10): the model identity comes from ``opencode export``
 (it is not in the stream); SIGINT/SIGTERM leave the bash tool's children behind, so the session
 timeout test looks for survivors in /proc; the background ``npm install @opencode-ai/plugin`` must
 not land in a kept sandbox's ``.opencode/``; credentials come from ``auth.json`` only, never from a
@@ -20,18 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.hosts.opencode import PROJECT_CONFIG
-from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
-from pytest_atlante.hosts.opencode import SCRIPTED_PROVIDER_ID
+from pytest_atlante.hosts.opencode import PROJECT_CONFIG, SCRIPTED_PROVIDER_ID
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from pytest_atlante.suite.script import load_script
 from pytest_atlante.trial.scripted import ScriptedModelServer
 from trial_helpers import (
-    run_agent_cases,
-    run_matrix,
-    run_session_timeout,
-    run_hiding_and_secrets,
-    run_odd_names,
     AGENT_CASE,
     ALL_CHECKS_PASS,
     DONE,
@@ -42,7 +36,12 @@ from trial_helpers import (
     bash_turn,
     expected_table,
     outcome_table,
+    run_agent_cases,
     run_eval,
+    run_hiding_and_secrets,
+    run_matrix,
+    run_odd_names,
+    run_session_timeout,
     write_project,
 )
 
@@ -94,7 +93,7 @@ def test_file_names_of_any_bytes_give_a_normal_fail_naming_them(pytester: pytest
 
 @pytest.mark.usefixtures("on_path")
 def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
-    # OpenCode runs the bash tool in a session of its own and, killed, leaves it behind (FACTS §10):
+    # OpenCode runs the bash tool in a session of its own and, killed, leaves it behind (host-facts §10):
     # both sleepers would survive as orphans of pid 1 unless the engine reaps them.
     run_session_timeout(pytester, tmp_path, private_tmp, HOST, timeout_ms=10000)
 
@@ -155,7 +154,7 @@ def test_agents_cannot_hide_changes_or_read_secrets(pytester: pytest.Pytester, t
 
 
 def stored_login(home: Path, provider: str, key: str) -> None:
-    """``auth.json`` as ``opencode auth login`` leaves it (FACTS §8 "Auth")."""
+    """``auth.json`` as ``opencode auth login`` leaves it (host-facts §8 "Auth")."""
     store = home / ".local" / "share" / "opencode"
     store.mkdir(parents=True)
     (store / "auth.json").write_text(json.dumps({provider: {"type": "api", "key": key}}), encoding="utf-8")
@@ -202,7 +201,7 @@ def test_stored_login_passes_the_credential_check_and_reaches_a_gateway(
         pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
     """A real (not ``--atlante-scripted``) run with a stored ``anthropic`` login: the credential check
     passes and the trial runs against the user's provider.  That provider is a loopback "gateway"
-    (FACTS "Gateways": OpenCode's built-in ``anthropic`` provider honours ``ANTHROPIC_BASE_URL``)
+    (host-facts "Gateways": OpenCode's built-in ``anthropic`` provider honours ``ANTHROPIC_BASE_URL``)
     served by a scripted-model server this test owns, so no request leaves the machine."""
     project = write_project(tmp_path / "project", HOST, [GATEWAY_CASE], model=ANTHROPIC_MODEL)
     home = tmp_path / "home"

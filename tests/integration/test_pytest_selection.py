@@ -90,7 +90,7 @@ def test_new_first_runs_a_new_scenario_first(pytester: pytest.Pytester, suite: P
     run_sessions(pytester, suite)
     suite.scenario(fake_scenario("fresh", {"usage": [10], "sessions": str(suite.sessions)}), "eval/scenarios/c.eval.json")  # type: ignore[attr-defined]
     suite.build()
-    status, ran, text = run_sessions(pytester, suite, "--nf")
+    _status, ran, text = run_sessions(pytester, suite, "--nf")
     assert sorted(ran[:3]) == ["fresh-1", "fresh-2", "fresh-3"] and sorted(ran[3:]) == ALL, text
 
 

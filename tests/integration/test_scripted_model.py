@@ -13,8 +13,9 @@ import signal
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -22,13 +23,13 @@ from pytest_atlante.diagnostics import DiagnosticError
 from pytest_atlante.hosts.claude_code import scripted_env as claude_scripted_env
 from pytest_atlante.hosts.opencode import scripted_provider_config
 from pytest_atlante.suite.script import Script, ScriptError, load_script
+from pytest_atlante.trial.dialects import parse_sse, sse_event
 from pytest_atlante.trial.scripted import (
     DEFAULT_USAGE,
     EXHAUSTED_REPLY_TEXT,
     SIDE_REPLY_TEXT,
     ScriptedModelServer,
 )
-from pytest_atlante.trial.dialects import parse_sse, sse_event
 
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE = REPO / "hosts-npm/node_modules/.bin/claude"
@@ -432,7 +433,7 @@ def test_claude_code_error_turn_is_retried_once_then_reported(dirs: tuple[Path, 
         {"actions": [{"type": "write", "path": "before-error.txt", "content": "x"}]},
         {"error": {"status": 500, "message": "scripted outage"}}]})
     with ScriptedModelServer(script, sandbox_root=sandbox) as server:
-        result, events = claude_run(sandbox, home, server)
+        _result, events = claude_run(sandbox, home, server)
     (final,) = [e for e in events if e["type"] == "result"]
     assert (final["is_error"], final["api_error_status"]) == (True, 500)
     assert "scripted outage" in final["result"]
@@ -450,7 +451,7 @@ OPENCODE_ENV = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FET
 @pytest.mark.parametrize("wiring", ["openai-compatible", "anthropic-gateway"])
 def test_opencode_plays_the_script(dirs: tuple[Path, Path], wiring: str) -> None:
     """Both ways OpenCode can reach the scripted model: the custom provider block (OpenAI dialect)
-    and its built-in anthropic provider behind ``ANTHROPIC_BASE_URL`` (FACTS "Gateways")."""
+    and its built-in anthropic provider behind ``ANTHROPIC_BASE_URL`` (host-facts "Gateways")."""
     sandbox, home = dirs
     assert OPENCODE.exists(), f"pinned opencode missing at {OPENCODE}: install hosts-npm"
     with ScriptedModelServer(script_of(THREE_EFFECTS), sandbox_root=sandbox) as server:

@@ -5,8 +5,8 @@ verdicts as the unsharded run once merged.  Small on purpose: 3 scenarios x 2 tr
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 

@@ -10,8 +10,9 @@ The run uses two xdist workers: each writes the transcripts of the trials it ran
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -92,7 +93,7 @@ def test_transcripts_replay_the_script_and_record_aborts(
     assert (header["schema"], header["host"], header["truncated"]) == (TRANSCRIPT_SCHEMA, host, False)
     calls = [e for e in transcript if e["type"] == "tool_call"]
     assert [c["tool"] for c in calls] == [a["type"] for a in STEPS]
-    for call, action in zip(calls, STEPS):
+    for call, action in zip(calls, STEPS, strict=True):
         wanted = expected_input(action)
         assert {k: call["input"].get(k) for k in wanted} == wanted
     results = [e for e in transcript if e["type"] == "tool_result"]
@@ -121,7 +122,7 @@ def test_transcripts_replay_the_script_and_record_aborts(
     if host == "claude-code":
         assert (texts, commands) == (["waiting"], ["sleep 300"])
     else:
-        # OpenCode streams a part only once it has finished (FACTS §8): the killed tool call never
+        # OpenCode streams a part only once it has finished (host-facts §8): the killed tool call never
         # appears; the text before it appears when its part closed before the kill (timing).
         assert commands == [] and texts in ([], ["waiting"]), (texts, commands)
 

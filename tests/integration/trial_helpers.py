@@ -79,7 +79,9 @@ class TrialCase:
             raise ValueError(f"{self.name}: {len(self.checks)} checks but {len(self.outcomes)} expected outcomes")
 
     def document(self) -> dict[str, Any]:
-        from conftest import scenario_doc  # lazy: the plugin half of this module runs without the repo root
+        from conftest import (
+            scenario_doc,  # lazy: the plugin half of this module runs without the repo root
+        )
 
         task: dict[str, Any] = {"fixture": "eval/fixtures/app", "prompt": self.prompt}
         if self.setup is not None:

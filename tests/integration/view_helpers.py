@@ -9,7 +9,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ def synthetic_report(out: Path, *, scenarios: int, trials: int, names: list[str]
                 diff=diff if diff is not None else _diff(si, t), changedPaths=["src/app.py"],
                 usage=Usage(inputTokens=1000 + si, outputTokens=100 + t), costUsd=0.001 * (si + 1), transcript=rel,
             ))
-    started = datetime(2026, 12, 1, 3, 0, tzinfo=timezone.utc)
+    started = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
     state = RunState(
         run_id="20261201T030000Z-abcdef", started_at=started,
         host=HostIdentity(name="claude-code", version="2.1.197", dialect="claude-code"), model=None, scripted=True,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
-
 import uuid
+from pathlib import Path
 
 from pytest_atlante.sandbox.audit import Audit
 from pytest_atlante.sandbox.sources import changed_in_copy, copy_of, prepare_sources, remove_sources

@@ -19,8 +19,8 @@ import pytest_atlante.checks as checks_package
 from pytest_atlante.checks import TABLE, Check, CommandCheck, check_table, run_checks, union_members
 from pytest_atlante.checks.base import CheckContext, CheckKind, Rules
 from pytest_atlante.models import StrictModel
-from pytest_atlante.sandbox.process import allowlisted_environment
 from pytest_atlante.records import CheckResult
+from pytest_atlante.sandbox.process import allowlisted_environment
 from pytest_atlante.sandbox.trialdir import Diff, Sandbox, assemble, collect_diff, remove_tree, run_dir, snapshot
 
 CHECK: TypeAdapter[Check] = TypeAdapter(Check)
@@ -384,7 +384,7 @@ def _spare_rules(check: SpareCheck, where: str, found: Rules) -> None:
 
 
 SPARE = CheckKind(SpareCheck, _spare_run, _spare_rules)
-WIDER = Annotated[Union[CommandCheck, SpareCheck], Field(discriminator="type")]
+WIDER = Annotated[CommandCheck | SpareCheck, Field(discriminator="type")]
 
 
 def test_a_union_member_without_a_table_entry_is_refused() -> None:

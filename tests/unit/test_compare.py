@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from pytest_atlante.report import stats as evalstats
 from pytest_atlante.cli import main
-from pytest_atlante.report.compare import compare_reports, exit_status, render
 from pytest_atlante.records import Usage, Verdict
+from pytest_atlante.report import stats as evalstats
+from pytest_atlante.report.compare import compare_reports, exit_status, render
 from pytest_atlante.report.model import EvalReport
-
 from test_report import report_of, trial
 
 BASE_DIGESTS = {"alpha": ("sha256:a1", "sha256:h1"), "beta": ("sha256:b1", "sha256:h1"), "gamma": ("sha256:g1", "sha256:h1")}

@@ -41,9 +41,9 @@ def test_atlante_eval_selects_a_scenario_by_its_reference_flag(atlante_project: 
     atlante_project.build()
     command = [sys.executable, "-m", "pytest_atlante.cli", "eval", "--scenario", "other", "--out", str(tmp_path / "out"),
                "--scripted", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    done = subprocess.run(command, cwd=atlante_project.root, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, cwd=atlante_project.root, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [line for line in done.stdout.splitlines() if "::" in line] == ["eval/scenarios/other.eval.json::other[trial-1]"]
     unknown = subprocess.run([*command[:5], "nope", *command[6:]], cwd=atlante_project.root, capture_output=True, text=True,
-                             timeout=120)
+                             timeout=120, check=False)
     assert unknown.returncode == 2 and "no scenario named 'nope'" in unknown.stdout + unknown.stderr

@@ -108,8 +108,8 @@ def test_clustered_mean_edges() -> None:
 
 
 def test_normal_quantiles_are_scipys() -> None:
-    assert evalstats.Z_95 == pytest.approx(stats.norm.ppf(0.975), abs=1e-15)
-    assert evalstats.Z_POWER == pytest.approx(stats.norm.ppf(0.8), abs=1e-15)
+    assert pytest.approx(stats.norm.ppf(0.975), abs=1e-15) == evalstats.Z_95
+    assert pytest.approx(stats.norm.ppf(0.8), abs=1e-15) == evalstats.Z_POWER
 
 
 @pytest.mark.parametrize(("p1", "p2", "n"), [(1.0, 0.0, 3), (1.0, 0.0, 4), (1.0, 1 / 3, 9), (0.7, 0.2, 12), (0.5, 0.5, 6)])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_atlante.report.exitcodes import decide
 from pytest_atlante.records import Verdict
+from pytest_atlante.report.exitcodes import decide
 
 ALL_NOT_PASS: list[Verdict] = ["fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
 

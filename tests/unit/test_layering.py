@@ -84,7 +84,7 @@ def test_every_module_has_a_layer() -> None:
 def test_no_upward_or_sideways_import(name: str) -> None:
     bad = []
     for target in sorted(GRAPH[name]):
-        if target == ROOT or package_of(target) == package_of(name) and layer_key(name) != ROOT:
+        if target == ROOT or (package_of(target) == package_of(name) and layer_key(name) != ROOT):
             continue
         if LAYERS[layer_key(target)] >= LAYERS[layer_key(name)]:
             bad.append(f"{target} (layer {LAYERS[layer_key(target)]})")
@@ -115,3 +115,19 @@ def test_the_rule_sees_a_planted_upward_import(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text("def late():\n    from pytest_atlante.run import roles\n")
     assert imports_of(f"{ROOT}.sandbox.planted", planted, set(modules())) == {f"{ROOT}.run", f"{ROOT}.run.roles"}
+
+
+MAX_PARAMETERS = 8
+
+
+def test_no_function_takes_more_than_eight_parameters() -> None:
+    """A function that needs more takes one state object (``RunState``, ``SessionInputs``, ``Bounds``)."""
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
+                if len(names) > MAX_PARAMETERS:
+                    found.append(f"{name}.{node.name} ({len(names)})")
+    assert not found, found

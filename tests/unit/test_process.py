@@ -20,6 +20,7 @@ import pytest
 
 from pytest_atlante.sandbox.process import (
     ENVIRONMENT_ALLOWLIST,
+    Bounds,
     RunResult,
     allowlisted_environment,
     live_processes_with_token,
@@ -45,7 +46,8 @@ def _env() -> dict[str, str]:
 @pytest.fixture(autouse=True)
 def _kill_leftovers() -> Iterator[None]:
     yield
-    entry = ("\0%s=%s\0" % TEST_MARK).encode()
+    name, value = TEST_MARK
+    entry = f"\0{name}={value}\0".encode()
     for proc_dir in Path("/proc").iterdir():
         try:
             if not proc_dir.name.isdigit():
@@ -57,7 +59,9 @@ def _kill_leftovers() -> Iterator[None]:
 
 
 def _run(args: list[str], tmp_path: Path, **kwargs: object) -> RunResult:
-    options: dict[str, object] = {"cwd": tmp_path, "env": _env(), "timeout_s": 60.0}
+    """``run`` with test defaults; ``interrupt_signal``, ``grace_s`` and ``capture_limit`` go into its ``Bounds``."""
+    bounds = {key: kwargs.pop(key) for key in ("interrupt_signal", "grace_s", "capture_limit") if key in kwargs}
+    options: dict[str, object] = {"cwd": tmp_path, "env": _env(), "timeout_s": 60.0, "bounds": Bounds(**bounds)}  # type: ignore[arg-type]
     options.update(kwargs)
     return run(args, **options)  # type: ignore[arg-type]
 

@@ -7,17 +7,19 @@ import copy
 import json
 import os
 import unicodedata
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import json_paths
+from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
 from pytest_atlante.report.exitcodes import decide
-from pytest_atlante.report.model import MAX_REPORT_BYTES
+from pytest_atlante.report.model import MAX_REPORT_BYTES, BudgetRecord, HostIdentity, RunState, build_report, keyed
 from pytest_atlante.report.provenance import (
     Ignored,
     ProvenanceView,
@@ -25,11 +27,9 @@ from pytest_atlante.report.provenance import (
     pack_report_view,
     provenance_view,
 )
-from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report.model import BudgetRecord, HostIdentity, RunState, build_report, keyed
 
-START = datetime(2025, 6, 1, 8, 0, 0, tzinfo=timezone.utc)
-NOW = datetime(2025, 7, 1, tzinfo=timezone.utc)
+START = datetime(2025, 6, 1, 8, 0, 0, tzinfo=UTC)
+NOW = datetime(2025, 7, 1, tzinfo=UTC)
 MODEL = "claude-sonnet-4-5-20250929"
 SANDBOX_FREE = "no sandbox here"
 Doc = dict[str, Any]

@@ -7,7 +7,7 @@ import os
 import random
 import re
 import tempfile
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,22 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_atlante import __version__
-from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
-from pytest_atlante.report.model import (REPORT_SCHEMA, BudgetRecord, EvalReport, HostIdentity, RunState, build_report,
-                                         ensure_gitignore, keyed, new_run_id, write_report)
-from pytest_atlante.records import iso_utc
+from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict, iso_utc
+from pytest_atlante.report.model import (
+    REPORT_SCHEMA,
+    BudgetRecord,
+    EvalReport,
+    HostIdentity,
+    RunState,
+    build_report,
+    ensure_gitignore,
+    keyed,
+    new_run_id,
+    write_report,
+)
 from pytest_atlante.sandbox.redact import redact_sandbox_paths, scrub_paths
 
-START = datetime(2025, 6, 1, 8, 36, 55, 123456, tzinfo=timezone.utc)
+START = datetime(2025, 6, 1, 8, 36, 55, 123456, tzinfo=UTC)
 HOST = HostIdentity(name="claude-code", version="2.1.197", dialect="claude-code")
 BUDGET = BudgetRecord(trials=3, timeoutMs=600_000, maxSessions=15, maxTokens=400_000)
 

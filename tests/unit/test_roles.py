@@ -16,11 +16,11 @@ from dataclasses import asdict
 import pytest
 
 from conftest import Project
-from pytest_atlante.suite import discovery
-from pytest_atlante.run import evalrun
 from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.run import evalrun
 from pytest_atlante.run.items import RUNNER_KEY
 from pytest_atlante.run.roles import Options, Worker, role_for
+from pytest_atlante.suite import discovery
 
 INFO = HostInfo("claude-code", "2.1.197", "claude-code", "/usr/bin/claude")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.sandbox import trialdir as sandbox_module
 from pytest_atlante.pathnames import escape_path, unescape_path
 from pytest_atlante.records import TrialRecord
+from pytest_atlante.sandbox import trialdir as sandbox_module
 from pytest_atlante.sandbox.trialdir import (
     OverlayCollision,
     Sandbox,
@@ -371,7 +371,7 @@ def test_baseline_tree_is_deterministic_and_held_in_memory(run_id: str, tmp_path
     assert first.baseline_tree == second.baseline_tree and len(first.baseline_tree) == 40
     assert set(first.baseline_entries) == {"a.txt", "b/c"}
     # No ref names the baseline: there is nothing for the agent to move.
-    refs = subprocess.run(["git", "--git-dir", str(first.git_dir), "for-each-ref"], capture_output=True, text=True)
+    refs = subprocess.run(["git", "--git-dir", str(first.git_dir), "for-each-ref"], capture_output=True, text=True, check=False)
     assert refs.stdout == ""
 
 
@@ -418,7 +418,7 @@ def test_a_missing_or_altered_baseline_object_is_an_error(run_id: str, tmp_path:
     else:  # a valid object, but of other content: git would show it as the old a.txt
         target.write_bytes(other.read_bytes())
     (sb.root / "a.txt").write_text("changed\n")
-    with pytest.raises(SandboxError, match="baseline copy of a.txt .* tampered with"):
+    with pytest.raises(SandboxError, match=r"baseline copy of a\.txt .* tampered with"):
         collect_diff(sb, ".claude")
 
 
@@ -525,7 +525,7 @@ def test_unreadable_entries_show_up_and_remove_copes_with_read_only_trees(tmp_pa
             # sandbox module needs only the standard library.
             argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                     "/usr/bin/python3", *argv[1:]]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == ["['locked', 'locked/in.txt', 'secret.txt']", "False"]
     finally:

@@ -3,20 +3,27 @@ matching, arithmetic and the ledger workers read (the real-CLI halves are in tes
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from pytest_atlante.run import costcap
-from pytest_atlante.report import selftest
-from pytest_atlante.run.forecast import RequestedScenario, _same_experiment, forecast, makespan, nearest_rank_p95, table_lines
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
+from pytest_atlante.report import selftest
 from pytest_atlante.report.model import BudgetRecord, HostIdentity, RunState, build_report, keyed, write_report
+from pytest_atlante.run import costcap
+from pytest_atlante.run.forecast import (
+    RequestedScenario,
+    _same_experiment,
+    forecast,
+    makespan,
+    nearest_rank_p95,
+    table_lines,
+)
 
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def check(index: int, passed: bool, error: bool = False) -> CheckResult:
@@ -154,7 +161,7 @@ def test_the_cap_ledger_counts_each_trial_once(tmp_path: Path, monkeypatch: pyte
     own = [trial("pass", cost=0.5, node="a"), trial("pass", cost=0.25, node="d")]
     assert costcap.spend_before_trial("run-1", own) == 0.75     # "a" is both published and own
     skipped = costcap.skipped_record(trial("pass", node="e"), 0.5, 0.75)
-    summary = costcap.summary(0.5, records + [skipped])
+    summary = costcap.summary(0.5, [*records, skipped])
     assert (summary.reached, summary.skippedTrials, summary.unpricedTrials, summary.spentUsd) == (True, 1, 1, 0.5)
 
 
@@ -188,8 +195,8 @@ def test_the_new_options_need_an_eval_run(pytester: pytest.Pytester, option: str
 def test_the_forecast_allocates_sessions_in_collection_order_and_refuses_over_the_cap(atlante_project: Any,
                                                                                     tmp_path: Path) -> None:
     from conftest import config_doc, scenario_doc
-    from pytest_atlante.suite.discovery import discover
     from pytest_atlante.run.forecast import over_cap, requested
+    from pytest_atlante.suite.discovery import discover
 
     atlante_project.config(config_doc(budget={"trials": 2, "maxSessions": 3}))
     atlante_project.scenario(scenario_doc("b-second"), "eval/scenarios/b.eval.json")

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_atlante.hosts.streams import ClaudeStreamMonitor, OpenCodeStreamMonitor
 from pytest_atlante.records import Usage
+from pytest_atlante.sandbox.redact import Secrets, secrets_in_env
 from pytest_atlante.trial.transcript import (
     REDACTED,
     TRANSCRIPT_SCHEMA,
@@ -17,7 +18,6 @@ from pytest_atlante.trial.transcript import (
     StreamCapture,
     build_transcript,
     read_transcript,
-    secret_values,
     write_trial_files,
 )
 
@@ -25,7 +25,7 @@ SAMPLES = Path(__file__).parent / "hosts" / "samples"
 
 
 def capture_of(name: str, redactor: Redactor | None = None, cap: int = 2_000_000) -> StreamCapture:
-    capture = StreamCapture(redactor or Redactor([], []), cap_bytes=cap)
+    capture = StreamCapture(redactor or Redactor(Secrets(), []), cap_bytes=cap)
     for line in (SAMPLES / name).read_text().splitlines():
         capture.add(line)
     return capture
@@ -110,8 +110,8 @@ def test_budget_crossing_turn_is_marked_once() -> None:
 def test_credentials_and_sandbox_paths_never_reach_the_files(tmp_path: Path) -> None:
     secret = "s3cr3t-VALUE-0123456789"
     env = {"MY_API_TOKEN": secret, "SHORT_KEY": "1", "PATH": "/usr/bin"}
-    assert secret_values(env) == [secret]
-    redact = Redactor(secret_values(env), ["/tmp/atlante-eval-x/t-1/sandbox"])
+    assert Secrets(secrets_in_env(env)).values == (secret,)
+    redact = Redactor(Secrets(secrets_in_env(env)), ["/tmp/atlante-eval-x/t-1/sandbox"])
     capture = StreamCapture(redact)
     capture.add(json.dumps({"type": "text", "part": {"text": f"key {secret} in /tmp/atlante-eval-x/t-1/sandbox/a.txt, sk-ant-abcdefghijklmnopqrstu"}}))
     # OpenCode's tool title under bubblewrap: the path relative to "/" (no git worktree above it)
@@ -129,7 +129,7 @@ def test_credentials_and_sandbox_paths_never_reach_the_files(tmp_path: Path) -> 
 @pytest.mark.parametrize("host", ["claude-code", "opencode"])
 def test_tool_call_paths_are_shown_in_the_reports_escaped_form(tmp_path: Path, host: str) -> None:
     root = "/tmp/atlante-eval-x/t-1/sandbox"
-    capture = StreamCapture(Redactor([], [root]))
+    capture = StreamCapture(Redactor(Secrets(), [root]))
     name = f"{root}/tab\tnl\nesc\x1b\\back.txt"
     if host == "claude-code":
         capture.add(json.dumps({"type": "assistant", "message": {"id": "m1", "content": [
@@ -159,6 +159,6 @@ def test_the_cap_keeps_the_head_and_the_end_and_says_so() -> None:
 @pytest.mark.parametrize("junk", ["", "not json", "[]", '{"type": "assistant", "message": 3}', '{"type":"tool_use","part":{"state":7}}'])
 def test_junk_lines_never_raise(junk: str) -> None:
     for host in ("claude-code", "opencode"):
-        capture = StreamCapture(Redactor([], []))
+        capture = StreamCapture(Redactor(Secrets(), []))
         capture.add(junk)
         assert build_transcript(capture, host=host, dialect="x", scenario="s", trial=1)[0]["type"] == "header"

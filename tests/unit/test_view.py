@@ -13,7 +13,7 @@ from pytest_atlante.cli import main
 from pytest_atlante.report.view import HTML_FILE, load_report, render
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from view_helpers import synthetic_report  # noqa: E402
+from view_helpers import synthetic_report
 
 
 def test_view_writes_beside_the_report_and_prints_the_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

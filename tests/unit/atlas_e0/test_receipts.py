@@ -11,7 +11,7 @@ import pytest
 from pytest_atlante.atlas.receipts import ProblemLog, Receipt, ReceiptReader
 from pytest_atlante.diagnostics import Diagnostic
 
-from ._builders import DROP, ndjson, make_receipt
+from ._builders import DROP, make_receipt, ndjson
 
 
 def read(data: bytes) -> tuple[list[Receipt], list[Diagnostic]]:

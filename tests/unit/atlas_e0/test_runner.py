@@ -76,6 +76,7 @@ class Setup:
         return subprocess.run(
             [BASH, str(SCRIPT), str(self.plan), str(self.receipts), *extra],
             capture_output=True, text=True, env=merged, cwd=self.root, timeout=60,
+            check=False,
         )
 
     def tool_dir(self, without: set[str]) -> str:
@@ -189,7 +190,7 @@ def test_missing_d4_receipt_rejected(setup: Setup, receipt: str | None) -> None:
 
 def test_bad_usage_rejected(setup: Setup) -> None:
     result = subprocess.run([BASH, str(SCRIPT), str(setup.plan)], capture_output=True, text=True,
-                            env=setup.env)
+                            env=setup.env, check=False)
     assert result.returncode == 2
     assert "usage: run-opt-in.sh PLAN RECEIPTS [-- AGENT_ARG...]" in result.stderr
     assert not (setup.root / "started").exists()
@@ -214,6 +215,7 @@ def test_successful_run_saves_stdout_and_passes_summarize(setup: Setup) -> None:
         [sys.executable, "-m", "pytest_atlante.cli", "benchmark", "summarize",
          "--receipts", str(setup.receipts)],
         capture_output=True, text=True,
+        check=False,
     )
     assert summary.returncode == 0, summary.stderr
     parsed = json.loads(summary.stdout)

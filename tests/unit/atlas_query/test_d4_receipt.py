@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-from atlas_query_builders import codes_at, diagnostics_of, write_json
 
+from atlas_query_builders import codes_at, diagnostics_of, write_json
 from pytest_atlante.atlas.d4 import U64_MAX, validate_concurrent_receipt
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "example_project/benchmarks/atlas/concurrent-query-receipt-v1.json"

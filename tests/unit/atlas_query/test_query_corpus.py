@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from atlas_query_builders import (
     codes_at,
     context_expectation,
@@ -16,7 +17,6 @@ from atlas_query_builders import (
     pinned_case,
     write_json,
 )
-
 from pytest_atlante.atlas.query_corpus import load_corpus, parse_corpus
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "example_project/benchmarks/atlas/query-corpus.json"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from atlas_query_builders import (
     codes_at,
     context_expectation,
@@ -19,7 +20,6 @@ from atlas_query_builders import (
     pinned_case,
     results,
 )
-
 from pytest_atlante.atlas.query_corpus import QueryCorpus, parse_corpus
 from pytest_atlante.atlas.results import load_results, observations_from_value, parse_results
 

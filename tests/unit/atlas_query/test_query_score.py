@@ -7,6 +7,10 @@ from typing import Any
 
 import ir_measures
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ir_measures import RR, Qrel, ScoredDoc
+
 from atlas_query_builders import (
     context_expectation,
     context_receipt,
@@ -16,10 +20,6 @@ from atlas_query_builders import (
     pinned_case,
     results,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from ir_measures import RR, Qrel, ScoredDoc
-
 from pytest_atlante.atlas.query_corpus import parse_corpus
 from pytest_atlante.atlas.results import parse_results
 from pytest_atlante.atlas.score import CaseScore, build_receipt, regression_line, score_corpus

@@ -68,7 +68,7 @@ def test_verify_reports_missing_modified_and_stale(atlante_project: Project) -> 
 def test_build_command_reports_bad_sources_without_a_traceback(atlante_project: Project) -> None:
     atlante_project.config(config_doc() | {"harness": {"agents": {"helper": {"description": "d", "prompt": "harness/missing.md"}}}})
     result = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "--diagnostics-json", "build", "--project", str(atlante_project.root)],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "eval-harness-invalid: atlante.jsonc at $.harness.agents.helper.prompt" in result.stderr

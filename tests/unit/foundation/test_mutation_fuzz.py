@@ -9,11 +9,11 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,10 +33,10 @@ def paths_of(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     found = [prefix]
     if isinstance(value, dict):
         for key, child in value.items():
-            found += paths_of(child, prefix + (key,))
+            found += paths_of(child, (*prefix, key))
     elif isinstance(value, list):
         for index, child in enumerate(value):
-            found += paths_of(child, prefix + (index,))
+            found += paths_of(child, (*prefix, index))
     return found
 
 
@@ -65,7 +65,7 @@ def mutated(draw: st.DrawFn, base: dict[str, Any]) -> str:
             parent[key].append(draw(json_values))
         elif isinstance(parent[key], str):
             parent[key] = draw(st.sampled_from(["", "/abs", "../up", ".git/x", "node_modules", "(", "[a-", "a b", "x" * 300]))
-    text = json.dumps(doc, allow_nan=True) if isinstance(doc, (dict, list)) else json.dumps(doc, allow_nan=True)
+    text = json.dumps(doc, allow_nan=True)
     if draw(st.booleans()) and len(text) > 2:
         cut = draw(st.integers(min_value=0, max_value=len(text) - 1))
         text = text[:cut] + draw(st.sampled_from(["", ",", "}", "{", "//", "\x00", "\"", "\ud800"[:0]])) + text[cut + 1:]

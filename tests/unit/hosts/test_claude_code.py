@@ -87,7 +87,7 @@ def test_prepare_writes_only_the_policy_the_trust_entry_and_the_credentials_file
     HOST.prepare(INFO, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model=None, scripted=None)
 
     assert json.loads((real_sandbox / ".claude" / "settings.json").read_text()) == claude_settings()
-    # Trust names the realpath (a symlink path is not honoured, FACTS §4), and nothing else.
+    # Trust names the realpath (a symlink path is not honoured, host-facts §4), and nothing else.
     assert json.loads((home / ".claude.json").read_text()) == {
         "projects": {str(real_sandbox.resolve()): {"hasTrustDialogAccepted": True}}
     }

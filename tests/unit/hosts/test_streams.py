@@ -1,4 +1,4 @@
-"""Stream monitors over the verbatim CLI transcripts in shared/hosts/samples."""
+"""Stream monitors over the verbatim CLI transcripts in tests/unit/hosts/samples (docs/host-facts.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from pytest_atlante.hosts.streams import ClaudeStreamMonitor, OpenCodeStreamMonitor
 from pytest_atlante.records import Usage
 
-# Verbatim copies of shared/hosts/samples (FACTS.md), kept beside the tests that parse them.
+# Verbatim streams measured with the real CLIs (docs/host-facts.md), kept beside the tests that parse them.
 SAMPLES = Path(__file__).parent / "samples"
 
 

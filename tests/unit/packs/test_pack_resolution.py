@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.suite.build import build, tree_dir
 from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.suite.build import build, tree_dir
 from pytest_atlante.suite.packs import ResolvedPack, harness_layers, resolve_packages
 
 from .conftest import PackProject, codes, only

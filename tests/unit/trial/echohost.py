@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.base import HostInfo, ScriptedEndpoint, SessionOutcome
@@ -63,7 +64,7 @@ class EchoHost:
     owned_dir = ".echo"
     interrupt_signal = int(signal.SIGTERM)
     credential_env: tuple[str, ...] = ()
-    forbidden_fixture_files = {".echo/config.json": "the echo host would merge it"}
+    forbidden_fixture_files: Mapping[str, str] = {".echo/config.json": "the echo host would merge it"}
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         return HostInfo(NAME, "1.0.0", NAME, sys.executable)  # type: ignore[arg-type]

@@ -10,26 +10,30 @@ from __future__ import annotations
 import itertools
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import FrozenInstanceError, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from conftest import Project, scenario_doc
 from echohost import NAME, EchoHost
-from pytest_atlante.trial.budget import TrialBudget
-from pytest_atlante.suite.discovery import discover
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.registry import register
-from pytest_atlante.records import TrialRecord, Verdict
+from pytest_atlante.records import CheckResult, TrialRecord, Verdict
 from pytest_atlante.report.model import new_run_id
-from pytest_atlante.trial.runner import Facts, TrialRunner, verdict
+from pytest_atlante.sandbox.redact import REDACTED, Secrets, secrets_in_env
+from pytest_atlante.sandbox.trialdir import Sandbox
+from pytest_atlante.suite.discovery import discover
+from pytest_atlante.trial.budget import TrialBudget
+from pytest_atlante.trial.runner import Facts, RunnerSettings, TrialRunner, scrubbed, verdict
+from pytest_atlante.trial.transcript import Redactor
 
 
 def expected_verdict(f: Facts) -> Verdict:
-    """ARCHITECTURE §4.6 written as the first matching row of a table (independent of ``verdict``)."""
+    """docs/design.md §4.6 written as the first matching row of a table (independent of ``verdict``)."""
     rows: list[tuple[bool, Verdict]] = [
         (not f.allocated, "skipped-budget"),
         (not f.prepared, "infra-error"),
@@ -47,7 +51,7 @@ def expected_verdict(f: Facts) -> Verdict:
 def all_facts() -> Iterator[Facts]:
     names = [f.name for f in fields(Facts)]
     for values in itertools.product([False, True], repeat=len(names)):
-        yield Facts(**dict(zip(names, values)))
+        yield Facts(**dict(zip(names, values, strict=True)))
 
 
 def test_verdict_follows_the_precedence_table_for_every_combination() -> None:
@@ -82,9 +86,9 @@ def run_trial(project: Project, spec: dict[str, Any], *, info: HostInfo | None =
     suite = discover(project.root)
     assert not suite.diagnostics, suite.diagnostics
     phases: list[str] = []
-    runner = TrialRunner(suite, new_run_id(__import__("datetime").datetime.now()),
-                         info or host_for(NAME).probe({}), scripted=False, keep=False, sources={},
-                         report_dir=project.root / ".atlante" / "eval" / "run")
+    runner = TrialRunner(suite.validated(), new_run_id(__import__("datetime").datetime.now()),
+                         info or host_for(NAME).probe({}), sources={}, report_dir=project.root / ".atlante" / "eval" / "run",
+                         settings=RunnerSettings(transcripts=False))
     budget = TrialBudget(timeoutMs=timeout_ms, maxTokens=max_tokens, maxSessions=1, trials=1, allocated=allocated)
     record = runner.run(suite.scenarios[0], 1, "node", budget, phases.append)
     return record, phases
@@ -145,6 +149,42 @@ def test_a_known_credential_never_leaves_the_trial(echo: Project, monkeypatch: p
     assert record.checks[0].output == "key=<redacted>\n"
 
 
+KEY_SHAPE = "sk-ant-" + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+KNOWN = "tok-0123456789-known"
+DEPLOY = "deploy-value-0123456789"
+SAME_TEXTS = [  # (text, what the report and the transcript must both make of it)
+    (f"token={KNOWN}", f"token={REDACTED}"),
+    (f"DEPLOY_PRIVATE={DEPLOY}\n", f"DEPLOY_PRIVATE={REDACTED}\n"),
+    (f"+key={KEY_SHAPE} and sk-proj-0123456789abcdefghij", f"+key={REDACTED} and {REDACTED}"),
+    ("curl -H 'Authorization: Bearer abcdefghijklmnop0123'", f"curl -H 'Authorization: {REDACTED}'"),
+    (f"{KNOWN}/{DEPLOY}/{KEY_SHAPE}", f"{REDACTED}/{REDACTED}/{REDACTED}"),
+    ("nothing secret: sk-short, KEY=1, risk", "nothing secret: sk-short, KEY=1, risk"),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), SAME_TEXTS, ids=["known", "deploy-private", "sk-shape", "bearer", "mixed", "plain"])
+def test_the_report_and_the_transcript_redact_a_text_alike(tmp_path: Path, text: str, want: str) -> None:
+    """One definition of a secret: the record's scrubbing and the transcript's redactor agree."""
+    secrets = Secrets(secrets_in_env({"ATLANTE_TEST_TOKEN": KNOWN, "DEPLOY_PRIVATE": DEPLOY, "PATH": "/usr/bin"}))
+    sb = Sandbox(trial_dir=tmp_path, root=tmp_path / "sandbox", home=tmp_path / "home", git_dir=tmp_path / "git")
+    rec = TrialRecord(scenario="s", trial=1, nodeId="n", verdict="fail", diff=text, error=text, changedPaths=[text],
+                      checks=[CheckResult(index=0, type="command", passed=False, message=text, output=text)])
+    report = scrubbed(rec, sb, secrets)
+    assert [report.diff, report.error, *report.changedPaths, report.checks[0].message, report.checks[0].output] == [want] * 5
+    transcript = Redactor(secrets, [str(sb.root), str(sb.trial_dir), str(sb.home)])
+    assert transcript(text) == want
+
+
+def test_a_private_variable_and_a_key_shape_never_leave_the_trial(echo: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEPLOY_PRIVATE", DEPLOY)
+    record, _ = run_trial(echo, {"write": {"hello.txt": "hello\n", "leak.txt": f"deploy={DEPLOY}\nkey={KEY_SHAPE}\n"}},
+                          checks=[{"type": "command", "run": ["cat", "leak.txt"], "outputMatches": "nothing"}])
+    dumped = record.model_dump_json()
+    assert DEPLOY not in dumped and "sk-ant-" not in dumped
+    assert f"+deploy={REDACTED}" in (record.diff or "") and f"+key={REDACTED}" in (record.diff or "")
+    assert record.checks[0].output == f"deploy={REDACTED}\nkey={REDACTED}\n"
+
+
 def test_a_name_that_is_not_utf8_gives_a_normal_fail_that_names_it(echo: Project) -> None:
     """Issue 22 item 2: such a name made the record unserialisable and ended the whole run."""
     # JSON carries the surrogate escapes; the echo CLI's open() turns them back into the raw bytes.
@@ -179,8 +219,9 @@ def test_a_scripted_trial_plays_the_script_discovery_read(echo: Project) -> None
     entry = suite.scenarios[0]
     assert entry.script == script_file and entry.parsed_script == load_script(script_file)
     script_file.unlink()  # a re-read would fail the trial now
-    runner = TrialRunner(suite, new_run_id(__import__("datetime").datetime.now()), host_for(NAME).probe({}),
-                         scripted=True, keep=False, sources={}, report_dir=echo.root / ".atlante" / "eval" / "run")
+    runner = TrialRunner(suite.validated(), new_run_id(__import__("datetime").datetime.now()), host_for(NAME).probe({}),
+                         sources={}, report_dir=echo.root / ".atlante" / "eval" / "run",
+                         settings=RunnerSettings(scripted=True, transcripts=False))
     budget = TrialBudget(timeoutMs=20_000, maxTokens=10_000, maxSessions=1, trials=1, allocated=True)
     record = runner.run(entry, 1, "node", budget, lambda _: None)
     assert record.verdict == "pass", record

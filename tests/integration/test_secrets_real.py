@@ -1,0 +1,80 @@
+"""One definition of a secret, end to end on the real CLIs through the scripted model.
+
+The agent writes a key-shaped string (``sk-ant-…``, named by no variable) and the value of the
+runner's ``DEPLOY_PRIVATE`` variable into sandbox files, echoes both in a command, and the
+scenario's command checks print them again.  Everything that leaves the trial — report.json (diff,
+check messages and output), report.html, transcript.jsonl and host-stream.jsonl — must show
+``<redacted>`` and never either value: the report and the transcript use the same
+``sandbox.redact.Secrets`` (known values, name patterns and key shapes).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_atlante.sandbox.redact import REDACTED
+from trial_helpers import (
+    DONE,
+    HostName,
+    TrialCase,
+    bash_turn,
+    expected_table,
+    outcome_table,
+    run_eval,
+    write_project,
+    write_turn,
+)
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+
+KEY = "sk-ant-" + "QwErTyUiOpAsDfGhJkLzXcVbNmQwErTyUiOpAsDf"  # 40 letters; no variable names it
+DEPLOY = "deploy-private-value-4e7a9c"  # the runner's DEPLOY_PRIVATE
+
+LEAKS = TrialCase(
+    name="leaks-secrets",
+    turns=[write_turn("key.txt", f"api_key={KEY}\ndeploy={DEPLOY}\n"),
+           bash_turn(f"echo key={KEY} && echo deploy={DEPLOY} > deployed.txt && echo wrote"),
+           DONE],
+    checks=[{"type": "command", "run": ["sh", "-c", "cat key.txt deployed.txt"], "outputMatches": "api_key="},
+            {"type": "command", "run": ["cat", "deployed.txt"], "outputMatches": "^nothing$"}],
+    verdict="fail",
+    outcomes=("pass", "fail"),
+)
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+def test_a_key_shape_and_a_private_variable_are_redacted_everywhere(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path, host: HostName
+) -> None:
+    monkeypatch.setenv("DEPLOY_PRIVATE", DEPLOY)
+    run = run_eval(pytester, write_project(tmp_path / "project", host, [LEAKS]), tmp_path / "out", "--atlante-html")
+    assert outcome_table(run, [LEAKS]) == expected_table([LEAKS]), run.output()
+    trial = run.trial(LEAKS.name)
+
+    # report.json: the diff and both checks' output and message
+    assert trial.diff is not None
+    assert f"+api_key={REDACTED}" in trial.diff and f"+deploy={REDACTED}" in trial.diff, trial.diff
+    assert trial.checks[0].output == f"api_key={REDACTED}\ndeploy={REDACTED}\ndeploy={REDACTED}\n"
+    assert trial.checks[1].output == f"deploy={REDACTED}\n" and REDACTED in trial.checks[1].message
+    assert {"key.txt", "deployed.txt"} <= set(trial.changedPaths)
+
+    # the transcript: the write's content and the command's input and result
+    assert trial.transcript is not None and trial.hostStream is not None
+    events = [json.loads(line) for line in (run.out / trial.transcript).read_text().splitlines()]
+    calls = [e for e in events if e["type"] == "tool_call"]
+    assert [c["tool"] for c in calls] == ["write", "bash"], calls
+    assert calls[0]["input"]["content"] == f"api_key={REDACTED}\ndeploy={REDACTED}\n"
+    assert calls[1]["input"]["command"] == f"echo key={REDACTED} && echo deploy={REDACTED} > deployed.txt && echo wrote"
+    assert any(f"key={REDACTED}" in r["text"] for r in events if r["type"] == "tool_result"), events
+
+    kept = {"report.json": run.report_text or "", "transcript": (run.out / trial.transcript).read_text(),
+            "host stream": (run.out / trial.hostStream).read_text()}
+    html = (run.out / "report.html").read_text()  # rendered from the report (and the transcript)
+    kept["report.html"] = html.replace("&lt;", "<").replace("&gt;", ">").replace("\\u003c", "<").replace("\\u003e", ">")
+    for name, text in kept.items():
+        assert KEY not in text and DEPLOY not in text and "sk-ant-QwEr" not in text, name
+        assert REDACTED in text, name
