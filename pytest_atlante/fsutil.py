@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -164,3 +165,16 @@ def fingerprint(value: Any) -> str:
     """``sha256:<hex>`` of ``value``'s canonical JSON (sorted keys, no whitespace)."""
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return DIGEST_PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def no_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook`` refusing a key given twice (``ValueError``).
+
+    Two values for one key would let one document say two things (a report one pass rate to one
+    reader and another to the next), depending on which duplicate each parser keeps."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {json.dumps(key)}")
+        out[key] = value
+    return out

@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, NoReturn
 
-from pytest_atlante.fsutil import UnreadableFile, read_capped
+from pytest_atlante.fsutil import UnreadableFile, no_duplicate_keys, read_capped
 from pytest_atlante.hosts.names import HOSTS
 from pytest_atlante.models import StrictModel
 from pytest_atlante.records import TrialRecord
@@ -354,7 +354,7 @@ def _pack_config(pack_root: Path) -> dict[str, Any]:
     except UnreadableFile as exc:
         _reject("report-not-declared", f"the pack's atlante.jsonc {exc.reason}")
     try:
-        document = json5.loads(data.decode("utf-8"), object_pairs_hook=reader.no_duplicate_keys)
+        document = json5.loads(data.decode("utf-8"), object_pairs_hook=no_duplicate_keys)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         _reject("report-not-declared", f"atlante.jsonc is not valid JSONC: {exc}")
     suite = document.get("eval") if isinstance(document, dict) else None

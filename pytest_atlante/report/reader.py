@@ -21,17 +21,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
-from pytest_atlante.fsutil import UnreadableFile, read_capped
+from pytest_atlante.fsutil import UnreadableFile, no_duplicate_keys, read_capped
 from pytest_atlante.report.model import MAX_REPORT_BYTES, EvalReport
 
-__all__ = ["ReportRejected", "load_report", "no_duplicate_keys", "parse_json", "read_bytes", "read_report", "validate"]
+__all__ = ["ReportRejected", "load_report", "parse_json", "read_bytes", "read_report", "validate"]
 
 # Anything longer is not a count or a duration a report could hold (and Python's int() is
 # quadratic in the length of what it converts).
@@ -69,17 +68,6 @@ def read_bytes(path: Path, *, follow_symlinks: bool = True) -> bytes:
         if "regular file" in exc.reason:
             _reject("report-unsafe", f"the report path {exc.reason}")
         _reject("report-unreadable", f"the report {exc.reason}")
-
-
-def no_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    # Two values for one key would let a report show one pass rate to one reader and another to
-    # the next, depending on which duplicate each parser keeps.
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {json.dumps(key)}")
-        out[key] = value
-    return out
 
 
 def _no_constant(name: str) -> NoReturn:

@@ -8,17 +8,15 @@ entry; every trial plays that.  See ``docs/scripted-model.md`` for the format.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import json5
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
-from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
+from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, no_duplicate_keys, read_capped
 
 SCRIPT_SCHEMA = "atlante/scripted-model-v1"
 SCRIPT_INVALID = "eval-script-invalid"
@@ -124,15 +122,6 @@ class Script(_Strict):
     turns: Annotated[list[Turn], Field(min_length=1)]
 
 
-def _reject_duplicate_keys(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"duplicate key {json.dumps(key)}")
-        seen[key] = value
-    return seen
-
-
 def _error_location(loc: tuple[int | str, ...]) -> str:
     # A discriminated union puts the tag in the path ($.turns[0].actions[1].write.path); users
     # wrote no such key, so drop it.
@@ -168,7 +157,7 @@ def load_script(path: Path) -> Script:
     except UnicodeDecodeError as exc:
         raise fail("", f"cannot read the script: {exc}", "save the script as UTF-8") from None
     try:
-        document = json5.loads(text, object_pairs_hook=_reject_duplicate_keys)
+        document = json5.loads(text, object_pairs_hook=no_duplicate_keys)
     except ValueError as exc:
         message = str(exc)
         location = ""
