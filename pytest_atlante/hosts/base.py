@@ -157,6 +157,11 @@ class Host(Protocol):
 
     def new_monitor(self) -> StreamMonitor: ...
 
+    def stream_path_forms(self, path: str) -> tuple[str, ...]:
+        """Other spellings of the trial's ``path`` that this host writes into its stream (a store
+        named after it, a path relative to "/"): redacted like the path itself."""
+        ...
+
     def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
         """Read the session's captured stdout (``(ms, line)`` pairs, redacted, in order) into
         host-neutral transcript events through ``builder`` (``hosts.transcripts``), ending with

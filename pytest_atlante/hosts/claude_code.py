@@ -305,6 +305,10 @@ class ClaudeCodeHost:
     def new_monitor(self) -> StreamMonitor:
         return ClaudeStreamMonitor()
 
+    def stream_path_forms(self, path: str) -> tuple[str, ...]:
+        # Claude Code names its per-project store after the cwd with every "/" made "-" (host-facts §4).
+        return (path.rstrip("/").replace("/", "-"),) if path.strip("/") else ()
+
     def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
         transcript_events(lines, builder)
 

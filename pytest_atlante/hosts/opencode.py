@@ -297,6 +297,11 @@ class OpenCodeHost:
     def new_monitor(self) -> StreamMonitor:
         return OpenCodeStreamMonitor()
 
+    def stream_path_forms(self, path: str) -> tuple[str, ...]:
+        # OpenCode titles a tool call with the path relative to its worktree, which is "/" when the
+        # sandbox is no git checkout: "tmp/atlante-eval-.../sandbox/notes.txt" (seen under bwrap).
+        return (path.strip("/"),) if path.strip("/") else ()
+
     def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
         transcript_events(lines, builder)
 

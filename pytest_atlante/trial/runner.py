@@ -244,7 +244,8 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     # The transcript's redactor uses the trial's own secrets (the one definition the report uses):
     # the runner's and the session's credential variables, the copied login and the key shapes (a
     # token refreshed mid-session joins only after the session).
-    capture = StreamCapture(Redactor(secrets, [str(sb.root), str(sb.trial_dir), str(sb.home)]))
+    roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
+    capture = StreamCapture(Redactor(secrets, roots, [form for root in roots for form in host.stream_path_forms(root)]))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
     wrap = confined.wrapper(env) if confined else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,

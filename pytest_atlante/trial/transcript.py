@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,26 +55,22 @@ class Redactor:
     """Removes secrets and sandbox paths from one captured line.
 
     What a secret is comes from ``secrets`` alone (the trial's own object, so a credential it learns
-    later applies to the lines after); this class adds only the path forms the hosts mangle.
+    later applies to the lines after); the other spellings of the trial's paths that a host writes
+    into its stream come from the host (``Host.stream_path_forms``) as ``forms``.
     """
 
-    def __init__(self, secrets: Secrets, roots: Sequence[str]) -> None:
+    def __init__(self, secrets: Secrets, roots: Sequence[str], forms: Iterable[str] = ()) -> None:
         self._secrets = secrets
         self._roots = list(roots)
-        # Claude Code names its per-project store after the cwd with every "/" made "-" (host-facts §4).
-        self._mangled = sorted({r.rstrip("/").replace("/", "-") for r in roots if r.strip("/")}, key=len, reverse=True)
-        # OpenCode titles a tool call with the path relative to its worktree, which is "/" when the
-        # sandbox is no git checkout: "tmp/atlante-eval-.../sandbox/notes.txt" (seen under bwrap).
-        self._relative = sorted({r.strip("/") for r in roots if r.strip("/")}, key=len, reverse=True)
+        self._forms = sorted({form for form in forms if form}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         # Paths first, then secrets, as the report does: a key shape must not cut a sandbox path
-        # (a scenario named "risk-assessment-…") so that the path is no longer recognised.
-        for mangled in self._mangled:
-            text = text.replace(mangled, "<sandbox>")
+        # (a scenario named "risk-assessment-…") so that the path is no longer recognised.  A host's
+        # spelling holds no separator before "atlante-eval-", so the scrubbing leaves it whole.
         text = redact_sandbox_paths(scrub_paths(text, self._roots))
-        for relative in self._relative:
-            text = text.replace(relative, "<sandbox>")
+        for form in self._forms:
+            text = text.replace(form, "<sandbox>")
         return self._secrets(text)
 
 

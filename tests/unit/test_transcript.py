@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.hosts.streams import ClaudeStreamMonitor, OpenCodeStreamMonitor
 from pytest_atlante.records import Usage
 from pytest_atlante.sandbox.redact import Secrets, secrets_in_env
@@ -111,7 +112,8 @@ def test_credentials_and_sandbox_paths_never_reach_the_files(tmp_path: Path) -> 
     secret = "s3cr3t-VALUE-0123456789"
     env = {"MY_API_TOKEN": secret, "SHORT_KEY": "1", "PATH": "/usr/bin"}
     assert Secrets(secrets_in_env(env)).values == (secret,)
-    redact = Redactor(Secrets(secrets_in_env(env)), ["/tmp/atlante-eval-x/t-1/sandbox"])
+    root = "/tmp/atlante-eval-x/t-1/sandbox"
+    redact = Redactor(Secrets(secrets_in_env(env)), [root], host_for("opencode").stream_path_forms(root))
     capture = StreamCapture(redact)
     capture.add(json.dumps({"type": "text", "part": {"text": f"key {secret} in /tmp/atlante-eval-x/t-1/sandbox/a.txt, sk-ant-abcdefghijklmnopqrstu"}}))
     # OpenCode's tool title under bubblewrap: the path relative to "/" (no git worktree above it)
@@ -162,3 +164,12 @@ def test_junk_lines_never_raise(junk: str) -> None:
         capture = StreamCapture(Redactor(Secrets(), []))
         capture.add(junk)
         assert build_transcript(capture, host=host, dialect="x", scenario="s", trial=1)[0]["type"] == "header"
+
+
+def test_each_host_names_its_own_spellings_of_a_trial_path() -> None:
+    root = "/tmp/atlante-eval-x/t-1/sandbox"
+    assert host_for("claude-code").stream_path_forms(root) == ("-tmp-atlante-eval-x-t-1-sandbox",)
+    assert host_for("opencode").stream_path_forms(root) == ("tmp/atlante-eval-x/t-1/sandbox",)
+    store = "/tmp/atlante-eval-x/t-1/home/.claude/projects/-tmp-atlante-eval-x-t-1-sandbox/s.jsonl"
+    redact = Redactor(Secrets(), [root, "/tmp/atlante-eval-x/t-1/home"], host_for("claude-code").stream_path_forms(root))
+    assert redact(f"stored in {store}") == "stored in ./.claude/projects/<sandbox>/s.jsonl"

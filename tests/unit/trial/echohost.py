@@ -97,6 +97,9 @@ class EchoHost:
     def new_monitor(self) -> EchoMonitor:
         return EchoMonitor()
 
+    def stream_path_forms(self, path: str) -> tuple[str, ...]:
+        return ()
+
     def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
         monitor = EchoMonitor()
         last = 0
