@@ -94,8 +94,10 @@ def test_file_names_of_any_bytes_give_a_normal_fail_naming_them(pytester: pytest
 @pytest.mark.usefixtures("on_path")
 def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
     # OpenCode runs the bash tool in a session of its own and, killed, leaves it behind (host-facts §10):
-    # both sleepers would survive as orphans of pid 1 unless the engine reaps them.
-    run_session_timeout(pytester, tmp_path, private_tmp, HOST, timeout_ms=10000)
+    # both sleepers would survive as orphans of pid 1 unless the engine reaps them.  20 s: OpenCode
+    # takes 2-3 s to start on a quiet machine and has taken over 10 s, under load, to reach the tool
+    # call, and the test needs both sleepers running when the deadline hits.
+    run_session_timeout(pytester, tmp_path, private_tmp, HOST, timeout_ms=20000)
 
 
 # --------------------------------------------------------------------------- agents, kept sandboxes
