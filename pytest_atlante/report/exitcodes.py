@@ -6,6 +6,7 @@
 | 2 | validation failed (configuration, scenarios, pack selection, native outputs) |
 | 1 | at least one requested trial did not pass, ``skipped-budget`` included |
 | 0 | every requested trial passed |
+| 5 | nothing was selected (``-k``, ``-m``, ``--deselect``, a splitter or a shard left no trial): pytest's own "no tests collected", which the report states |
 
 Ordinary pytest runs (without ``--atlante-eval``) keep pytest's own codes; this table is only for
 runs where atlante took over.
@@ -21,6 +22,7 @@ EXIT_PASS = 0
 EXIT_TRIAL_NOT_PASSED = 1
 EXIT_VALIDATION = 2
 EXIT_RUN_ERROR = 3
+EXIT_NOTHING_SELECTED = 5  # pytest.ExitCode.NO_TESTS_COLLECTED, kept when no trial was selected
 
 
 def decide(*, validation_failed: bool, run_level_error: bool, verdicts: Iterable[Verdict]) -> int:

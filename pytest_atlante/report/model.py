@@ -151,7 +151,8 @@ class EvalReport(Record):
     budget: BudgetRecord
     complete: bool
     interrupted: bool
-    exitStatus: Annotated[int, Field(ge=0, le=3)]
+    # 0-3 (report/exitcodes.py), or 5: pytest's "no tests collected", when nothing was selected.
+    exitStatus: Annotated[int, Field(ge=0, le=5)]
     verdicts: dict[Verdict, NonNegativeInt]
     scenarios: list[ScenarioRecord]
     errors: list[dict[str, JsonValue]]
@@ -167,6 +168,17 @@ class EvalReport(Record):
     suiteDigest: str | None = None
     runGroup: str | None = None
     shards: list[MergedShard] | None = None
+    # The trials pytest's selection left this run (-k, -m, --deselect, --lf, pytest-split,
+    # pytest-shard, --atlante-shard); 0: nothing was selected.  None: the run stopped before
+    # collection, a merged report, or an older report.
+    selectedTrials: NonNegativeInt | None = None
+
+    @field_validator("exitStatus")
+    @classmethod
+    def _known_exit_status(cls, value: int) -> int:
+        if value == 4:  # pytest's usage error never writes a report
+            raise ValueError("exit status 4 is not one a report states")
+        return value
 
     @field_validator("verdicts")
     @classmethod
@@ -348,7 +360,7 @@ class RunState:
     """One run as its report is made from it: the value the controller fills while the run goes.
 
     The controller starts it (run id, start time, scripted mode), adds the requested trials after
-    collection (``expected``), every trial that started (``started``) and every record that
+    collection (``expected``, the final selection, with ``collected``), every trial that started (``started``) and every record that
     arrives (``records``), the run-level problems (``errors``) and, at the end, what the report
     states of the run (host, model, budget, isolation, digests, the shard).  ``evalrun.finish_report``
     and ``build_report`` read it; ``atlante report merge`` builds one from the shards' reports.
@@ -361,6 +373,9 @@ class RunState:
     model: str | None = None
     budget: BudgetRecord | None = None
     expected: dict[str, TrialKey] = field(default_factory=dict)  # node id → requested trial, collection order
+    # ``expected`` is the final selection (pytest's collection finished): an empty one means that
+    # nothing was selected, not that the run stopped before collection.
+    collected: bool = False
     started: dict[str, TrialKey] = field(default_factory=dict)   # node id → trial whose setup finished
     records: dict[str, TrialRecord] = field(default_factory=dict)  # node id (or any unique key) → record
     errors: list[Diagnostic] = field(default_factory=list)       # run-level problems of this run
@@ -455,6 +470,7 @@ def build_report(state: RunState, scenarios: Sequence[ScenarioRow], *, finished_
         suiteDigest=state.suite_digest,
         runGroup=state.run_group,
         shards=None if state.shards is None else list(state.shards),
+        selectedTrials=len(state.expected) if state.collected else None,
     )
 
 

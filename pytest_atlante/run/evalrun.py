@@ -20,7 +20,7 @@ from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.records import TrialRecord
-from pytest_atlante.report.exitcodes import decide
+from pytest_atlante.report.exitcodes import EXIT_NOTHING_SELECTED, decide
 from pytest_atlante.report.model import (
     BudgetRecord,
     EvalReport,
@@ -116,14 +116,15 @@ def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.
 
 
 def finish_report(state: RunState, suite: ValidSuite, options: Options, *, out_dir: Path, gate: Gate | None = None,
-                  other_failures: bool = False) -> tuple[EvalReport, Path]:
+                  other_failures: bool = False, no_tests: bool = False) -> tuple[EvalReport, Path]:
     """Aggregate, compare with the baseline (if any), decide the exit status, write ``report.json`` atomically.
 
     ``state.records`` and ``state.expected`` are keyed by node id; ``expected`` is in collection
     order.  A failure to update ``.atlante/.gitignore`` is appended to ``state.errors`` (so the
     summary shows it) before the status is decided, and ``other_failures`` (an ordinary item of the
     same run failed, e.g. an Atlas query case) makes it at least 1: the report states the exit
-    status the process will really have.  A shard's report covers its share only and is marked with
+    status the process will really have; so does ``no_tests`` (pytest exits 5, "no tests collected":
+    nothing was selected), unless a worse status is decided.  A shard's report covers its share only and is marked with
     the shard, the suite digest and the run group, for ``atlante report merge``.
     """
     finished = state.finished()
@@ -140,6 +141,8 @@ def finish_report(state: RunState, suite: ValidSuite, options: Options, *, out_d
     status = decide(validation_failed=False, run_level_error=run_level, verdicts=[r.verdict for r in finished])
     if other_failures:
         status = max(status, 1)
+    elif no_tests and status == 0:
+        status = EXIT_NOTHING_SELECTED
     budget = suite.eval.budget
     state.scripted = options.scripted
     state.model = suite.eval.model
@@ -150,7 +153,7 @@ def finish_report(state: RunState, suite: ValidSuite, options: Options, *, out_d
         state.suite_digest = suite_digest(suite, scripted=options.scripted, digests=state.digests)
         state.run_group = environ_run_group(options.run_group, state.suite_digest)
     report = build_report(
-        state, requested_scenarios(suite, list(state.expected.values()), finished),
+        state, requested_scenarios(suite, list(state.expected.values()), finished, collected=state.collected),
         finished_at=datetime.now(UTC), complete=not run_level and len(finished) >= len(state.expected),
         exit_status=status, cost_cap=None if options.max_cost is None else costcap.summary(options.max_cost, finished),
     )
@@ -176,14 +179,17 @@ def host_identity(info: HostInfo | None) -> HostIdentity | None:
     return HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect})
 
 
-def requested_scenarios(suite: ValidSuite, expected: Sequence[TrialKey], finished: list[TrialRecord]) -> list[tuple[str, str, str, int]]:
+def requested_scenarios(suite: ValidSuite, expected: Sequence[TrialKey], finished: list[TrialRecord], *,
+                        collected: bool = False) -> list[tuple[str, str, str, int]]:
     """(name, file, source, requested trials) of the scenarios this run asked for.
 
-    ``-k``, ``-m``, ``--lf`` and ``--atlante-scenario`` narrow a run: a scenario none of whose
-    trials was requested is not part of its report.  Before collection (a run that could not
-    start) every discovered scenario counts with its full number of trials.
+    ``-k``, ``-m``, ``--deselect``, ``--lf``, splitters (pytest-split, pytest-shard),
+    ``--atlante-shard`` and ``--atlante-scenario`` narrow a run: a scenario none of whose trials was
+    selected is not part of its report, and a ``collected`` run that selected nothing has none.
+    Before collection (a run that could not start) every discovered scenario counts with its full
+    number of trials.
     """
-    if not expected:
+    if not expected and not collected:
         return [(e.scenario.name, e.display, e.source, suite.eval.budget.trials) for e in suite.scenarios]
     requested: dict[str, int] = {}
     for key in expected:
@@ -206,6 +212,11 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
     """
     from pytest_atlante.report.compare import render
 
+    if report.selectedTrials == 0 and not report.scenarios:
+        # Not "every trial not run": the selection (-k, -m, --deselect, a splitter, a shard) was empty.
+        lines = [f"atlante: no trial was selected (-k, -m, --deselect, a splitter or a shard deselected every trial); "
+                 f"exit status {report.exitStatus}", f"report: {report_path}"]
+        return lines + ([f"html: {html_path}"] if html_path is not None else [])
     lines = [f"{'scenario':<28} {'n':>3} {'pass':>7}  {'95% CI':>8} {'pass@n':>6} {'pass^n':>6} "
              f"{'mean s':>7} {'p95 s':>7} {'tokens':>8} {'cost $':>8}"]
     for scenario in report.scenarios:
@@ -229,9 +240,9 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
                      f"{suite.trials} trials; {interval}")
     if any(s.unreliable for s in report.scenarios):
         lines.append("!: the scenario had infra-error trials; its pass rate undercounts the harness")
-    counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
     not_run_total = sum(s.notRun for s in report.scenarios)
-    counts += f", {not_run_total} not run" if not_run_total else ""
+    counts = ", ".join([f"{n} {v}" for v, n in report.verdicts.items() if n]
+                       + ([f"{not_run_total} not run"] if not_run_total else []))
     lines.append(f"verdicts: {counts or 'none'}; exit status {report.exitStatus}")
     if report.costCap is not None:
         cap = report.costCap

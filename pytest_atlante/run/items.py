@@ -27,7 +27,7 @@ which is what a trial has.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -49,7 +49,26 @@ RUNNER_KEY = pytest.StashKey[ItemRunner]()
 
 
 class TrialFailed(Exception):
-    """A trial whose verdict is not ``pass``; its message is the whole readable failure."""
+    """A trial whose verdict is not ``pass``; its message is the whole readable failure.
+
+    Raised as is when the trial measured nothing about the harness (``infra-error``,
+    ``skipped-budget``, a refused rerun): reporters that tell an error from a failed assertion
+    (Allure's ``broken``) file it as an error.  See :class:`TrialAssertionFailed` and docs/reports.md.
+    """
+
+
+class TrialAssertionFailed(TrialFailed, AssertionError):
+    """A measured verdict (``fail``, ``timeout``, ``budget-exceeded``): the harness did not meet the
+    scenario.  An ``AssertionError``, so Allure files it as ``failed``, as it does a failed ``assert``."""
+
+
+# The verdicts that are the harness's result (counted against its pass rate as measured outcomes).
+MEASURED_FAILURES = frozenset({"fail", "timeout", "budget-exceeded"})
+
+
+def trial_failure(verdict: str, text: str) -> TrialFailed:
+    """The exception a trial that did not pass raises (never for ``pass``)."""
+    return TrialAssertionFailed(text) if verdict in MEASURED_FAILURES else TrialFailed(text)
 
 
 SELFTEST_TRIAL = 0   # the trial number of a self-test item (one per scenario, see plan.SelftestPlan)
@@ -61,8 +80,16 @@ def trial_name(entry: ScenarioEntry, trial: int) -> str:
     return f"{entry.scenario.name}[{TrialCallSpec(trial).id}]"
 
 
-def _declares_fixtures() -> None:
-    """Never called (``TrialItem.runtest`` runs the trial); its arguments would be the trial's fixtures."""
+def _declares_fixtures(description: str | None) -> Callable[[], None]:
+    """The trial's callable: never called (``TrialItem.runtest`` runs the trial); its arguments would
+    be the trial's fixtures.  One per trial, whose docstring is the scenario's ``description``:
+    reporters that show a test's docstring (Allure reads ``item.function.__doc__``) show that."""
+
+    def trial() -> None:
+        raise NotImplementedError("TrialItem.runtest runs the trial")
+
+    trial.__doc__ = description
+    return trial
 
 
 @dataclass(frozen=True)
@@ -91,7 +118,7 @@ class TrialCallSpec:
 
 class TrialItem(pytest.Function):
     def __init__(self, *, entry: ScenarioEntry, trial: int, **kwargs: Any) -> None:
-        super().__init__(callobj=_declares_fixtures, **kwargs)
+        super().__init__(callobj=_declares_fixtures(entry.scenario.description), **kwargs)
         # The node id is built: see the module docstring for why the callspec must not stay.
         vars(self).pop("callspec", None)
         self.entry = entry
@@ -103,8 +130,10 @@ class TrialItem(pytest.Function):
         self.config.stash[RUNNER_KEY].run_item(self)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        what = "self-test" if self.trial == SELFTEST_TRIAL else f"trial {self.trial}"
-        return self.entry.file, self.entry.line - 1, f"{self.entry.scenario.name} {what}"
+        # The third element is the test's name within its file, as for a parametrized Python test
+        # (``test_x[2]``): PyCharm re-runs one test from it (teamcity-messages' ``metainfo``, fed back
+        # as ``<file>::<metainfo>``), and pytest heads a failure section with it.
+        return self.entry.file, self.entry.line - 1, self.name
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, TrialFailed):

@@ -12,11 +12,14 @@ from pytest_atlante.run.shard import ShardSpec
 from pytest_atlante.sandbox.isolation import IsolationSetting
 from pytest_atlante.trial.runner import TrialInterrupted
 
-__all__ = ["RERUNS_REFUSED", "Options", "is_user_interrupt", "requested_reruns"]
+__all__ = ["DIST_EACH_REFUSED", "RERUNS_REFUSED", "Options", "is_user_interrupt", "requested_each_distribution", "requested_reruns"]
 
 RERUNS_REFUSED = ("reruns are refused in eval runs: every attempt would be a host session outside maxSessions, "
                   "and a pass on rerun would hide the failure the pass rate measures; use budget.trials to repeat "
                   "a scenario")
+DIST_EACH_REFUSED = ("--dist each is refused in eval runs: it runs every trial once on every worker, so each trial "
+                     "would be several host sessions outside maxSessions, sharing one trial directory; the other "
+                     "--dist modes run each trial once")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,14 @@ def requested_reruns(config: pytest.Config) -> str | None:
         return "the reruns ini option" if int(config.getini("reruns") or 0) else None
     except ValueError:  # no such ini option: pytest-rerunfailures is not installed
         return None
+
+
+def requested_each_distribution(config: pytest.Config) -> str | None:
+    """pytest-xdist's ``--dist each`` (every test on every worker), if asked for (checked up front).
+
+    The other modes (load, loadscope, loadfile, loadgroup, worksteal) hand each item to one worker.
+    """
+    return "--dist each" if getattr(config.option, "dist", None) == "each" else None
 
 
 def is_user_interrupt(exc: BaseException) -> bool:

@@ -69,7 +69,8 @@ class Run(Protocol):
     @property
     def out_dir(self) -> Path: ...
 
-    def write_report(self, *, interrupted: bool, other_failures: bool = False) -> tuple[EvalReport, Path, Path | None]: ...
+    def write_report(self, *, interrupted: bool, other_failures: bool = False,
+                     no_tests: bool = False) -> tuple[EvalReport, Path, Path | None]: ...
 
 
 class EvalPlan:
@@ -134,8 +135,12 @@ class EvalPlan:
         try:
             # pytest says "tests failed" also when only ordinary items (e.g. Atlas query cases) did;
             # the report must carry the status the process will exit with.
+            # pytest's 5 ("no tests collected": nothing was selected) stays, and the report states it,
+            # unless the run owns that status (an --atlante-shard whose share is empty exits 0).
+            no_tests = exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and not self.owns(exitstatus, run.options)
             report, path, html_path = run.write_report(interrupted=interrupted,
-                                                       other_failures=exitstatus == pytest.ExitCode.TESTS_FAILED)
+                                                       other_failures=exitstatus == pytest.ExitCode.TESTS_FAILED,
+                                                       no_tests=no_tests)
             self.wrote(report, path, html_path)
             return report.exitStatus
         except OSError as exc:

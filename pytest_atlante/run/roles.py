@@ -41,7 +41,14 @@ from pytest_atlante.records import TrialRecord
 from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from pytest_atlante.report.model import EvalReport, RunState, ensure_gitignore, new_run_id
 from pytest_atlante.run.items import TrialItem, trial_name
-from pytest_atlante.run.options import RERUNS_REFUSED, Options, is_user_interrupt, requested_reruns
+from pytest_atlante.run.options import (
+    DIST_EACH_REFUSED,
+    RERUNS_REFUSED,
+    Options,
+    is_user_interrupt,
+    requested_each_distribution,
+    requested_reruns,
+)
 from pytest_atlante.run.plan import EvalPlan, internal_error, plan_for
 from pytest_atlante.run.shard import expected_durations
 from pytest_atlante.run.terminal import EvalTerminalReporter
@@ -107,6 +114,10 @@ class Controller(TrialRole):
         if rerun_option:
             gate_problems = [*gate_problems, Diagnostic("", rerun_option, "eval-reruns-refused", RERUNS_REFUSED,
                                                         f"run without {rerun_option}; raise budget.trials for more attempts")]
+        if requested_each_distribution(self.config):
+            gate_problems = [*gate_problems, Diagnostic("", "--dist each", "eval-dist-each-refused", DIST_EACH_REFUSED,
+                                                        "use -n N with --dist load (the default), loadscope, loadfile, "
+                                                        "loadgroup or worksteal; raise budget.trials for more attempts")]
         if problems or gate_problems:
             self._fail_validation(sorted(set(problems + gate_problems)))   # never returns
         self.suite = suite = found.validated()   # no problem: configuration and eval are there
@@ -223,11 +234,22 @@ class Controller(TrialRole):
         assert self.suite is not None
         keys = {trial_name(e, t): TrialKey(e.scenario.name, t) for e in self.suite.scenarios for t in self.trial_numbers()}
         files = {os.path.relpath(e.file, self.config.rootpath).replace(os.sep, "/") for e in self.suite.scenarios}
+        # The ids are the worker's final items: whatever deselected the others is already applied.
         self.state.expected = {i: keys[i.rpartition("::")[2]] for i in ids
                                if i.split("::", 1)[0] in files and i.rpartition("::")[2] in keys}
+        self.state.collected = True
 
-    def _collected(self, trials: list[TrialItem]) -> None:
-        self.state.expected = {i.nodeid: TrialKey(i.entry.scenario.name, i.trial) for i in trials}
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The trials this run will run: the final items, after every ``pytest_collection_modifyitems``
+        (``-k``, ``-m``, ``--deselect``, ``--lf``, pytest-split, pytest-shard, ``--atlante-shard``),
+        so a deselected trial is never "not run" whichever plugin deselected it, and in whatever order.
+        xdist's controller collects nothing (its workers report their items above)."""
+        if self.config.pluginmanager.has_plugin("dsession"):
+            return
+        self.state.expected = {i.nodeid: TrialKey(i.entry.scenario.name, i.trial) for i in session.items
+                               if isinstance(i, TrialItem)}
+        self.state.collected = True
 
     # -- running --------------------------------------------------------------------------------
     def progress(self) -> Progress:
@@ -325,7 +347,8 @@ class Controller(TrialRole):
         os._exit(EXIT_RUN_ERROR)
 
     # -- finishing ------------------------------------------------------------------------------
-    def write_report(self, *, interrupted: bool, other_failures: bool = False) -> tuple[EvalReport, Path, Path | None]:
+    def write_report(self, *, interrupted: bool, other_failures: bool = False,
+                     no_tests: bool = False) -> tuple[EvalReport, Path, Path | None]:
         """``report.json`` from the run state (and ``report.html`` with ``--atlante-html``)."""
         from pytest_atlante.run.evalrun import finish_report, host_identity
 
@@ -341,7 +364,7 @@ class Controller(TrialRole):
         state.host = host_identity(self.host_info)
         state.isolation = self.isolation
         report, path = finish_report(state, self.suite, self.options, out_dir=self.out_dir, gate=self.gate,
-                                     other_failures=other_failures)
+                                     other_failures=other_failures, no_tests=no_tests)
         html = None
         if self.options.html:
             from pytest_atlante.report.view import write_view

@@ -23,8 +23,9 @@ import pytest
 
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.records import INTERRUPTED_ERROR, TrialRecord
-from pytest_atlante.run.items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem
+from pytest_atlante.run.items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_failure
 from pytest_atlante.run.options import RERUNS_REFUSED, Options
+from pytest_atlante.run.outputs import configured_outputs
 from pytest_atlante.run.plan import RECORD_KEY, EvalPlan, plan_for
 from pytest_atlante.run.shard import ShardSpec, split
 from pytest_atlante.sandbox.isolation import IsolationRecord
@@ -120,8 +121,7 @@ class TrialRole:
         trials = [i for i in items if isinstance(i, TrialItem)]
         self._give_budgets(self.plan.allocation(trials, self.suite.eval.budget.maxSessions), self.plan.trials_per_item)
         if self.plan.shards and self.options.shard is not None:
-            trials = self._keep_shard(items, trials, self.options.shard)
-        self._collected(trials)
+            self._keep_shard(items, trials, self.options.shard)
 
     def _give_budgets(self, allocation: Iterable[tuple[TrialItem, bool]], trials_per_item: int = 1) -> None:
         """Each item's frozen budget, and pytest-timeout's guard unless the item has its own marker
@@ -135,8 +135,9 @@ class TrialRole:
                 seconds = trials_per_item * guard_seconds(item.entry, budget.timeoutMs)
                 item.add_marker(pytest.mark.timeout(seconds, method="thread", func_only=True))
 
-    def _keep_shard(self, items: list[pytest.Item], trials: list[TrialItem], shard: ShardSpec) -> list[TrialItem]:
-        """Deselect the other shards' trials, after the global allocation (so budgets stay global)."""
+    def _keep_shard(self, items: list[pytest.Item], trials: list[TrialItem], shard: ShardSpec) -> None:
+        """Deselect the other shards' trials, after the global allocation (so budgets stay global);
+        the controller reads the final items at ``pytest_collection_finish``."""
         assert all(t.budget is not None for t in trials)
         assignment = split([((t.entry.scenario.name, t.trial), bool(t.budget and t.budget.allocated)) for t in trials],
                            self.durations, shard.count)
@@ -144,16 +145,14 @@ class TrialRole:
         if others:
             self.config.hook.pytest_deselected(items=[i for i in items if id(i) in others])
             items[:] = [i for i in items if id(i) not in others]
-        return [t for t in trials if id(t) not in others]
-
-    def _collected(self, trials: list[TrialItem]) -> None:
-        """The trials this process will run, in order (the controller remembers them)."""
 
     # -- running --------------------------------------------------------------------------------
     def trial_runner(self) -> TrialRunner:
         if self._runner is None:
             assert self.suite is not None and self.host_info is not None
-            settings = RunnerSettings(scripted=self.options.scripted, keep=self.options.keep, isolation=self.isolation)
+            # What pytest and its plugins write meanwhile is never a trial's escape (run/outputs.py).
+            settings = RunnerSettings(scripted=self.options.scripted, keep=self.options.keep, isolation=self.isolation,
+                                      outputs=configured_outputs(self.config, self.options.project_root))
             self._runner = TrialRunner(self.suite, self.run_id, self.host_info, sources=self.sources,
                                        report_dir=self.out_dir, settings=settings)
         return self._runner
@@ -200,8 +199,9 @@ class TrialRole:
         item.stash[RECORD_KEY] = record
         self._ran(item, record)
         if record.verdict != "pass":
-            # Every verdict but pass is a pytest failure (see _unallocated for skipped-budget).
-            raise TrialFailed(failure_text(record, item.budget.maxSessions))
+            # Every verdict but pass is a pytest failure (see _unallocated for skipped-budget);
+            # the exception's class tells a measured failure from an error (trial_failure).
+            raise trial_failure(record.verdict, failure_text(record, item.budget.maxSessions))
 
     def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
         """Ctrl-C inside a trial (a worker's record dies with it; the controller sees it started)."""
@@ -225,7 +225,18 @@ class TrialRole:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
         outcome = yield
         if isinstance(item, TrialItem):
-            self._annotate(outcome.get_result(), item)
+            report = outcome.get_result()
+            if report.when == "call":
+                self._client_details(item)
+            self._annotate(report, item)
+
+    def _client_details(self, item: TrialItem) -> None:
+        """Reporters that read more than the test report (Allure, if active) get the trial's details."""
+        from pytest_atlante.run.clients import allure_details
+
+        record = item.stash.get(RECORD_KEY, None)
+        summary = failure_text(record, item.budget.maxSessions) if record is not None and item.budget is not None else None
+        allure_details(item, record, self.out_dir, summary)
 
     def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
         # Rides on the TestReport: xdist serialises report attributes to the controller.

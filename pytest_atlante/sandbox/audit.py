@@ -23,9 +23,16 @@ checks ran:
   itself writes for other trials); its creation is not a change (nor, when it lies in HOME, the
   appearance of the top HOME entry that holds it).
 
+What other writers of the run are configured to write (pytest's and its plugins' outputs, other
+runs' reports: ``outputs``, read from the pytest config in ``run/outputs.py``) is skipped wherever it
+lies.  Under namespace isolation a place the trial's confinement cannot write
+(:meth:`Confinement.may_write <pytest_atlante.sandbox.isolation.Confinement.may_write>`) is not
+watched for that trial at all: a change there is not the trial's (docs/integrity.md says what is and
+is not attributed).
+
 Every difference becomes an *escape*: a project-relative path, ``~/name`` for HOME, or the
 absolute path for anything else, in its shown form (:func:`pytest_atlante.pathnames.escape_path`).
-Under ``pytest -n`` several trials run at once and the audit
+With isolation off, under ``pytest -n`` several trials run at once and the audit
 cannot tell whose process wrote a file: a change is reported by every trial whose window saw it.
 Setup commands run outside their own trial's window; one that writes into a watched place (say a
 package manager creating ``~/.npm`` for the first time) while another trial runs shows up in that
@@ -36,6 +43,7 @@ The sources every trial copies are kept clean by :mod:`pytest_atlante.sandbox.so
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 from collections.abc import Iterable
@@ -43,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_atlante.pathnames import escape_path
+from pytest_atlante.sandbox.isolation import Confinement
+from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 
 __all__ = ["HOME_VOLATILE", "Audit", "Fingerprint", "Stat", "Watched", "fingerprint"]
 
@@ -68,11 +78,22 @@ class Watched:
     top_only: bool = False  # HOME: the entries directly in it, directories by existence only
     skip: frozenset[str] = frozenset()  # root-relative paths skipped with everything below them
     skip_names: frozenset[str] = SKIPPED_NAMES
+    # root-relative paths whose last segment is an ``fnmatch`` pattern (``.coverage.*``): the
+    # entries of that one directory it matches are skipped with everything below them
+    skip_globs: frozenset[str] = frozenset()
+
+    def skipped_paths(self) -> list[Path]:
+        """The skipped subtrees as absolute paths (globs by their directory: what may be written there)."""
+        return [self.root / rel for rel in self.skip] + [self.root / rel.rpartition("/")[0] for rel in self.skip_globs]
 
 
 def fingerprint(watched: Watched) -> Fingerprint:
     """``{root-relative path: Stat}`` of everything watched under ``watched.root`` (empty if absent)."""
     found: Fingerprint = {}
+    globs: dict[str, list[str]] = {}
+    for pattern in watched.skip_globs:
+        directory, _, name = pattern.rpartition("/")
+        globs.setdefault(directory + "/" if directory else "", []).append(name)
     stack = [("", str(watched.root))]
     while stack:
         prefix, directory = stack.pop()
@@ -83,6 +104,8 @@ def fingerprint(watched: Watched) -> Fingerprint:
         for entry in entries:
             rel = prefix + entry.name
             if rel in watched.skip or entry.name in watched.skip_names:
+                continue
+            if any(fnmatch.fnmatchcase(entry.name, name) for name in globs.get(prefix, ())):
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -117,35 +140,71 @@ class Audit:
 
     @classmethod
     def for_run(cls, project_root: Path, *, home: Path, report_dir: Path, run_temp: Path,
-                extra_roots: Iterable[Path] = ()) -> Audit:
+                extra_roots: Iterable[Path] = (), outputs: Iterable[Path] = ()) -> Audit:
+        """The run's watched places.  ``outputs`` are what other writers of the same run are
+        configured to write (pytest's and its plugins' files, other runs' report directories): plain
+        absolute paths, each a file or a directory skipped with everything below it, or, when its
+        last segment is an ``fnmatch`` pattern (``/p/.coverage.*``), the entries of its directory
+        that match.  They are skipped wherever they lie (project, packs, HOME's top, the report)."""
         project = Path(os.path.realpath(project_root))
         report = Path(os.path.realpath(report_dir))
-        skip = {".git/objects"}
-        for inside in (report, Path(os.path.realpath(run_temp))):
-            if inside.is_relative_to(project) and inside != project:
-                skip.add(inside.relative_to(project).as_posix())
+        temp = Path(os.path.realpath(run_temp))
+        # Other runs' temp directories beside this one's (``$TMPDIR`` inside the project, two runs).
+        written = [temp.parent / f"{SANDBOX_DIR_PREFIX}*", *(_real_output(path) for path in outputs)]
         report_label = report.relative_to(project).as_posix() + "/" if report.is_relative_to(project) else f"{report}/"
-        watched = [Watched(project, "", skip=frozenset(skip)),
-                   Watched(report, report_label, skip=frozenset({"trials"}))]
+        watched = [_place(project, "", [report, temp, *written], skip={".git/objects"}),
+                   _place(report, report_label, written, skip={"trials"})]
         for root in sorted({Path(os.path.realpath(r)) for r in extra_roots}):
             if not root.is_relative_to(project):
-                watched.append(Watched(root, f"{root}/"))
+                watched.append(_place(root, f"{root}/", [temp, *written]))
         home_real = Path(os.path.realpath(home))
         if home_real != project:  # a project at $HOME is watched whole already
             # The run itself creates its report directory (and temp dir) when they live in HOME
             # (``--atlante-out ~/out``): the top entry holding them appears legitimately mid-run.
-            home_skip = set(HOME_VOLATILE)
-            for inside in (report, Path(os.path.realpath(run_temp))):
-                if inside.is_relative_to(home_real) and inside != home_real:
-                    home_skip.add(inside.relative_to(home_real).parts[0])
-            watched.append(Watched(home_real, "~/", top_only=True, skip=frozenset(home_skip)))
+            watched.append(_place(home_real, "~/", [report, temp, *written], skip=set(HOME_VOLATILE), top_only=True))
         return cls(watched)
 
-    def start(self) -> list[Fingerprint]:
-        return [fingerprint(w) for w in self.watched]
+    def start(self, confined: Confinement | None = None) -> list[Fingerprint | None]:
+        """The fingerprints a trial's window starts from.  Under namespace isolation (``confined``)
+        a place the trial's processes cannot write (:meth:`Confinement.may_write`, outside what
+        the place skips anyway) is not watched for that trial: ``None``, nothing is attributed."""
+        return [None if confined is not None and not confined.may_write(w.root, except_under=w.skipped_paths())
+                else fingerprint(w) for w in self.watched]
 
-    def escapes(self, started: list[Fingerprint]) -> list[str]:
+    def escapes(self, started: list[Fingerprint | None]) -> list[str]:
         found: list[str] = []
         for watched, before in zip(self.watched, started, strict=True):
+            if before is None:
+                continue
             found += [escape_path(watched.label + path) for path in _changed(before, fingerprint(watched))]
         return sorted(set(found))
+
+
+def _is_pattern(name: str) -> bool:
+    return any(char in name for char in "*?[")
+
+
+def _real_output(path: Path) -> Path:
+    """An output path with its real directory (a pattern in the last segment kept as it is)."""
+    if _is_pattern(path.name):
+        return Path(os.path.realpath(path.parent)) / path.name
+    return Path(os.path.realpath(path))
+
+
+def _place(root: Path, label: str, inside: Iterable[Path], *, skip: Iterable[str] = (), top_only: bool = False) -> Watched:
+    """``root`` watched with ``skip`` and every path of ``inside`` that lies in it skipped (at the top
+    of HOME, the top entry that holds it; a path that is ``root`` itself or holds it skips nothing)."""
+    skipped, globs = set(skip), set()
+    for path in inside:
+        pattern = _is_pattern(path.name)
+        directory = path.parent if pattern else path
+        if not directory.is_relative_to(root) or (directory == root and not pattern):
+            continue
+        rel = directory.relative_to(root).as_posix()
+        if top_only and rel != ".":
+            skipped.add(rel.split("/")[0])
+        elif pattern:
+            globs.add(path.name if rel == "." else f"{rel}/{path.name}")
+        else:
+            skipped.add(rel)
+    return Watched(root, label, top_only=top_only, skip=frozenset(skipped), skip_globs=frozenset(globs))

@@ -35,7 +35,7 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -130,6 +130,28 @@ class Confinement:
     hidden: tuple[Path, ...]
     trial_dir: Path
     cwd: Path
+
+    def may_write(self, root: Path, *, except_under: Iterable[Path] = ()) -> bool:
+        """Whether a command run under this confinement can change anything under ``root`` that is
+        not under one of ``except_under``.
+
+        The proof is the mount table :meth:`arguments` builds: ``/`` is bound read-only (bubblewrap
+        remounts every submount read-only too, and the capabilities that could remount are gone),
+        a hidden directory is a private tmpfs that vanishes with the command, a put-back path is
+        read-only, so the only places a trial's processes can write outside memory are the
+        ``writable`` binds.  ``root`` can be written when it lies in one of them, or one of them
+        lies in it outside ``except_under``.  What the trial's processes ask a process outside the
+        namespace to do (a service on a socket or the shared network) is not covered.
+        """
+        real_root = _real(root)
+        excepted = [_real(p) for p in except_under]
+        for path in self.writable:
+            bound = _real(path)
+            if real_root.is_relative_to(bound):
+                return True
+            if bound.is_relative_to(real_root) and not any(bound.is_relative_to(e) for e in excepted):
+                return True
+        return False
 
     def wrapper(self, env: Mapping[str, str]) -> Callable[[list[str]], list[str]]:
         return functools.partial(self.arguments, env=env)

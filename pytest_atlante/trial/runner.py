@@ -378,12 +378,15 @@ def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> Trial
 @dataclass(frozen=True)
 class RunnerSettings:
     """The run's choices every trial of it follows: the scripted model, ``--atlante-keep``, the
-    isolation decided once, and whether transcripts are written beside the report."""
+    isolation decided once, whether transcripts are written beside the report, and what other
+    writers of the run are configured to write (``Audit.for_run``'s ``outputs``: pytest's and its
+    plugins' files, other runs' report directories), which the audit never blames a trial for."""
 
     scripted: bool = False
     keep: bool = False
     isolation: IsolationRecord | None = None
     transcripts: bool = True
+    outputs: tuple[Path, ...] = ()
 
 
 class TrialRunner:
@@ -401,7 +404,8 @@ class TrialRunner:
         self.overlay = tree_dir(suite.project_root, suite.eval.host)
         self.sources = sources
         self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
-                                   run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs])
+                                   run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs],
+                                   outputs=settings.outputs)
         self.isolation = settings.isolation
         self.hidden = hidden_roots(user_home=Path.home(), project_root=suite.project_root, report_dir=report_dir)
         # Held for this process's life: a later run removes the run directory only once no process
@@ -475,7 +479,9 @@ class TrialRunner:
             progress("checks")
             diff = sandboxes.collect_diff(sb, self.host.owned_dir)
             return untouched_record(base, diff, checks(entry, sb, diff, parent_env, confined, secrets))
-        watched = self.audit.start()  # the hermeticity audit's window: the session and the checks
+        # The hermeticity audit's window: the session and the checks.  Under namespace isolation
+        # the places the confinement keeps read-only (the project, HOME, the report) are not the trial's.
+        watched = self.audit.start(confined)
         progress("host session")
         inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets)
         session = host_session(self.host, self.info, self.model, inputs)

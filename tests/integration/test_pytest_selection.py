@@ -142,3 +142,125 @@ def test_ide_adapters_see_plain_items_at_their_scenario_line(pytester: pytest.Py
         # The scenario's "name" key is on line 4 of the documents written here (json.dumps, indent 2).
         lines = item.path.read_text().splitlines()
         assert '"name"' in lines[item.location[1]], (item.location, lines[:6])
+
+
+# -- deselection by any means, and an empty selection ----------------------------------------------
+
+def report_of(pytester: pytest.Pytester) -> EvalReport:
+    return EvalReport.model_validate_json((pytester.path / "out" / "report.json").read_text())
+
+
+def own_trials(report: EvalReport) -> list[str]:
+    return sorted(f"{t.scenario}-{t.trial}" for s in report.scenarios for t in s.trials)
+
+
+def assert_only_its_own(report: EvalReport, ran: list[str], status: int, text: str) -> None:
+    """A narrowed run's report: exactly the trials it ran, none "not run", complete, pytest's status."""
+    assert own_trials(report) == sorted(ran), text
+    assert [(s.name, s.notRun, s.expectedTrials) for s in report.scenarios] == \
+        [(s.name, 0, len(s.trials)) for s in report.scenarios], text
+    assert report.complete is True and report.exitStatus == status == (1 if "flaky-2" in ran else 0), text
+    assert report.selectedTrials == len(ran) and "not run" not in text, text
+
+
+def shard_of(node_id: str, count: int) -> int:
+    """pytest-shard's assignment of one item (its ``sha256hash(nodeid) % num_shards``)."""
+    from pytest_shard.pytest_shard import sha256hash
+
+    return sha256hash(node_id) % count
+
+
+NODE_IDS = [f"{doc}::{name}[trial-{n}]" for doc, name in ((FLAKY, "flaky"), (STEADY, "steady")) for n in (1, 2, 3)]
+
+
+# pytest-split's trylast ``pytest_collection_modifyitems`` runs before or after atlante's (also
+# trylast) depending on which plugin pytest configured first: the order entry points are found in,
+# which differs between machines.  Loading pytest-split's module with -p puts it after atlante's.
+SPLIT_AFTER_ATLANTE = ["-p", "no:pytest-split", "-p", "pytest_split.plugin"]
+
+
+@pytest.mark.parametrize("load", [[], SPLIT_AFTER_ATLANTE], ids=["entry-points", "split-after-atlante"])
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_splitter_groups_report_only_their_own_trials(pytester: pytest.Pytester, suite: Project, workers: list[str],
+                                                      load: list[str]) -> None:
+    """pytest-split deselects in its own trylast ``pytest_collection_modifyitems``: each group's
+    report holds its own trials only, complete, and the groups together hold every trial once."""
+    pytest.importorskip("pytest_split")
+    seen: list[str] = []
+    for group in ("1", "2"):
+        status, ran, text = run_sessions(pytester, suite, *load, "--splits", "2", "--group", group, *workers)
+        assert ran and len(ran) < len(ALL), text
+        assert_only_its_own(report_of(pytester), ran, status, text)
+        seen += ran
+    assert sorted(seen) == ALL
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_pytest_shard_shards_report_only_their_own_trials(pytester: pytest.Pytester, suite: Project, workers: list[str]) -> None:
+    """pytest-shard filters ``items`` without ``pytest_deselected``: the same holds."""
+    pytest.importorskip("pytest_shard")
+    seen: list[str] = []
+    for shard in range(2):
+        status, ran, text = run_sessions(pytester, suite, "--num-shards", "2", "--shard-id", str(shard), *workers)
+        if not ran:
+            continue  # the hash put every trial on the other shard (the empty shard has its own test)
+        assert_only_its_own(report_of(pytester), ran, status, text)
+        seen += ran
+    assert sorted(seen) == ALL
+
+
+def empty_shard(count: int = 7) -> list[str]:
+    """pytest-shard's options for a shard that holds none of the six trials (7 shards: one is empty)."""
+    used = {shard_of(i, count) for i in NODE_IDS}
+    return ["--num-shards", str(count), "--shard-id", str(min(set(range(count)) - used))]
+
+
+NOTHING = {
+    "keyword": ["-k", "nomatch"],
+    "mark": ["-m", "nomatch"],
+    "deselect": ["--deselect", FLAKY, "--deselect", STEADY],
+    "pytest-shard": ["pytest-shard"],
+}
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("how", list(NOTHING))
+def test_an_empty_selection_reports_that_nothing_was_selected(pytester: pytest.Pytester, suite: Project, how: str,
+                                                               workers: list[str]) -> None:
+    if how == "pytest-shard":
+        pytest.importorskip("pytest_shard")
+    args = empty_shard() if how == "pytest-shard" else NOTHING[how]
+    status, ran, text = run_sessions(pytester, suite, *args, *workers)
+    assert status == pytest.ExitCode.NO_TESTS_COLLECTED and ran == [], text
+    report = report_of(pytester)
+    assert report.scenarios == [] and report.selectedTrials == 0 and sum(report.verdicts.values()) == 0, text
+    assert report.complete is True and report.exitStatus == status, text
+    assert "atlante: no trial was selected" in text and "not run" not in text, text
+    assert "verdicts: ," not in text and f"exit status {status}" in text, text
+
+
+@pytest.mark.parametrize("args", [["--deselect", f"{FLAKY}::flaky[trial-2]"], ["-k", "trial-2"], ["-m", "not nomatch"]],
+                         ids=["deselect", "keyword", "mark"])
+def test_a_partial_deselection_is_not_run_nowhere(pytester: pytest.Pytester, suite: Project, args: list[str]) -> None:
+    status, ran, text = run_sessions(pytester, suite, *args)
+    assert_only_its_own(report_of(pytester), ran, status, text)
+
+
+def test_dist_each_is_refused_before_any_session(pytester: pytest.Pytester, suite: Project) -> None:
+    """``--dist each`` runs every item on every worker: each trial would be a session per worker."""
+    status, ran, text = run_sessions(pytester, suite, "-n", "2", "--dist", "each")
+    assert status == 2 and ran == [], text
+    assert "eval-dist-each-refused" in text and "--dist each is refused in eval runs" in text, text
+    assert "--dist load" in text  # the hint names what to use instead
+    assert not (pytester.path / "out" / "report.json").exists()
+
+
+@pytest.mark.parametrize("mode", ["load", "loadscope", "loadfile", "loadgroup", "worksteal"])
+def test_every_other_dist_mode_runs_each_trial_once(pytester: pytest.Pytester, suite: Project, mode: str) -> None:
+    status, ran, text = run_sessions(pytester, suite, "-n", "2", "--dist", mode)
+    assert status == 1 and sorted(ran) == ALL, text  # one host session per trial, no duplicate
+    report = EvalReport.model_validate_json((pytester.path / "out" / "report.json").read_text())
+    assert report.complete is True and report.exitStatus == 1
+    trials = sorted((t.scenario, t.trial, t.verdict) for s in report.scenarios for t in s.trials)
+    assert trials == [("flaky", 1, "pass"), ("flaky", 2, "fail"), ("flaky", 3, "pass"),
+                      ("steady", 1, "pass"), ("steady", 2, "pass"), ("steady", 3, "pass")]

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 from pytest_atlante.sandbox.audit import Audit
+from pytest_atlante.sandbox.isolation import Confinement, hidden_roots
 from pytest_atlante.sandbox.sources import changed_in_copy, copy_of, prepare_sources, remove_sources
 
 
@@ -129,3 +130,83 @@ def test_a_report_directory_in_home_appearing_mid_run_is_no_escape(tmp_path: Pat
     (report / "trials" / "s" / "1" / "transcript.jsonl").write_text("{}")
     (home / "outside").mkdir()
     assert audit.escapes(started) == ["~/outside"]
+
+
+def test_what_pytest_and_its_plugins_are_configured_to_write_is_no_escape(tmp_path: Path) -> None:
+    """Issue 27: allure results, the report log, coverage data files, a log file in HOME and
+    another run's report beside this one's are written by other writers of the run; a file the
+    agent writes beside each of them is still an escape."""
+    project, home, report, run_temp = _layout(tmp_path)
+    outputs = [project / "allure-results", project / "report-log.jsonl", project / ".coverage",
+               project / ".coverage.*", home / "pytest.log", report / "junit.xml",
+               project / ".atlante" / "eval" / "[0-9]*T[0-9]*Z-*", project / ".atlante" / ".gitignore"]
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp, outputs=outputs)
+    started = audit.start()
+    (project / "allure-results").mkdir()
+    (project / "allure-results" / "0b1c-result.json").write_text("{}")
+    (project / "report-log.jsonl").write_text("{}\n")
+    (project / ".coverage.host.123.Xabc").write_bytes(b"sqlite")
+    (project / ".coverage").write_bytes(b"sqlite")
+    (home / "pytest.log").write_text("log\n")
+    report.mkdir(parents=True)
+    (report / "junit.xml").write_text("<testsuites/>")
+    other = project / ".atlante" / "eval" / "20261130T083655Z-1a2b3c"
+    (other / "trials" / "s" / "1").mkdir(parents=True)
+    (other / "report.json").write_text("{}")
+    (project / ".atlante" / ".gitignore").write_text("eval/\n")
+    assert audit.escapes(started) == []
+    # Real escapes beside every excluded output.
+    (project / "allure-results-not").write_text("x")
+    (project / "coverage.txt").write_text("x")
+    (project / ".atlante" / "eval" / "notes.txt").write_text("x")
+    (home / "pytest.log.evil").write_text("x")
+    (report / "planted.txt").write_text("x")
+    assert audit.escapes(started) == sorted([".atlante/eval/notes.txt", ".atlante/eval/run-1/planted.txt",
+                                             "allure-results-not", "coverage.txt", "~/pytest.log.evil"])
+
+
+def test_another_runs_temp_directory_inside_the_project_is_no_escape(tmp_path: Path) -> None:
+    project, home, report, _ = _layout(tmp_path)
+    run_temp = project / "tmp" / "atlante-eval-run-1"
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    started = audit.start()
+    (project / "tmp" / "atlante-eval-run-2" / "s-1" / "sandbox").mkdir(parents=True)
+    (project / "tmp" / "atlante-eval-run-2" / "s-1" / "sandbox" / "f").write_text("x")
+    (project / "tmp" / "escaped.txt").write_text("x")
+    assert audit.escapes(started) == ["tmp/escaped.txt"]
+
+
+def _confinement(project: Path, run_temp: Path, *writable: Path) -> Confinement:
+    trial = run_temp / "s-1"
+    return Confinement(writable=writable or (trial / "sandbox", trial / "home", trial / "tmp"),
+                       hidden=hidden_roots(user_home=Path.home(), project_root=project, report_dir=None),
+                       trial_dir=trial, cwd=trial / "sandbox")
+
+
+def test_under_namespace_isolation_only_what_the_trial_can_write_is_attributed(tmp_path: Path) -> None:
+    """The project, HOME and the report are read-only or hidden for a confined trial: a change there
+    is another writer's (another worker's Allure file, another terminal's run).  A place a writable
+    bind reaches is still watched, and a change in it is the trial's escape."""
+    project, home, report, run_temp = _layout(tmp_path)
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    confined = _confinement(project, run_temp)
+    started = audit.start(confined)
+    assert started == [None] * len(audit.watched)  # nothing the trial could write is watched
+    (project / "allure-results").mkdir()
+    (project / "allure-results" / "x-result.json").write_text("{}")
+    (home / "new-file").write_text("x")
+    assert audit.escapes(started) == []
+
+    # TMPDIR inside the project: the trial's binds lie in the run's temp dir, which is skipped.
+    inside_temp = project / "tmp" / "atlante-eval-run-1"
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=inside_temp)
+    assert audit.start(_confinement(project, inside_temp))[0] is None
+
+    # A writable bind elsewhere in the project (or holding it): the project stays the trial's.
+    writable = project / "src"
+    writable.mkdir()
+    started = audit.start(_confinement(project, inside_temp, writable))
+    assert started[0] is not None
+    (writable / "escaped.txt").write_text("x")
+    assert audit.escapes(started) == ["src/escaped.txt"]
+    assert audit.start(_confinement(project, inside_temp, tmp_path))[0] is not None

@@ -144,3 +144,41 @@ print("readable project", pathlib.Path({str(project / 'pyproject.toml')!r}).is_f
     assert pids <= 3  # bubblewrap's init, this Python: the runner's processes are invisible
     assert (trial / "sandbox" / "inside.txt").read_text() == "x"
     assert not (project / "escape.txt").exists()
+
+
+def test_may_write_agrees_with_what_real_bubblewrap_lets_a_trial_write(trial: Path, tmp_path: Path) -> None:
+    """The audit leaves out, under namespace isolation, the places ``may_write`` proves unwritable
+    (issue 27): real bubblewrap with the trial's mounts must refuse or discard a write to each of
+    them, and keep one to a place ``may_write`` calls writable."""
+    project = tmp_path / "project"
+    (project / ".atlante" / "eval").mkdir(parents=True)
+    report = project / ".atlante" / "eval" / "run"
+    confinement = Confinement(writable=(trial / "sandbox", trial / "home"),
+                              hidden=hidden_roots(user_home=Path.home(), project_root=project, report_dir=report),
+                              trial_dir=trial, cwd=trial / "sandbox")
+    places = {"project": project, "report": report, "user home": Path.home(),
+              "sandbox": trial / "sandbox", "trial home": trial / "home"}
+    env = {"PATH": os.environ["PATH"], "HOME": str(trial / "home")}
+    targets = {name: root / f"written-by-trial-{index}.txt" for index, (name, root) in enumerate(places.items())}
+    code = f"""
+import os, pathlib
+for target in {[str(t) for t in targets.values()]!r}:
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        pathlib.Path(target).write_text("x")
+    except OSError:
+        pass
+"""
+    try:
+        result = run([sys.executable, "-c", code], cwd=trial / "sandbox", env=env, timeout_s=60,
+                     wrap=confinement.wrapper(env))
+        assert result.returncode == 0, result.stdout + result.stderr
+        kept = {name for name, target in targets.items() if target.exists()}
+        assert kept == {name for name, root in places.items() if confinement.may_write(root)}
+        assert kept == {"sandbox", "trial home"}
+        # A place holding a writable bind can be written, unless the bind lies in what it skips.
+        assert confinement.may_write(trial) and confinement.may_write(tmp_path)
+        assert not confinement.may_write(trial, except_under=[trial / "sandbox", trial / "home"])
+    finally:
+        for target in targets.values():
+            target.unlink(missing_ok=True)

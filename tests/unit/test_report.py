@@ -144,6 +144,28 @@ def test_trials_not_run_are_counted_and_left_out_of_the_pass_rate() -> None:
     assert (skipped.scenarios[0].passRate, skipped.scenarios[0].notRun) == (0.0, 0)  # all skipped: 0 (reference)
 
 
+def test_an_empty_selection_says_nothing_was_selected(tmp_path: Path) -> None:
+    """Collected with no trial (``-k nomatch``, an empty splitter group): no scenario, pytest's 5."""
+    from pytest_atlante.run.evalrun import summary_lines
+
+    report = report_of([], scenarios=[], exit_status=5, collected=True)
+    assert (report.scenarios, report.selectedTrials, report.complete, report.exitStatus) == ([], 0, True, 5)
+    lines = summary_lines(report, tmp_path / "report.json")
+    assert lines[0].startswith("atlante: no trial was selected") and lines[0].endswith("exit status 5")
+    assert not any(line.startswith("verdicts:") for line in lines)
+    # Before collection (the run could not start) nothing says how many were selected.
+    assert report_of([], scenarios=[], exit_status=3).selectedTrials is None
+    with pytest.raises(ValidationError, match="exit status 4"):
+        EvalReport.model_validate({**report.model_dump(mode="json", by_alias=True), "exitStatus": 4})
+
+
+def test_the_verdicts_line_never_starts_with_a_comma(tmp_path: Path) -> None:
+    from pytest_atlante.run.evalrun import summary_lines
+
+    report = report_of([], scenarios=[("a", "eval/scenarios/a.eval.json", "local", 2)], exit_status=1)
+    assert "verdicts: 2 not run; exit status 1" in summary_lines(report, tmp_path / "report.json")
+
+
 def test_interrupted_trial_is_kept_and_makes_the_run_incomplete() -> None:
     report = report_of(
         [trial("a", 1, "pass", 10), trial("a", 2, "infra-error", 40, interrupted=True)],

@@ -69,7 +69,7 @@ def test_reportinfo_points_at_the_scenario_line(pytester: pytest.Pytester, atlan
     path, line, label = items[0].reportinfo()
     text = Path(path).read_text().splitlines()
     assert '"name": "writes-hello"' in text[line]
-    assert label == "writes-hello trial 1"
+    assert label == "writes-hello[trial-1]"  # as a parametrized test's: PyCharm re-runs one test from it
 
 
 def test_without_the_flag_nothing_changes(pytester: pytest.Pytester, atlante_project: Project) -> None:
