@@ -1,5 +1,6 @@
-"""Deselection on the real CLI: the example project (claude-code, scripted model) split into two
-pytest-split groups, one of them under xdist, and an empty selection (``-k nomatch``).
+"""Deselection and distribution on the real CLI: the example project (claude-code, scripted model)
+split into two pytest-split groups, one of them under xdist, an empty selection (``-k nomatch``),
+and xdist's ``--dist`` modes (``each`` refused before any session, another one trial per session).
 
 Each group's report holds its own trials only (none "not run", ``complete``), the two together hold
 the example's four trials once with the verdicts of the whole run (only ``keeps-settings-untouched``
@@ -31,7 +32,6 @@ def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], priv
 
 def test_pytest_split_groups_of_the_example_report_only_their_own_trials(pytester: pytest.Pytester,
                                                                           tmp_path: Path) -> None:
-    pytest.importorskip("pytest_split")
     root = copy_example(tmp_path)
     build(root)
     seen: dict[str, str] = {}
@@ -60,3 +60,19 @@ def test_an_empty_selection_of_the_example_says_nothing_was_selected(pytester: p
     assert report.scenarios == [] and report.selectedTrials == 0 and report.complete is True
     assert report.host is not None and report.host.name == "claude-code"
     assert "atlante: no trial was selected" in run.output() and "verdicts:" not in run.output()
+
+
+def test_dist_each_is_refused_and_another_mode_runs_each_trial_once(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """``--dist each`` would start every trial once per worker (duplicate host sessions whose
+    directories collide); it is refused before any session.  ``worksteal`` runs each trial once."""
+    root = copy_example(tmp_path)
+    build(root)
+    refused = run_eval(pytester, root, tmp_path / "each", "-n", "2", "--dist", "each")
+    assert refused.result.ret == 2 and refused.report_text is None, refused.output()
+    assert "eval-dist-each-refused" in refused.output()
+    assert not list(tmp_path.glob("each/trials/*")), "a host session ran"
+    run = run_eval(pytester, root, tmp_path / "worksteal", "-n", "2", "--dist", "worksteal")
+    trials = [(t.scenario, t.trial) for s in run.report.scenarios for t in s.trials]
+    assert sorted(trials) == sorted((name, 1) for name in VERDICTS), run.output()
+    assert {t.scenario: t.verdict for s in run.report.scenarios for t in s.trials} == VERDICTS
+    assert run.report.complete is True and run.result.ret == run.report.exitStatus == 1
