@@ -131,3 +131,16 @@ def test_no_function_takes_more_than_eight_parameters() -> None:
                 if len(names) > MAX_PARAMETERS:
                     found.append(f"{name}.{node.name} ({len(names)})")
     assert not found, found
+
+
+def test_the_report_side_imports_no_document_layer() -> None:
+    """``atlante view``, ``compare`` and ``report merge`` read reports only: they load without json5."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['json5'] = None\n"
+            "import pytest_atlante.report.view, pytest_atlante.report.merge, pytest_atlante.report.compare\n"
+            "assert 'pytest_atlante.suite.documents' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                          cwd=PACKAGE.parent)
+    assert done.returncode == 0, done.stderr
