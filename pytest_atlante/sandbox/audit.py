@@ -101,11 +101,12 @@ def fingerprint(watched: Watched) -> Fingerprint:
             entries = list(os.scandir(directory))
         except OSError:
             continue  # absent or unreadable: nothing the agent could have written either
+        patterns = globs.get(prefix)  # once per directory: most have none
         for entry in entries:
             rel = prefix + entry.name
             if rel in watched.skip or entry.name in watched.skip_names:
                 continue
-            if any(fnmatch.fnmatchcase(entry.name, name) for name in globs.get(prefix, ())):
+            if patterns and any(fnmatch.fnmatchcase(entry.name, name) for name in patterns):
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)

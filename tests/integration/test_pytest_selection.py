@@ -185,7 +185,6 @@ def test_splitter_groups_report_only_their_own_trials(pytester: pytest.Pytester,
                                                       load: list[str]) -> None:
     """pytest-split deselects in its own trylast ``pytest_collection_modifyitems``: each group's
     report holds its own trials only, complete, and the groups together hold every trial once."""
-    pytest.importorskip("pytest_split")
     seen: list[str] = []
     for group in ("1", "2"):
         status, ran, text = run_sessions(pytester, suite, *load, "--splits", "2", "--group", group, *workers)
@@ -198,7 +197,6 @@ def test_splitter_groups_report_only_their_own_trials(pytester: pytest.Pytester,
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_pytest_shard_shards_report_only_their_own_trials(pytester: pytest.Pytester, suite: Project, workers: list[str]) -> None:
     """pytest-shard filters ``items`` without ``pytest_deselected``: the same holds."""
-    pytest.importorskip("pytest_shard")
     seen: list[str] = []
     for shard in range(2):
         status, ran, text = run_sessions(pytester, suite, "--num-shards", "2", "--shard-id", str(shard), *workers)
@@ -228,8 +226,7 @@ NOTHING = {
 def test_an_empty_selection_reports_that_nothing_was_selected(pytester: pytest.Pytester, suite: Project, how: str,
                                                                workers: list[str]) -> None:
     if how == "pytest-shard":
-        pytest.importorskip("pytest_shard")
-    args = empty_shard() if how == "pytest-shard" else NOTHING[how]
+        args = empty_shard() if how == "pytest-shard" else NOTHING[how]
     status, ran, text = run_sessions(pytester, suite, *args, *workers)
     assert status == pytest.ExitCode.NO_TESTS_COLLECTED and ran == [], text
     report = report_of(pytester)
