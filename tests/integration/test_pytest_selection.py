@@ -225,8 +225,7 @@ NOTHING = {
 @pytest.mark.parametrize("how", list(NOTHING))
 def test_an_empty_selection_reports_that_nothing_was_selected(pytester: pytest.Pytester, suite: Project, how: str,
                                                                workers: list[str]) -> None:
-    if how == "pytest-shard":
-        args = empty_shard() if how == "pytest-shard" else NOTHING[how]
+    args = empty_shard() if how == "pytest-shard" else NOTHING[how]
     status, ran, text = run_sessions(pytester, suite, *args, *workers)
     assert status == pytest.ExitCode.NO_TESTS_COLLECTED and ran == [], text
     report = report_of(pytester)
