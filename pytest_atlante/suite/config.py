@@ -25,6 +25,10 @@ MAX_TRIALS = 50
 
 # Host-neutral tool names of harness agents; `atlante build` maps them to each host's vocabulary.
 NeutralTool = Literal["read", "write", "edit", "bash", "glob", "grep", "skill", "task"]
+NEUTRAL_TOOLS: tuple[str, ...] = ("read", "write", "edit", "bash", "glob", "grep", "skill", "task")
+# A neutral name, or one host's own tool name (``TodoWrite``, ``mcp__github__create_issue``,
+# ``webfetch``): which host knows it is decided at build (docs/design.md §18).
+ToolName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", max_length=200)]
 
 
 class Budget(StrictModel):
@@ -52,23 +56,49 @@ class EvalSection(StrictModel):
 
 
 Slug = Annotated[str, Field(pattern=SLUG_PATTERN)]
+Text = Annotated[str, Field(min_length=1)]
+# One value for every host, or one per host (``{"claude-code": "sonnet", "opencode": "anthropic/…"}``);
+# a host the map leaves out gets none.
+PerHost = Text | dict[HostName, Text]
 
 
 class AgentSource(StrictModel):
-    description: Annotated[str, Field(min_length=1)]
-    prompt: Annotated[str, Field(min_length=1)]
-    model: Annotated[str, Field(min_length=1)] | None = None
-    tools: list[NeutralTool] | None = None
+    """An agent: its prompt file, plain Markdown or a native agent file with frontmatter.
+
+    ``host`` names the native format the file is written in (found from the path otherwise:
+    ``.claude/`` or a Claude Code plugin, ``.opencode/``); ``description``, ``model`` and
+    ``tools`` may come from its frontmatter instead, and where both say something they must agree.
+    """
+
+    description: Text | None = None
+    prompt: Text
+    host: HostName | None = None
+    model: PerHost | None = None
+    tools: list[ToolName] | None = None
 
 
 class SkillSource(StrictModel):
-    description: Annotated[str, Field(min_length=1)]
-    dir: Annotated[str, Field(min_length=1)]
+    description: Text | None = None
+    dir: Text
+    host: HostName | None = None
+
+
+class CommandSource(StrictModel):
+    """A slash command: its Markdown file (frontmatter optional), the prompt template it runs."""
+
+    description: Text | None = None
+    file: Text
+    host: HostName | None = None
+    model: PerHost | None = None
 
 
 class Harness(StrictModel):
     agents: dict[Slug, AgentSource] = Field(default_factory=dict)
     skills: dict[Slug, SkillSource] = Field(default_factory=dict)
+    commands: dict[Slug, CommandSource] = Field(default_factory=dict)
+    # The memory file each host loads at the sandbox root (CLAUDE.md, AGENTS.md): one source for
+    # both hosts, or one per host.
+    instructions: PerHost | None = None
 
 
 class AtlasSection(StrictModel):
