@@ -8,7 +8,6 @@ stream. The trial engine codes against :class:`Host` and never branches on the h
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -70,17 +69,117 @@ class ScriptedEndpoint:
 
 
 @dataclass(frozen=True)
+class NativeSource:
+    """A native harness file's frontmatter as parsed, and the host whose format it is written in
+    (None: no host's in particular, as a skill in the shared Agent Skills format)."""
+
+    host: str | None
+    fields: Mapping[str, object]
+    path: str  # as the diagnostics and warnings name it
+
+
+@dataclass(frozen=True)
 class AgentSpec:
-    """A harness agent to render as a native agent file: what ``render_agent`` reads.
+    """A harness agent to render as a native agent file: what ``agent_frontmatter`` reads.
 
     Host-neutral and free of the configuration's models: ``atlante build`` converts each
     configured agent into one.  ``tools`` are host-neutral tool names (``read``, ``write``, ``edit``,
-    ``bash``, ``glob``, ``grep``, ``skill``, ``task``); None leaves the host's default tools.
+    ``bash``, ``glob``, ``grep``, ``skill``, ``task``) or one host's own names (``TodoWrite``,
+    ``mcp__…``); None leaves the host's default tools.  ``model`` is the one meant for the host
+    being rendered; ``dropped_model`` a model given only for another host.  ``native``: the
+    frontmatter of a native source file, carried whole for its own host (docs/design.md §18).
     """
 
     description: str
     model: str | None = None
     tools: tuple[str, ...] | None = None
+    native: NativeSource | None = None
+    dropped_model: str | None = None
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """A skill or slash command to render: its description, model and native frontmatter."""
+
+    description: str
+    model: str | None = None
+    native: NativeSource | None = None
+    dropped_model: str | None = None
+
+
+@dataclass(frozen=True)
+class RenderedFields:
+    """The frontmatter fields a host gets, and one line per field, tool or value left out."""
+
+    fields: dict[str, object]
+    dropped: tuple[str, ...] = ()
+
+
+def tool_names(value: object) -> tuple[str, ...] | None:
+    """A frontmatter tool list as names: ``Read, Grep`` or a YAML list (None: no usable list)."""
+    if isinstance(value, str):
+        return tuple(name.strip() for name in value.split(",") if name.strip())
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(v.strip() for v in value if v.strip())
+    return None
+
+
+def part_frontmatter(host: str, known: frozenset[str], name: str, part: PartSpec, *, command: bool) -> RenderedFields:
+    """A skill's or a command's frontmatter for ``host``: the two hosts differ only in the fields
+    they know.  A skill is named in its frontmatter; a command by its file name, and its model
+    is chosen per host like an agent's."""
+    fields, dropped = carried_fields(host, known, part.native, frozenset({"model"}) if command else frozenset())
+    own = part.native is not None and part.native.host == host
+    if not command:
+        fields.setdefault("name", name)
+    fields.setdefault("description", part.description)
+    if command and part.model is not None:
+        fields.setdefault("model", part.model)
+    elif command and part.dropped_model is not None and not own:
+        dropped.append(model_dropped(host, part.native, name, part.dropped_model))
+    return RenderedFields(ordered_fields(fields, ("description",) if command else ("name", "description")), tuple(dropped))
+
+
+def source_name(native: NativeSource | None, name: str) -> str:
+    """How a warning names the part: its native file, or the harness entry."""
+    return native.path if native is not None else f"harness entry {name!r}"
+
+
+def tool_dropped(host: str, native: NativeSource | None, name: str, tool: str) -> str:
+    return f"{source_name(native, name)}: tool {tool!r} dropped for {host} (not one of its tools)"
+
+
+def model_dropped(host: str, native: NativeSource | None, name: str, model: str) -> str:
+    return (f"{source_name(native, name)}: model {model!r} dropped for {host} (not one of its models; "
+            "give one per host: {\"claude-code\": …, \"opencode\": …})")
+
+
+def ordered_fields(fields: dict[str, object], first: tuple[str, ...]) -> dict[str, object]:
+    """The fields with ``first`` leading (as the hosts' docs write them); the rest in source order."""
+    return {k: fields[k] for k in first if k in fields} | {k: v for k, v in fields.items() if k not in first}
+
+
+def carried_fields(host: str, known: frozenset[str], native: NativeSource | None,
+                   translated: frozenset[str]) -> tuple[dict[str, object], list[str]]:
+    """The native fields ``host`` keeps as they are, and a line for each one it drops.
+
+    Its own files keep everything (the lossless build); another host's (or a host-neutral) file
+    keeps the fields ``host`` knows by the same name; ``translated`` fields are the caller's job.
+    """
+    if native is None:
+        return {}, []
+    if native.host == host:
+        return dict(native.fields), []
+    kept: dict[str, object] = {}
+    dropped: list[str] = []
+    for key, value in native.fields.items():
+        if key in translated:
+            continue
+        if key in known:
+            kept[key] = value
+        else:
+            dropped.append(f"{native.path}: field {key!r} dropped for {host} (it has no such field)")
+    return kept, dropped
 
 
 @dataclass
@@ -123,8 +222,26 @@ class Host(Protocol):
         self, info: HostInfo, parent_env: Mapping[str, str], user_home: Path, model: str | None
     ) -> list[Diagnostic]: ...
 
-    def render_agent(self, name: str, agent: AgentSpec, body: str) -> str:
-        """The native agent file (frontmatter + prompt) ``atlante build`` writes for this host."""
+    instructions_file: str  # the memory file it loads from the project root: CLAUDE.md, AGENTS.md
+
+    def knows_tool(self, name: str) -> bool:
+        """Whether ``name`` is one of this host's own tool names (beside the neutral ones)."""
+
+    def model_fits(self, model: str) -> bool:
+        """Whether one plain ``model`` string names a model this host can select."""
+
+    def frontmatter_tools(self, fields: Mapping[str, object]) -> tuple[tuple[str, ...] | None, list[str]]:
+        """The tools a native agent file of this host's format allows, as neutral names where one
+        exists and this host's names otherwise (None: the host's defaults), and what cannot be read."""
+
+    def agent_frontmatter(self, name: str, agent: AgentSpec) -> RenderedFields:
+        """The frontmatter of the native agent file ``atlante build`` writes for this host."""
+
+    def skill_frontmatter(self, name: str, skill: PartSpec) -> RenderedFields:
+        """The frontmatter of a skill's ``SKILL.md`` for this host."""
+
+    def command_frontmatter(self, name: str, command: PartSpec) -> RenderedFields:
+        """The frontmatter of a slash command file for this host."""
 
     def prepare(
         self,
@@ -278,12 +395,6 @@ def copy_private_file(source: Path, target: Path) -> bool:
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
     return True
-
-
-def frontmatter(fields: list[tuple[str, str]]) -> str:
-    """A Markdown frontmatter block; JSON strings are valid YAML scalars, so colons and quotes stay intact."""
-    lines = ["---"] + [f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields] + ["---", ""]
-    return "\n".join(lines)
 
 
 def prepare_failed(message: str, hint: str) -> DiagnosticError:

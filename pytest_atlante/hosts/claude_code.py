@@ -25,12 +25,19 @@ from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
     AgentSpec,
     HostInfo,
+    PartSpec,
+    RenderedFields,
     ScriptedEndpoint,
     SessionOutcome,
     StreamMonitor,
+    carried_fields,
     copy_private_file,
-    frontmatter,
+    model_dropped,
+    ordered_fields,
+    part_frontmatter,
     probe_version,
+    tool_dropped,
+    tool_names,
     unsupported_version,
 )
 from pytest_atlante.hosts.names import HostName
@@ -56,6 +63,25 @@ SUPPORTED = ">=2.0.0 <3.0.0"
 # Harness tool names → Claude Code's tool names in an agent's ``tools`` list.
 TOOL_NAMES = {"read": "Read", "write": "Write", "edit": "Edit", "bash": "Bash", "glob": "Glob",
               "grep": "Grep", "skill": "Skill", "task": "Task"}
+#: Claude Code's own tool names (host-facts §3: 2.1.197's request ``tools`` and init event, plus
+#: the names its documentation gives agents); ``mcp__<server>__<tool>`` names are its too.
+OWN_TOOLS = frozenset({
+    "Agent", "Bash", "BashOutput", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree",
+    "ExitPlanMode", "ExitWorktree", "Glob", "Grep", "KillBash", "KillShell", "LS", "MultiEdit",
+    "NotebookEdit", "NotebookRead", "Read", "ReportFindings", "ScheduleWakeup", "SendMessage", "Skill",
+    "SlashCommand", "Task", "TaskCreate", "TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate",
+    "TodoWrite", "WebFetch", "WebSearch", "Workflow", "Write",
+})
+_NEUTRAL_OF = {"Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit", "Bash": "bash",
+               "Glob": "glob", "Grep": "grep", "Skill": "skill", "Task": "task", "Agent": "task"}
+# Fields each kind of native file has in Claude Code (its sub-agent, skill and command docs; the
+# Agent Skills fields ``license``, ``compatibility``, ``metadata``, ``allowed-tools`` included).
+AGENT_FIELDS = frozenset({"name", "description", "tools", "disallowedTools", "model", "permissionMode",
+                          "color", "skills", "maxTurns", "memory"})
+SKILL_FIELDS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools",
+                          "argument-hint", "disable-model-invocation", "user-invocable", "model", "context",
+                          "agent", "version"})
+COMMAND_FIELDS = frozenset({"description", "allowed-tools", "argument-hint", "model", "disable-model-invocation"})
 
 #: Variables that carry Claude Code's own credentials: they reach the host session (never the checks).
 API_CREDENTIAL_ENV: tuple[str, ...] = (
@@ -208,13 +234,47 @@ class ClaudeCodeHost:
     def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
         return []
 
-    def render_agent(self, name: str, agent: AgentSpec, body: str) -> str:
-        fields = [("name", name), ("description", agent.description)]
-        if agent.tools is not None:
-            fields.append(("tools", ", ".join(TOOL_NAMES[t] for t in agent.tools)))
-        if agent.model is not None and "/" not in agent.model:
-            fields.append(("model", agent.model))
-        return frontmatter(fields) + body
+    instructions_file = "CLAUDE.md"
+
+    def knows_tool(self, name: str) -> bool:
+        return name in OWN_TOOLS or name.startswith("mcp__")
+
+    def model_fits(self, model: str) -> bool:
+        return "/" not in model  # an alias (`sonnet`) or a model id; `provider/model` is OpenCode's
+
+    def frontmatter_tools(self, fields: Mapping[str, object]) -> tuple[tuple[str, ...] | None, list[str]]:
+        if "tools" not in fields:
+            return None, []
+        names = tool_names(fields["tools"])
+        if names is None:
+            return None, [f"its 'tools' field is not a list of names: {fields['tools']!r}"]
+        return tuple(_NEUTRAL_OF.get(n, n) for n in names), []
+
+    def agent_frontmatter(self, name: str, agent: AgentSpec) -> RenderedFields:
+        fields, dropped = carried_fields(self.name, AGENT_FIELDS, agent.native,
+                                         frozenset({"name", "description", "model", "tools", "permission"}))
+        own = agent.native is not None and agent.native.host == self.name
+        fields.setdefault("name", name)
+        fields.setdefault("description", agent.description)
+        if agent.tools is not None and not (own and "tools" in fields):
+            tools, unknown = self._tools(agent.tools)
+            fields["tools"] = ", ".join(tools)
+            dropped += [tool_dropped(self.name, agent.native, name, t) for t in unknown]
+        if agent.model is not None:
+            fields.setdefault("model", agent.model)
+        elif agent.dropped_model is not None and not own:
+            dropped.append(model_dropped(self.name, agent.native, name, agent.dropped_model))
+        return RenderedFields(ordered_fields(fields, ("name", "description", "tools", "model")), tuple(dropped))
+
+    def skill_frontmatter(self, name: str, skill: PartSpec) -> RenderedFields:
+        return part_frontmatter(self.name, SKILL_FIELDS, name, skill, command=False)
+
+    def command_frontmatter(self, name: str, command: PartSpec) -> RenderedFields:
+        return part_frontmatter(self.name, COMMAND_FIELDS, name, command, command=True)
+
+    def _tools(self, tools: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        kept = [TOOL_NAMES.get(t, t) for t in tools if t in TOOL_NAMES or self.knows_tool(t)]
+        return list(dict.fromkeys(kept)), [t for t in tools if t not in TOOL_NAMES and not self.knows_tool(t)]
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         executable, version = probe_version(

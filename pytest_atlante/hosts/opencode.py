@@ -26,13 +26,19 @@ from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
     AgentSpec,
     HostInfo,
+    PartSpec,
+    RenderedFields,
     ScriptedEndpoint,
     SessionOutcome,
     StreamMonitor,
+    carried_fields,
     copy_private_file,
-    frontmatter,
+    model_dropped,
+    ordered_fields,
+    part_frontmatter,
     prepare_failed,
     probe_version,
+    tool_dropped,
     unsupported_version,
 )
 from pytest_atlante.hosts.names import HostName
@@ -67,6 +73,15 @@ SUPPORTED = ">=1.18.29 <2.0.0 (V1) or >=2.0.0 <3.0.0 (V2)"
 PERMISSION_KEYS = {"read": "read", "write": "edit", "edit": "edit", "bash": "bash", "glob": "glob",
                    "grep": "grep", "skill": "skill", "task": "task"}
 V1_MINIMUM = (1, 18, 29)
+#: OpenCode's own tool names (host-facts §8: its tool list and permission keys).
+OWN_TOOLS = frozenset({"read", "write", "edit", "bash", "glob", "grep", "list", "patch", "skill", "task",
+                       "todowrite", "todoread", "webfetch", "websearch", "question", "lsp"})
+# Fields of each kind of native file in OpenCode (host-facts §8: the agent schema; its skill and
+# command docs). Unknown agent fields would land in the agent's ``options``: never carried over.
+AGENT_FIELDS = frozenset({"description", "mode", "model", "variant", "temperature", "top_p", "prompt", "tools",
+                          "disable", "hidden", "options", "color", "steps", "maxSteps", "permission"})
+SKILL_FIELDS = frozenset({"name", "description", "license", "compatibility", "metadata"})
+COMMAND_FIELDS = frozenset({"description", "agent", "model", "subtask"})
 
 #: The selected project config path: the one file a trial's configuration lives in.
 PROJECT_CONFIG = ".opencode/opencode.jsonc"
@@ -191,17 +206,58 @@ class OpenCodeHost:
                                "set eval.model to a provider/model your stored OpenCode credentials cover")]
         return []
 
-    def render_agent(self, name: str, agent: AgentSpec, body: str) -> str:
-        fields = [("description", agent.description), ("mode", "all")]
-        if agent.model is not None and "/" in agent.model:
-            fields.append(("model", agent.model))
-        text = frontmatter(fields)
-        if agent.tools is not None:
-            allowed = {PERMISSION_KEYS[t] for t in agent.tools}
-            keys = sorted(set(PERMISSION_KEYS.values()))
-            permission = "permission:\n" + "".join(f"  {key}: {'allow' if key in allowed else 'deny'}\n" for key in keys)
-            text = text[: -len("---\n")] + permission + "---\n"
-        return text + body
+    instructions_file = "AGENTS.md"
+
+    def knows_tool(self, name: str) -> bool:
+        return name in OWN_TOOLS
+
+    def model_fits(self, model: str) -> bool:
+        return "/" in model  # OpenCode selects `provider/model`; a bare alias is Claude Code's
+
+    def frontmatter_tools(self, fields: Mapping[str, object]) -> tuple[tuple[str, ...] | None, list[str]]:
+        """Allowed tools from ``permission`` (key → action, or patterns) and the older ``tools`` map."""
+        denied: set[str] = set()
+        notes: list[str] = []
+        permission = fields.get("permission")
+        if isinstance(permission, str):
+            denied = set(PERMISSION_KEYS.values()) if permission == "deny" else set()
+        elif isinstance(permission, dict):
+            for key, rule in permission.items():
+                if rule == "deny":
+                    denied.add(str(key))
+                elif isinstance(rule, dict):
+                    notes.append(f"its {key!r} permission patterns are not translated (the tool is kept whole)")
+        tools = fields.get("tools")
+        if isinstance(tools, dict):
+            denied |= {str(k) for k, v in tools.items() if v is False}
+        if permission is None and not isinstance(tools, dict):
+            return None, notes
+        return tuple(t for t, key in PERMISSION_KEYS.items() if key not in denied), notes
+
+    def agent_frontmatter(self, name: str, agent: AgentSpec) -> RenderedFields:
+        fields, dropped = carried_fields(self.name, AGENT_FIELDS, agent.native,
+                                         frozenset({"name", "description", "model", "tools"}))
+        own = agent.native is not None and agent.native.host == self.name
+        fields.setdefault("description", agent.description)
+        if not own:
+            fields.setdefault("mode", "all")  # selectable with --agent and as a subagent
+        if agent.model is not None:
+            fields.setdefault("model", agent.model)
+        elif agent.dropped_model is not None and not own:
+            dropped.append(model_dropped(self.name, agent.native, name, agent.dropped_model))
+        if agent.tools is not None and not (own and ("permission" in fields or "tools" in fields)):
+            allowed = {PERMISSION_KEYS.get(t, t) for t in agent.tools if t in PERMISSION_KEYS or self.knows_tool(t)}
+            dropped += [tool_dropped(self.name, agent.native, name, t)
+                        for t in agent.tools if t not in PERMISSION_KEYS and not self.knows_tool(t)]
+            keys = sorted(set(PERMISSION_KEYS.values()) | allowed)
+            fields["permission"] = {key: "allow" if key in allowed else "deny" for key in keys}
+        return RenderedFields(ordered_fields(fields, ("description", "mode", "model")), tuple(dropped))
+
+    def skill_frontmatter(self, name: str, skill: PartSpec) -> RenderedFields:
+        return part_frontmatter(self.name, SKILL_FIELDS, name, skill, command=False)
+
+    def command_frontmatter(self, name: str, command: PartSpec) -> RenderedFields:
+        return part_frontmatter(self.name, COMMAND_FIELDS, name, command, command=True)
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         executable, version = probe_version(

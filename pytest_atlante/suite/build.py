@@ -5,7 +5,8 @@ Outputs are byte-stable: the same sources give the same bytes (sorted keys, no t
 manifest digests only change when a source does.
 
 Host-neutral tool names (``tools`` of an agent) are ``read, write, edit, bash, glob, grep, skill,
-task``; each host's renderer maps them to its own vocabulary.
+task``; each host's renderer maps them to its own vocabulary.  Native files are read as such
+(``suite/parts.py``, docs/design.md §18); what a host cannot take is a warning in the manifest.
 """
 
 from __future__ import annotations
@@ -13,19 +14,20 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import stat
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from pytest_atlante import __version__
-from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, atomic_write_text, read_capped, sha256_file
-from pytest_atlante.hosts.base import AgentSpec, frontmatter
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
-from pytest_atlante.suite.config import CONFIG_FILE, AgentSource, Harness, SkillSource, load_project_config
+from pytest_atlante.suite.config import CONFIG_FILE, Harness, load_project_config
 from pytest_atlante.suite.packs import harness_layers, resolve_packages
+from pytest_atlante.suite.parts import Origin, Rendered, add_harness
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
 HOSTS: tuple[HostName, ...] = HOST_NAMES
@@ -65,113 +67,57 @@ def gather(project_root: Path) -> tuple[list[HarnessInput], list[Diagnostic]]:
     return inputs, problems
 
 
-def agent_spec(agent: AgentSource) -> AgentSpec:
-    """A configured agent as the host adapters see it (they know nothing of the configuration)."""
-    return AgentSpec(description=agent.description, model=agent.model,
-                     tools=tuple(agent.tools) if agent.tools is not None else None)
-
-
-def _skill_file(name: str, skill: SkillSource, body: str) -> str:
-    return frontmatter([("name", name), ("description", skill.description)]) + body
-
-
-def _check_source(base: Path, value: str, file: str, location: str, kind: Literal["file", "dir"]) -> tuple[Path | None, list[Diagnostic]]:
-    reason = unsafe_path_reason(value)
-    if reason:
-        return None, [Diagnostic(file, location, "eval-path-unsafe", f"harness path {value!r}: {reason}",
-                                 "harness paths are relative to the project (or pack) root")]
-    path = base / value
-    try:
-        ok = path.is_file() if kind == "file" else (path.is_dir() and (path / "SKILL.md").is_file())
-        ok = ok and path.resolve().is_relative_to(base.resolve())
-    except OSError:  # e.g. a name longer than the filesystem allows
-        ok = False
-    if not ok:
-        want = "a file" if kind == "file" else "a directory holding SKILL.md"
-        return None, [Diagnostic(file, location, "eval-harness-invalid", f"{value!r} is not {want} inside its root",
-                                 "fix the path in the harness section")]
-    return path, []
-
-
-def _unreadable(file: str, location: str, exc: Exception) -> Diagnostic:
-    why = "is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"cannot be read ({exc})"
-    return Diagnostic(file, location, "eval-harness-invalid", f"a harness source {why}",
-                      "harness prompts and SKILL.md files are UTF-8 text files inside the project (or pack)")
-
-
-def _claim(owners: dict[str, str], problems: list[Diagnostic], kind: str, name: str, origin: str, file: str) -> bool:
-    """Record that ``origin`` defines agent/skill ``name``; a second origin is a conflict."""
-    key = f"{kind} {name}"
-    if owners.setdefault(key, origin) != origin:
-        problems.append(Diagnostic(file, f"$.harness.{kind}s.{name}", "eval-harness-conflict",
-                                   f"{kind} {name!r} is also defined by {owners[key]}", f"rename one of the {kind}s"))
-        return False
-    return True
-
-
-def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> tuple[dict[str, bytes], dict[str, str], list[Diagnostic]]:
-    """Outputs (tree-relative path → bytes) and sources (path → sha256) for one host."""
-    outputs: dict[str, bytes] = {}
-    sources: dict[str, str] = {}
-    problems: list[Diagnostic] = []
+def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> Rendered:
+    """Outputs (tree-relative path → bytes), their modes, sources, problems and warnings for one host."""
+    out = Rendered()
     owners: dict[str, str] = {}
     adapter = host_for(host)
-    owned = adapter.owned_dir
-    canonical = json.dumps([[i.origin, i.harness.model_dump(mode="json")] for i in inputs], sort_keys=True)
-    sources[HARNESS_SOURCE] = hashlib.sha256(canonical.encode()).hexdigest()
+    canonical = json.dumps([[i.origin, i.harness.model_dump(mode="json", exclude_defaults=True)] for i in inputs],
+                           sort_keys=True)
+    out.sources[HARNESS_SOURCE] = hashlib.sha256(canonical.encode()).hexdigest()
     for item in inputs:
         file = CONFIG_FILE if item.origin == "local" else _rel(item.base / CONFIG_FILE, project_root)
-        for name, agent in sorted(item.harness.agents.items()):
-            path = _claimed_source(owners, problems, item, file, ("agent", name), agent.prompt)
-            if path is None:
-                continue
-            try:
-                raw = read_capped(path, MAX_DOCUMENT_BYTES)
-                body = raw.decode("utf-8")
-                sources[_rel(path, project_root)] = hashlib.sha256(raw).hexdigest()
-            except (UnreadableFile, UnicodeDecodeError) as exc:
-                problems.append(_unreadable(file, f"$.harness.agents.{name}.prompt", exc))
-                continue
-            outputs[f"{owned}/agents/{name}.md"] = adapter.render_agent(name, agent_spec(agent), body).encode()
-        for name, skill in sorted(item.harness.skills.items()):
-            path = _claimed_source(owners, problems, item, file, ("skill", name), skill.dir)
-            if path is None:
-                continue
-            try:
-                for source in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
-                    rel = source.relative_to(path).as_posix()
-                    data = read_capped(source, MAX_DOCUMENT_BYTES)
-                    sources[_rel(source, project_root)] = hashlib.sha256(data).hexdigest()
-                    if rel == "SKILL.md":
-                        data = _skill_file(name, skill, data.decode("utf-8")).encode()
-                    outputs[f"{owned}/skills/{name}/{rel}"] = data
-            except (OSError, UnreadableFile, UnicodeDecodeError) as exc:
-                problems.append(_unreadable(file, f"$.harness.skills.{name}.dir", exc))
-    return outputs, sources, problems
+        claimed = _claimed(item.harness, item.origin, file, owners, out.problems)
+        add_harness(adapter, Origin(file, item.base, project_root), claimed, out)
+    return out
 
 
-def _claimed_source(owners: dict[str, str], problems: list[Diagnostic], item: HarnessInput, file: str,
-                    claim: tuple[str, str], value: str) -> Path | None:
-    """The source path of one agent or skill this input may claim, or None (problems recorded)."""
-    what, name = claim
-    if not _claim(owners, problems, what, name, item.origin, file):
-        return None
-    # An agent's source is its prompt file, a skill's its directory.
-    if what == "agent":
-        path, found = _check_source(item.base, value, file, f"$.harness.agents.{name}.prompt", "file")
-    else:
-        path, found = _check_source(item.base, value, file, f"$.harness.skills.{name}.dir", "dir")
-    problems.extend(found)
-    return path
+def _claimed(harness: Harness, origin: str, file: str, owners: dict[str, str], problems: list[Diagnostic]) -> Harness:
+    """The parts of ``harness`` no earlier input defines (each conflict is a problem)."""
+    def keep(kind: str, names: Iterable[str]) -> set[str]:
+        kept = set()
+        for name in names:
+            key = f"{kind} {name}"
+            if owners.setdefault(key, origin) == origin:
+                kept.add(name)
+            else:
+                problems.append(Diagnostic(file, f"$.harness.{kind}s.{name}", "eval-harness-conflict",
+                                           f"{kind} {name!r} is also defined by {owners[key]}", f"rename one of the {kind}s"))
+        return kept
+    agents, skills, commands = keep("agent", harness.agents), keep("skill", harness.skills), keep("command", harness.commands)
+    instructions = harness.instructions if keep("instructions", ["file"] if harness.instructions else []) else None
+    return harness.model_copy(update={
+        "agents": {k: v for k, v in harness.agents.items() if k in agents},
+        "skills": {k: v for k, v in harness.skills.items() if k in skills},
+        "commands": {k: v for k, v in harness.commands.items() if k in commands},
+        "instructions": instructions,
+    })
 
 
-def _manifest(host: HostName, sources: dict[str, str], outputs: dict[str, bytes]) -> str:
+def _output_entry(path: str, data: bytes, executable: bool) -> dict[str, str]:
+    entry = {"path": path, "sha256": hashlib.sha256(data).hexdigest()}
+    return entry | {"mode": "x"} if executable else entry
+
+
+def _manifest(host: HostName, rendered: Rendered) -> str:
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "host": host,
         "atlanteVersion": __version__,
-        "sources": [{"path": p, "sha256": d} for p, d in sorted(sources.items())],
-        "outputs": [{"path": p, "sha256": hashlib.sha256(b).hexdigest()} for p, b in sorted(outputs.items())],
+        "sources": [{"path": p, "sha256": d} for p, d in sorted(rendered.sources.items())],
+        "outputs": [_output_entry(p, b, p in rendered.executable) for p, b in sorted(rendered.outputs.items())],
+        # What this host's build left out of the sources, one line each (docs/design.md §18).
+        "warnings": sorted(set(rendered.warnings)),
     }
     return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
 
@@ -180,22 +126,23 @@ def build(project_root: Path, hosts: tuple[HostName, ...] = HOSTS) -> list[Path]
     """Compile and write the native trees; raises ``DiagnosticError`` on bad sources."""
     inputs, problems = gather(project_root)
     rendered = {host: render(project_root, host, inputs) for host in hosts} if not problems else {}
-    for _, _, found in rendered.values():
-        problems.extend(found)
+    for result in rendered.values():
+        problems.extend(result.problems)
     if problems:
         raise DiagnosticError(sorted(set(problems)))
     written = []
-    for host, (outputs, sources, _) in rendered.items():
+    for host, result in rendered.items():
         tree = tree_dir(project_root, host)
         if tree.exists():
             shutil.rmtree(tree)
-        for rel, data in outputs.items():
+        for rel, data in result.outputs.items():
             target = tree / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+            target.chmod(0o755 if rel in result.executable else 0o644)
         tree.mkdir(parents=True, exist_ok=True)
         manifest = build_dir(project_root, host) / "manifest.json"
-        atomic_write_text(manifest, _manifest(host, sources, outputs))
+        atomic_write_text(manifest, _manifest(host, result))
         written.append(manifest)
     return written
 
@@ -208,6 +155,7 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
     try:
         manifest = json.loads(read_capped(manifest_path, MAX_DOCUMENT_BYTES))
         recorded_outputs = {o["path"]: o["sha256"] for o in manifest["outputs"]}
+        recorded_modes = {o["path"] for o in manifest["outputs"] if o.get("mode") == "x"}
         recorded_sources = {s["path"]: s["sha256"] for s in manifest["sources"]}
     except UnreadableFile as exc:
         if exc.missing:
@@ -222,15 +170,17 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
         path = tree / rel
         if rel not in recorded_outputs:
             problems.append(Diagnostic(_rel(path, project_root), "", "eval-build-modified", "file is not part of the build", hint))
-        elif rel not in present or sha256_file(path) != recorded_outputs[rel]:
+        elif (rel not in present or sha256_file(path) != recorded_outputs[rel]
+              or _is_executable(path) != (rel in recorded_modes)):
             problems.append(Diagnostic(_rel(path, project_root), "", "eval-build-modified",
                                        "native output was edited or removed after the build", hint))
     inputs, gather_problems = gather(project_root)
     if gather_problems:
         return problems + gather_problems
-    _, sources, render_problems = render(project_root, host, inputs)
-    if render_problems:
-        return problems + render_problems
+    rendered = render(project_root, host, inputs)
+    if rendered.problems:
+        return problems + rendered.problems
+    sources = rendered.sources
     for rel in sorted(set(sources) | set(recorded_sources)):
         if sources.get(rel) != recorded_sources.get(rel):
             what = "was added" if rel not in recorded_sources else "was removed" if rel not in sources else "changed"
@@ -239,10 +189,16 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
     return problems
 
 
+def _is_executable(path: Path) -> bool:
+    return bool(path.stat().st_mode & stat.S_IXUSR)
+
+
 def build_command(project_root: Path, host: str) -> int:
     hosts: tuple[HostName, ...] = HOSTS if host == "all" else (host,)  # type: ignore[assignment]
     for manifest in build(project_root.resolve(), hosts):
         data = json.loads(manifest.read_text())
         print(f"atlante build: {data['host']}: {len(data['outputs'])} outputs from {len(data['sources'])} sources "
               f"-> {_rel(manifest.parent, project_root)}")
+        for warning in data["warnings"]:
+            print(f"atlante build: {data['host']}: warning: {warning}", file=sys.stderr)
     return 0

@@ -6,11 +6,12 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from pytest_atlante.checks.base import MAX_TIMEOUT_MS
 from pytest_atlante.diagnostics import Diagnostic, json_path
-from pytest_atlante.hosts.names import HostName, min_config_version
+from pytest_atlante.hosts.names import HOST_NAMES, HostName, min_config_version
+from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.models import StrictModel
 from pytest_atlante.sandbox.isolation import IsolationSetting
 from pytest_atlante.suite.documents import LoadedDocument, load_document, validate_model
@@ -28,7 +29,13 @@ NeutralTool = Literal["read", "write", "edit", "bash", "glob", "grep", "skill", 
 NEUTRAL_TOOLS: tuple[str, ...] = ("read", "write", "edit", "bash", "glob", "grep", "skill", "task")
 # A neutral name, or one host's own tool name (``TodoWrite``, ``mcp__github__create_issue``,
 # ``webfetch``): which host knows it is decided at build (docs/design.md §18).
-ToolName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$", max_length=200)]
+def _known_tool(name: str) -> str:
+    if name in NEUTRAL_TOOLS or any(host_for(host).knows_tool(name) for host in HOST_NAMES):
+        return name
+    raise ValueError(f"{name!r} is neither a host-neutral tool ({', '.join(NEUTRAL_TOOLS)}) nor one host's own")
+
+
+ToolName = Annotated[str, Field(max_length=200), AfterValidator(_known_tool)]
 
 
 class Budget(StrictModel):

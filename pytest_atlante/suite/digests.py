@@ -74,7 +74,8 @@ def harness_digest(project_root: Path, host: HostName) -> str | None:
     """
     try:
         manifest = json.loads(read_capped(build_dir(project_root, host) / "manifest.json", MAX_DOCUMENT_BYTES))
-        outputs = sorted((o["path"], o["sha256"]) for o in manifest["outputs"])
+        # An executable output (a skill's script) counts with its mode; the rest as before it was recorded.
+        outputs = sorted([o["path"], o["sha256"], *(["x"] if o.get("mode") == "x" else [])] for o in manifest["outputs"])
     except (UnreadableFile, ValueError, KeyError, TypeError):
         return None
     return fingerprint({"host": host, "outputs": outputs})

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import Project, config_doc
 from pytest_atlante.suite.build import build, tree_dir, verify
+from pytest_atlante.suite.frontmatter import split
 
 
 def digests(project: Project, host: str) -> dict[str, str]:
@@ -38,18 +39,22 @@ def test_native_files_carry_the_frontmatter_each_cli_loads(atlante_project: Proj
     atlante_project.write("harness/tidy/reference.txt", "extra file\n")
     build(atlante_project.root)
     claude = tree_dir(atlante_project.root, "claude-code")
-    assert (claude / ".claude/agents/helper.md").read_text() == (
-        '---\nname: "helper"\ndescription: "Writes: small files"\ntools: "Read, Write, Bash"\nmodel: "sonnet"\n---\n'
-        "You write small files.\n")
-    assert (claude / ".claude/skills/tidy/SKILL.md").read_text() == (
-        '---\nname: "tidy"\ndescription: "Keeps files tidy."\n---\nKeep files tidy.\n')
+    agent = split((claude / ".claude/agents/helper.md").read_text())
+    assert agent.fields == {"name": "helper", "description": "Writes: small files", "tools": "Read, Write, Bash",
+                            "model": "sonnet"}
+    assert agent.body == "You write small files.\n"
+    skill = split((claude / ".claude/skills/tidy/SKILL.md").read_text())
+    assert (skill.fields, skill.body) == ({"name": "tidy", "description": "Keeps files tidy."}, "Keep files tidy.\n")
     assert (claude / ".claude/skills/tidy/reference.txt").read_text() == "extra file\n"
     opencode = tree_dir(atlante_project.root, "opencode")
-    agent = (opencode / ".opencode/agents/helper.md").read_text()
-    assert agent.startswith('---\ndescription: "Writes: small files"\nmode: "all"\npermission:\n')
-    assert "  bash: allow\n" in agent and "  task: deny\n" in agent and "  edit: allow\n" in agent
-    assert "model:" not in agent  # "sonnet" is a Claude alias; OpenCode needs provider/model
-    assert (opencode / ".opencode/skills/tidy/SKILL.md").read_text().startswith('---\nname: "tidy"\n')
+    agent = split((opencode / ".opencode/agents/helper.md").read_text())
+    assert agent.fields == {"description": "Writes: small files", "mode": "all", "permission": {
+        "bash": "allow", "edit": "allow", "glob": "deny", "grep": "deny", "read": "allow", "skill": "deny", "task": "deny"}}
+    # "sonnet" is a Claude alias; OpenCode needs provider/model, so it is dropped, and said so
+    manifest = json.loads((atlante_project.root / ".atlante/build/opencode/manifest.json").read_text())
+    assert any("model 'sonnet' dropped for opencode" in w for w in manifest["warnings"]), manifest["warnings"]
+    assert split((opencode / ".opencode/skills/tidy/SKILL.md").read_text()).fields == {
+        "name": "tidy", "description": "Keeps files tidy."}
 
 
 def test_verify_reports_missing_modified_and_stale(atlante_project: Project) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.hosts.base import HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.base import HostInfo, RenderedFields, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.hosts.transcripts import TranscriptBuilder
 from pytest_atlante.records import Usage
 
@@ -76,8 +76,25 @@ class EchoHost:
                                model: str | None) -> list[Diagnostic]:
         return []
 
-    def render_agent(self, name: str, agent: Any, body: str) -> str:
-        return body
+    instructions_file = "ECHO.md"
+
+    def knows_tool(self, name: str) -> bool:
+        return False
+
+    def model_fits(self, model: str) -> bool:
+        return True
+
+    def frontmatter_tools(self, fields: Mapping[str, object]) -> tuple[tuple[str, ...] | None, list[str]]:
+        return None, []
+
+    def agent_frontmatter(self, name: str, agent: Any) -> RenderedFields:
+        return RenderedFields({"description": agent.description})
+
+    def skill_frontmatter(self, name: str, skill: Any) -> RenderedFields:
+        return RenderedFields({"name": name, "description": skill.description})
+
+    def command_frontmatter(self, name: str, command: Any) -> RenderedFields:
+        return RenderedFields({"description": command.description})
 
     def prepare(self, info: HostInfo, *, sandbox_root: Path, home: Path, user_home: Path,
                 parent_env: Mapping[str, str], model: str | None, scripted: ScriptedEndpoint | None) -> None:

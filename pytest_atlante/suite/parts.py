@@ -1,0 +1,304 @@
+"""One harness's parts rendered for one host: agents, skills, commands and instructions.
+
+Each part is read from its source — a native file's frontmatter is its fields (``frontmatter``),
+and what ``atlante.jsonc`` also says must agree with it — and handed to the host adapter as a
+neutral spec; the adapter says which fields it keeps and what it drops.  For the host a native
+file came from, the output is that file as the host loads it (docs/design.md §18); every field,
+tool, model or file another host cannot take is a warning line, never a silent loss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_atlante.checks.base import unsafe_path_reason
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
+from pytest_atlante.hosts.base import AgentSpec, Host, NativeSource, PartSpec
+from pytest_atlante.hosts.names import HOST_NAMES, HostName
+from pytest_atlante.hosts.registry import host_for
+from pytest_atlante.suite import frontmatter
+from pytest_atlante.suite.config import AgentSource, CommandSource, Harness, PerHost, SkillSource
+from pytest_atlante.suite.frontmatter import FrontmatterError, NativeFile
+
+INVALID = "eval-harness-invalid"
+CONFLICT = "eval-harness-conflict"
+
+
+@dataclass
+class Rendered:
+    """What one host's build holds: outputs (tree path → bytes), which are executable, the
+    sources read (path → sha256), problems (the build stops) and warnings (it goes on)."""
+
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    executable: set[str] = field(default_factory=set)
+    sources: dict[str, str] = field(default_factory=dict)
+    problems: list[Diagnostic] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where one harness section came from: its file as diagnostics name it, and its root."""
+
+    file: str         # atlante.jsonc, or the pack's
+    base: Path        # relative harness paths resolve from here
+    project_root: Path
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.project_root.resolve()).as_posix()
+        except ValueError:
+            return path.resolve().as_posix()
+
+
+def model_for(value: PerHost | None, host: Host) -> tuple[str | None, str | None]:
+    """(the model for ``host``, a model given that ``host`` cannot use)."""
+    if value is None:
+        return None, None
+    if isinstance(value, dict):
+        return value.get(host.name), None  # type: ignore[call-overload]
+    return (value, None) if host.model_fits(value) else (None, value)
+
+
+def _source_host(declared: HostName | None, rel: str, base: Path, path: Path) -> HostName | None:
+    """The host whose format a native file is in: declared, else its layout (host-facts §5, §8)."""
+    if declared is not None:
+        return declared
+    first = rel.split("/", 1)[0]
+    if first == ".claude":
+        return "claude-code"
+    if first == ".opencode":
+        return "opencode"
+    for parent in path.parents:
+        if (parent / ".claude-plugin" / "plugin.json").is_file():
+            return "claude-code"
+        if parent == base:
+            break
+    return None
+
+
+def _safe_path(origin: Origin, value: str, location: str, want_dir: bool, problems: list[Diagnostic]) -> Path | None:
+    reason = unsafe_path_reason(value)
+    if reason:
+        problems.append(Diagnostic(origin.file, location, "eval-path-unsafe", f"harness path {value!r}: {reason}",
+                                   "harness paths are relative to the project (or pack) root"))
+        return None
+    path = origin.base / value
+    try:
+        ok = (path.is_dir() and (path / "SKILL.md").is_file()) if want_dir else path.is_file()
+        ok = ok and path.resolve().is_relative_to(origin.base.resolve())
+    except OSError:  # e.g. a name longer than the filesystem allows
+        ok = False
+    if not ok:
+        what = "a directory holding SKILL.md" if want_dir else "a file"
+        problems.append(Diagnostic(origin.file, location, INVALID, f"{value!r} is not {what} inside its root",
+                                   "fix the path in the harness section"))
+        return None
+    return path
+
+
+def _read(origin: Origin, path: Path, location: str, out: Rendered) -> bytes | None:
+    try:
+        data = read_capped(path, MAX_DOCUMENT_BYTES)
+    except UnreadableFile as exc:
+        out.problems.append(Diagnostic(origin.file, location, INVALID, f"a harness source cannot be read ({exc})",
+                                       "harness files are regular files inside the project (or pack)"))
+        return None
+    out.sources[origin.rel(path)] = hashlib.sha256(data).hexdigest()
+    return data
+
+
+def _native(origin: Origin, path: Path, location: str, out: Rendered) -> NativeFile | None:
+    """A Markdown source split into frontmatter and body, or None (a problem recorded)."""
+    data = _read(origin, path, location, out)
+    if data is None:
+        return None
+    try:
+        return frontmatter.split(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        out.problems.append(Diagnostic(origin.rel(path), "", INVALID, "a harness source is not UTF-8 text",
+                                       "harness prompts, commands and SKILL.md files are UTF-8 text"))
+    except FrontmatterError as exc:
+        out.problems.append(Diagnostic(origin.rel(path), f"line {exc.line}", INVALID, exc.message,
+                                       "fix the frontmatter: a '---' line, a YAML mapping, a closing '---' line"))
+    return None
+
+
+class _Agreement:
+    """Fields both ``atlante.jsonc`` and a file's frontmatter give must be equal (design §18)."""
+
+    def __init__(self, origin: Origin, where: str, native: NativeFile, path: Path, out: Rendered) -> None:
+        self.origin, self.where, self.native, self.path, self.out = origin, where, native, path, out
+
+    def text(self, key: str, configured: str | None, *, required: bool = True) -> str | None:
+        fields = self.native.fields or {}
+        found = frontmatter.as_text(fields[key]) if key in fields else None
+        if key in fields and found is None:
+            self._problem(key, f"its {key!r} is not text: {fields[key]!r}", "write it as a string")
+        if configured is not None and found is not None and configured != found:
+            self._problem(key, f"{self.where}.{key} is {configured!r} but the frontmatter of "
+                               f"{self.origin.rel(self.path)} says {found!r}",
+                          f"say it in one place (remove it from {self.origin.file}) or make them equal")
+        value = configured if configured is not None else found
+        if value is None and required:
+            self.out.problems.append(Diagnostic(self.origin.file, self.where, INVALID,
+                                                f"no {key}: neither {self.origin.file} nor the frontmatter of "
+                                                f"{self.origin.rel(self.path)} gives one",
+                                                f"add {key!r} to the file's frontmatter or to the harness entry"))
+        return value
+
+    def same(self, key: str, configured: object, found: object) -> None:
+        if configured is not None and found is not None and configured != found:
+            self._problem(key, f"{self.where}.{key} is {configured!r} but the frontmatter of "
+                               f"{self.origin.rel(self.path)} says {found!r}",
+                          f"say it in one place (remove it from {self.origin.file}) or make them equal")
+
+    def _problem(self, key: str, message: str, hint: str) -> None:
+        line = self.native.lines.get(key)
+        where = f"{self.where}.{key}" + (f" (and {self.origin.rel(self.path)} line {line})" if line else "")
+        self.out.problems.append(Diagnostic(self.origin.file, where, CONFLICT, message, hint))
+
+
+def _source(native: NativeFile, host: HostName | None, rel: str) -> NativeSource | None:
+    return NativeSource(host, native.fields, rel) if native.fields is not None else None
+
+
+def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Rendered) -> None:
+    where = f"$.harness.agents.{name}"
+    path = _safe_path(origin, agent.prompt, f"{where}.prompt", False, out.problems)
+    native = _native(origin, path, f"{where}.prompt", out) if path is not None else None
+    if path is None or native is None:
+        return
+    rel = origin.rel(path)
+    source_host = _source_host(agent.host, rel, origin.base, path)
+    agree = _Agreement(origin, where, native, path, out)
+    agree.text("name", name, required=False)
+    description = agree.text("description", agent.description)
+    fields = native.fields or {}
+    model, dropped_model = model_for(agent.model, host)
+    fm_model = frontmatter.as_text(fields.get("model"))
+    if fm_model is not None and source_host is not None:
+        agree.same("model", model_for(agent.model, host_for(source_host))[0], fm_model)
+        if source_host == host.name:
+            model = model or fm_model
+        elif model is None:
+            dropped_model = fm_model
+    elif fm_model is not None:
+        model, dropped_model = (model, dropped_model) if agent.model is not None else model_for(fm_model, host)
+    tools = tuple(agent.tools) if agent.tools is not None else None
+    if native.fields is not None:
+        reader = host_for(source_host) if source_host is not None else host
+        found, notes = reader.frontmatter_tools(fields)
+        out.warnings += [f"{rel}: {note}" for note in notes]
+        if tools is not None and found is not None and set(tools) != set(found):
+            agree.same("tools", list(tools), list(found))
+        tools = tools if tools is not None else found
+    if description is None:
+        return
+    spec = AgentSpec(description, model, tools, _source(native, source_host, rel), dropped_model)
+    rendered = host.agent_frontmatter(name, spec)
+    out.warnings += rendered.dropped
+    own = source_host == host.name
+    text = frontmatter.render(native if own else None, rendered.fields, native.body)
+    out.outputs[f"{host.owned_dir}/agents/{name}.md"] = text.encode()
+
+
+def add_command(host: Host, origin: Origin, name: str, command: CommandSource, out: Rendered) -> None:
+    where = f"$.harness.commands.{name}"
+    path = _safe_path(origin, command.file, f"{where}.file", False, out.problems)
+    native = _native(origin, path, f"{where}.file", out) if path is not None else None
+    if path is None or native is None:
+        return
+    rel = origin.rel(path)
+    source_host = _source_host(command.host, rel, origin.base, path)
+    agree = _Agreement(origin, where, native, path, out)
+    description = agree.text("description", command.description, required=False)
+    model, dropped_model = model_for(command.model, host)
+    fm_model = frontmatter.as_text((native.fields or {}).get("model"))
+    if fm_model is not None:
+        if source_host is not None:
+            agree.same("model", model_for(command.model, host_for(source_host))[0], fm_model)
+        if source_host == host.name or (source_host is None and host.model_fits(fm_model)):
+            model = model or fm_model
+        elif model is None:
+            dropped_model = fm_model
+    spec = PartSpec(description or "", model, _source(native, source_host, rel), dropped_model)
+    rendered = host.command_frontmatter(name, spec)
+    out.warnings += rendered.dropped
+    fields = {k: v for k, v in rendered.fields.items() if v != ""}  # a command needs no description
+    own = source_host == host.name
+    text = frontmatter.render(native if own else None, fields, native.body) if fields or native.fields else native.body
+    out.outputs[f"{host.owned_dir}/commands/{name}.md"] = text.encode()
+
+
+def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Rendered) -> None:
+    """SKILL.md rendered; every other file of the directory byte for byte, with its mode."""
+    where = f"$.harness.skills.{name}"
+    path = _safe_path(origin, skill.dir, f"{where}.dir", True, out.problems)
+    if path is None:
+        return
+    native = _native(origin, path / "SKILL.md", f"{where}.dir", out)
+    if native is None:
+        return
+    rel = origin.rel(path)
+    source_host = _source_host(skill.host, rel, origin.base, path)
+    agree = _Agreement(origin, where, native, path / "SKILL.md", out)
+    agree.text("name", name, required=False)
+    description = agree.text("description", skill.description)
+    if description is None:
+        return
+    spec = PartSpec(description, None, _source(native, source_host, origin.rel(path / "SKILL.md")))
+    rendered = host.skill_frontmatter(name, spec)
+    out.warnings += rendered.dropped
+    own = source_host == host.name
+    prefix = f"{host.owned_dir}/skills/{name}"
+    out.outputs[f"{prefix}/SKILL.md"] = frontmatter.render(native if own else None, rendered.fields, native.body).encode()
+    try:
+        files = sorted(p for p in path.rglob("*") if not p.is_dir())
+    except OSError as exc:
+        out.problems.append(Diagnostic(origin.file, f"{where}.dir", INVALID, f"the skill cannot be listed ({exc})", ""))
+        return
+    for source in files:
+        inner = source.relative_to(path).as_posix()
+        if inner == "SKILL.md":
+            continue
+        if source.is_symlink() or not source.is_file():
+            # The copy is byte for byte or not at all: a link would point out of the sandbox.
+            out.warnings.append(f"{origin.rel(source)}: not a regular file, left out of skill {name!r}")
+            continue
+        data = _read(origin, source, f"{where}.dir", out)
+        if data is None:
+            continue
+        out.outputs[f"{prefix}/{inner}"] = data
+        if os.stat(source).st_mode & stat.S_IXUSR:
+            out.executable.add(f"{prefix}/{inner}")
+
+
+def add_instructions(host: Host, origin: Origin, value: PerHost, out: Rendered) -> None:
+    """The memory file the host loads at the sandbox root, byte for byte."""
+    chosen = value.get(host.name) if isinstance(value, dict) else value  # type: ignore[call-overload]
+    if chosen is None:
+        others = ", ".join(h for h in HOST_NAMES if isinstance(value, dict) and h in value)
+        out.warnings.append(f"{origin.file}: instructions are given for {others} only; {host.name} gets none")
+        return
+    location = "$.harness.instructions" + (f"[{host.name!r}]" if isinstance(value, dict) else "")
+    path = _safe_path(origin, chosen, location, False, out.problems)
+    data = _read(origin, path, location, out) if path is not None else None
+    if data is not None:
+        out.outputs[host.instructions_file] = data
+
+
+def add_harness(host: Host, origin: Origin, harness: Harness, out: Rendered) -> None:
+    for name, agent in sorted(harness.agents.items()):
+        add_agent(host, origin, name, agent, out)
+    for name, skill in sorted(harness.skills.items()):
+        add_skill(host, origin, name, skill, out)
+    for name, command in sorted(harness.commands.items()):
+        add_command(host, origin, name, command, out)
+    if harness.instructions is not None:
+        add_instructions(host, origin, harness.instructions, out)
