@@ -14,6 +14,7 @@ Facts this adapter relies on (``docs/host-facts.md`` §7–§10 and the eval ref
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
@@ -38,6 +39,7 @@ from pytest_atlante.hosts.base import (
     part_frontmatter,
     prepare_failed,
     probe_version,
+    source_name,
     tool_dropped,
     unsupported_version,
 )
@@ -81,6 +83,7 @@ OWN_TOOLS = frozenset({"read", "write", "edit", "bash", "glob", "grep", "list", 
 AGENT_FIELDS = frozenset({"description", "mode", "model", "variant", "temperature", "top_p", "prompt", "tools",
                           "disable", "hidden", "options", "color", "steps", "maxSteps", "permission"})
 SKILL_FIELDS = frozenset({"name", "description", "license", "compatibility", "metadata"})
+_HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 COMMAND_FIELDS = frozenset({"description", "agent", "model", "subtask"})
 
 #: The selected project config path: the one file a trial's configuration lives in.
@@ -206,6 +209,7 @@ class OpenCodeHost:
                                "set eval.model to a provider/model your stored OpenCode credentials cover")]
         return []
 
+    names_agents = False  # an agent is named by its file; a `name` field is just an option
     instructions_file = "AGENTS.md"
 
     def knows_tool(self, name: str) -> bool:
@@ -241,6 +245,10 @@ class OpenCodeHost:
         fields.setdefault("description", agent.description)
         if not own:
             fields.setdefault("mode", "all")  # selectable with --agent and as a subagent
+            # Claude Code's colours are names (`red`); OpenCode's schema takes `#rrggbb`.
+            if "color" in fields and not _HEX_COLOR.match(str(fields["color"])):
+                dropped.append(f"{source_name(agent.native, name)}: field 'color' dropped for {self.name} "
+                               f"({fields.pop('color')!r} is not a #rrggbb colour)")
         if agent.model is not None:
             fields.setdefault("model", agent.model)
         elif agent.dropped_model is not None and not own:

@@ -177,7 +177,8 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     rel = origin.rel(path)
     source_host = _source_host(agent.host, rel, origin.base, path)
     agree = _Agreement(origin, where, native, path, out)
-    agree.text("name", name, required=False)
+    if source_host is None or host_for(source_host).names_agents:
+        agree.text("name", name, required=False)  # the name the CLI selects it by (--agent)
     description = agree.text("description", agent.description)
     fields = native.fields or {}
     model, dropped_model = model_for(agent.model, host)

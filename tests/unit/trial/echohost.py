@@ -76,6 +76,7 @@ class EchoHost:
                                model: str | None) -> list[Diagnostic]:
         return []
 
+    names_agents = False
     instructions_file = "ECHO.md"
 
     def knows_tool(self, name: str) -> bool:
