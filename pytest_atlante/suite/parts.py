@@ -121,8 +121,8 @@ def _native(origin: Origin, path: Path, location: str, out: Rendered) -> NativeF
     try:
         return frontmatter.split(data.decode("utf-8"))
     except UnicodeDecodeError:
-        out.problems.append(Diagnostic(origin.rel(path), "", INVALID, "a harness source is not UTF-8 text",
-                                       "harness prompts, commands and SKILL.md files are UTF-8 text"))
+        out.problems.append(Diagnostic(origin.file, location, INVALID, f"a harness source is not UTF-8 text: {origin.rel(path)}",
+                                       "harness prompts and SKILL.md files are UTF-8 text files inside the project (or pack)"))
     except FrontmatterError as exc:
         out.problems.append(Diagnostic(origin.rel(path), f"line {exc.line}", INVALID, exc.message,
                                        "fix the frontmatter: a '---' line, a YAML mapping, a closing '---' line"))
@@ -270,7 +270,7 @@ def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Re
             continue
         if source.is_symlink() or not source.is_file():
             # The copy is byte for byte or not at all: a link would point out of the sandbox.
-            out.warnings.append(f"{origin.rel(source)}: not a regular file, left out of skill {name!r}")
+            out.warnings.append(f"{rel}/{inner}: not a regular file, left out of skill {name!r}")
             continue
         data = _read(origin, source, f"{where}.dir", out)
         if data is None:

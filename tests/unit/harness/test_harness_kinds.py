@@ -1,0 +1,126 @@
+"""The harness kinds beside agents and skills: commands, instructions, per-host models, host tools,
+and what a malformed native file gets (a diagnostic with file and line, never a traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Project, config_doc
+from pytest_atlante.diagnostics import DiagnosticError
+from pytest_atlante.suite.build import build, tree_dir, verify
+from pytest_atlante.suite.digests import harness_digest
+from pytest_atlante.suite.discovery import discover
+from pytest_atlante.suite.frontmatter import split
+
+
+def harness(project: Project, section: dict[str, Any]) -> None:
+    project.config(config_doc() | {"harness": section})
+
+
+def warnings(project: Project, host: str) -> list[str]:
+    found: list[str] = json.loads((project.root / ".atlante/build" / host / "manifest.json").read_text())["warnings"]
+    return found
+
+
+def test_commands_and_instructions_are_built_digested_and_checked_for_staleness(atlante_project: Project) -> None:
+    atlante_project.write("harness/ship.md", "---\ndescription: Ship it\nallowed-tools: Bash(git:*)\n---\nShip $ARGUMENTS\n")
+    atlante_project.write("harness/memory.md", "Always run the tests.\n")
+    harness(atlante_project, {"commands": {"ship": {"file": "harness/ship.md", "host": "claude-code"}},
+                              "instructions": "harness/memory.md"})
+    build(atlante_project.root)
+    claude, opencode = tree_dir(atlante_project.root, "claude-code"), tree_dir(atlante_project.root, "opencode")
+    assert (claude / ".claude/commands/ship.md").read_bytes() == (atlante_project.root / "harness/ship.md").read_bytes()
+    assert split((opencode / ".opencode/commands/ship.md").read_text()).fields == {"description": "Ship it"}
+    assert any("field 'allowed-tools' dropped for opencode" in w for w in warnings(atlante_project, "opencode"))
+    assert (claude / "CLAUDE.md").read_text() == (opencode / "AGENTS.md").read_text() == "Always run the tests.\n"
+    before = {h: harness_digest(atlante_project.root, h) for h in ("claude-code", "opencode")}
+    for rel in ("harness/ship.md", "harness/memory.md"):
+        atlante_project.write(rel, "changed\n")
+        stale = verify(atlante_project.root, "claude-code")
+        assert [(d.code, d.file) for d in stale] == [("eval-build-stale", rel)], stale
+        build(atlante_project.root)
+    assert all(harness_digest(atlante_project.root, h) != before[h] for h in before)
+
+
+def test_instructions_per_host(atlante_project: Project) -> None:
+    atlante_project.write("CLAUDE.md", "claude memory\n")
+    harness(atlante_project, {"instructions": {"claude-code": "CLAUDE.md"}})
+    build(atlante_project.root)
+    assert (tree_dir(atlante_project.root, "claude-code") / "CLAUDE.md").read_text() == "claude memory\n"
+    assert not (tree_dir(atlante_project.root, "opencode") / "AGENTS.md").exists()
+    assert any("opencode gets none" in w for w in warnings(atlante_project, "opencode"))
+
+
+def test_a_model_per_host(atlante_project: Project) -> None:
+    harness(atlante_project, {"agents": {"helper": {
+        "description": "d", "prompt": "harness/helper.md",
+        "model": {"claude-code": "sonnet", "opencode": "anthropic/claude-sonnet-4-5"}}}})
+    build(atlante_project.root)
+    claude = split((tree_dir(atlante_project.root, "claude-code") / ".claude/agents/helper.md").read_text()).fields
+    opencode = split((tree_dir(atlante_project.root, "opencode") / ".opencode/agents/helper.md").read_text()).fields
+    assert claude is not None and opencode is not None
+    assert (claude["model"], opencode["model"]) == ("sonnet", "anthropic/claude-sonnet-4-5")
+    assert warnings(atlante_project, "opencode") == []
+
+
+def test_host_specific_tools_are_kept_for_their_host_and_named_for_the_other(atlante_project: Project) -> None:
+    harness(atlante_project, {"agents": {"helper": {
+        "description": "d", "prompt": "harness/helper.md", "tools": ["read", "TodoWrite", "mcp__github__get_issue", "webfetch"]}}})
+    build(atlante_project.root)
+    claude = split((tree_dir(atlante_project.root, "claude-code") / ".claude/agents/helper.md").read_text()).fields
+    assert claude is not None and claude["tools"] == "Read, TodoWrite, mcp__github__get_issue"
+    assert any("tool 'webfetch' dropped for claude-code" in w for w in warnings(atlante_project, "claude-code"))
+    opencode = split((tree_dir(atlante_project.root, "opencode") / ".opencode/agents/helper.md").read_text()).fields
+    assert opencode is not None and opencode["permission"]["webfetch"] == "allow"  # type: ignore[index]
+    assert opencode["permission"]["bash"] == "deny"  # type: ignore[index]
+    dropped = warnings(atlante_project, "opencode")
+    assert any("tool 'TodoWrite' dropped for opencode" in w for w in dropped), dropped
+    assert any("tool 'mcp__github__get_issue' dropped for opencode" in w for w in dropped), dropped
+
+
+@pytest.mark.parametrize(("text", "line", "words"), [
+    ("---\ndescription: d\ntools: [Read\n---\nbody\n", 4, "not valid YAML"),
+    ("---\ndescription: d\n", 1, "never closed"),
+    ("---\n- a list\n---\nbody\n", 2, "not a mapping"),
+    ("---\ndescription: d\n---\n---\nname: again\n---\nbody\n", 4, "second frontmatter block"),
+])
+def test_malformed_frontmatter_is_a_diagnostic_with_file_and_line(atlante_project: Project, text: str, line: int,
+                                                                  words: str) -> None:
+    atlante_project.write("harness/helper.md", text)
+    with pytest.raises(DiagnosticError) as caught:
+        build(atlante_project.root)
+    [problem] = caught.value.diagnostics
+    assert (problem.code, problem.file, problem.location) == ("eval-harness-invalid", "harness/helper.md", f"line {line}")
+    assert words in problem.message
+
+
+def test_a_native_file_gives_the_description_atlante_jsonc_leaves_out(atlante_project: Project) -> None:
+    atlante_project.write("harness/helper.md", "---\nname: helper\ndescription: From the file\n---\nBody\n")
+    harness(atlante_project, {"agents": {"helper": {"prompt": "harness/helper.md", "host": "claude-code"}}})
+    build(atlante_project.root)
+    built = (tree_dir(atlante_project.root, "claude-code") / ".claude/agents/helper.md").read_text()
+    assert built == "---\nname: helper\ndescription: From the file\n---\nBody\n"
+    atlante_project.write("harness/helper.md", "No frontmatter here.\n")
+    with pytest.raises(DiagnosticError) as caught:
+        build(atlante_project.root)
+    assert [d.location for d in caught.value.diagnostics] == ["$.harness.agents.helper"]
+    assert "no description" in caught.value.diagnostics[0].message
+
+
+def test_tool_names_no_host_knows_are_config_errors(atlante_project: Project) -> None:
+    harness(atlante_project, {"agents": {"helper": {"description": "d", "prompt": "harness/helper.md",
+                                                    "tools": ["read", "TodoWrite", "Teleport"]}}})
+    problems = discover(atlante_project.root).diagnostics
+    assert [d.location for d in problems if d.code == "eval-config-invalid"] == ["$.harness.agents.helper.tools[2]"]
+
+
+def test_a_skill_symlink_is_left_out_and_named(atlante_project: Project, tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("outside\n")
+    (atlante_project.root / "harness/tidy/link").symlink_to(tmp_path / "secret")
+    build(atlante_project.root)
+    assert not (tree_dir(atlante_project.root, "claude-code") / ".claude/skills/tidy/link").exists()
+    assert any("harness/tidy/link: not a regular file" in w for w in warnings(atlante_project, "claude-code"))
