@@ -170,3 +170,27 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], private_tmp: Path) -> None:
     """The pinned CLIs first on PATH (and a private TMPDIR)."""
     monkeypatch.setenv("PATH", hosts_path())
+
+
+# Real public harness files (unmodified, licences beside them: tests/data/harnesses/*/SOURCE.md).
+HARNESSES = Path(__file__).resolve().parent / "tests" / "data" / "harnesses"
+SKILL = HARNESSES / "anthropics-skills/skills/skill-creator"
+DEBUGGER = HARNESSES / "VoltAgent-awesome-claude-code-subagents/categories/04-quality-security/debugger.md"
+COMMAND = HARNESSES / "wshobson-agents/plugins/agent-teams/commands/team-review.md"
+OPENCODE_AGENT = HARNESSES / "darrenhinde-OpenAgentsControl/.opencode/agent/subagents/code/codebase-pattern-analyst.md"
+
+
+def adopt_public_harness(root: Path) -> dict[str, Any]:
+    """``root`` holds the public files where a user keeps them (and a CLAUDE.md), with the
+    ``atlante.jsonc`` whose harness section adopts them in place; returns that section."""
+    from pytest_atlante.suite.native import discover_native_harness, harness_section_for
+
+    shutil.copytree(SKILL, root / ".claude/skills/skill-creator")
+    for source, target in ((DEBUGGER, ".claude/agents/debugger.md"), (COMMAND, ".claude/commands/team-review.md"),
+                           (OPENCODE_AGENT, ".opencode/agent/codebase-pattern-analyst.md")):
+        (root / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, root / target)
+    (root / "CLAUDE.md").write_text("Run the tests with `make test`.\n")
+    section = harness_section_for(discover_native_harness(root))
+    (root / "atlante.jsonc").write_text(json.dumps({"version": "0.2", "harness": section}, indent=2))
+    return section

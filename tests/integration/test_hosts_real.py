@@ -70,6 +70,7 @@ def run_session(
     *,
     before: Callable[[Path, Path], None] | None = None,
     drop_env: tuple[str, ...] = (),
+    agent: str | None = None,
 ) -> Session:
     sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user-home"
     for directory in (sandbox, home, user_home):
@@ -96,7 +97,7 @@ def run_session(
             monitor.feed(line)
             return False
 
-        argv = host.command(info, prompt="Do the task.", agent=None, model=None)
+        argv = host.command(info, prompt="Do the task.", agent=agent, model=None)
         result = run(argv, cwd=sandbox, env=env, timeout_s=SESSION_TIMEOUT_S, on_stdout_line=on_line,
                      bounds=Bounds(interrupt_signal=host.interrupt_signal))
         assert not result.timed_out, result.stderr[-2000:]

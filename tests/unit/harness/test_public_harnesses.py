@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -17,30 +16,14 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import COMMAND, DEBUGGER, OPENCODE_AGENT, SKILL, adopt_public_harness
 from pytest_atlante.diagnostics import DiagnosticError
 from pytest_atlante.suite.build import build, tree_dir, verify
 from pytest_atlante.suite.frontmatter import split
-from pytest_atlante.suite.native import discover_native_harness, harness_section_for
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "harnesses"
-SKILL = DATA / "anthropics-skills/skills/skill-creator"
-DEBUGGER = DATA / "VoltAgent-awesome-claude-code-subagents/categories/04-quality-security/debugger.md"
-COMMAND = DATA / "wshobson-agents/plugins/agent-teams/commands/team-review.md"
-OPENCODE_AGENT = DATA / "darrenhinde-OpenAgentsControl/.opencode/agent/subagents/code/codebase-pattern-analyst.md"
 
 
 def adopt(root: Path) -> dict[str, Any]:
-    """A project holding the four public files in their hosts' layouts, its harness adopted."""
-    shutil.copytree(SKILL, root / ".claude/skills/skill-creator")
-    (root / ".claude/agents").mkdir(parents=True)
-    shutil.copy2(DEBUGGER, root / ".claude/agents/debugger.md")
-    (root / ".claude/commands").mkdir()
-    shutil.copy2(COMMAND, root / ".claude/commands/team-review.md")
-    (root / ".opencode/agent").mkdir(parents=True)
-    shutil.copy2(OPENCODE_AGENT, root / ".opencode/agent/codebase-pattern-analyst.md")
-    (root / "CLAUDE.md").write_text("Run the tests with `make test`.\n")
-    section = harness_section_for(discover_native_harness(root))
-    (root / "atlante.jsonc").write_text(json.dumps({"version": "0.2", "harness": section}, indent=2))
+    section = adopt_public_harness(root)
     build(root)
     return section
 
