@@ -87,7 +87,7 @@ class AgentSpec:
     ``bash``, ``glob``, ``grep``, ``skill``, ``task``) or one host's own names (``TodoWrite``,
     ``mcp__…``); None leaves the host's default tools.  ``model`` is the one meant for the host
     being rendered; ``dropped_model`` a model given only for another host.  ``native``: the
-    frontmatter of a native source file, carried whole for its own host (docs/design.md §18).
+    frontmatter of a native source file, carried whole for its own host (docs/design.md §9).
     """
 
     description: str
@@ -159,21 +159,33 @@ def ordered_fields(fields: dict[str, object], first: tuple[str, ...]) -> dict[st
     return {k: fields[k] for k in first if k in fields} | {k: v for k, v in fields.items() if k not in first}
 
 
+#: Frontmatter that would run the project's commands or servers inside a trial: the eval reference
+#: has the runner author the configuration and omit the project's hooks and MCP servers, so a
+#: harness file cannot bring them back in (docs/design.md §9).
+UNEVALUATED_FIELDS = {
+    "hooks": "eval runs no project hooks",
+    "mcpServers": "eval omits project MCP servers",
+}
+
+
 def carried_fields(host: str, known: frozenset[str], native: NativeSource | None,
                    translated: frozenset[str]) -> tuple[dict[str, object], list[str]]:
     """The native fields ``host`` keeps as they are, and a line for each one it drops.
 
-    Its own files keep everything (the lossless build); another host's (or a host-neutral) file
-    keeps the fields ``host`` knows by the same name; ``translated`` fields are the caller's job.
+    Its own files keep everything (the lossless build) but :data:`UNEVALUATED_FIELDS`; another
+    host's (or a host-neutral) file keeps the fields ``host`` knows by the same name;
+    ``translated`` fields are the caller's job.
     """
     if native is None:
         return {}, []
-    if native.host == host:
-        return dict(native.fields), []
     kept: dict[str, object] = {}
     dropped: list[str] = []
     for key, value in native.fields.items():
-        if key in translated:
+        if key in UNEVALUATED_FIELDS:
+            dropped.append(f"{native.path}: field {key!r} dropped for {host} ({UNEVALUATED_FIELDS[key]})")
+        elif native.host == host:
+            kept[key] = value
+        elif key in translated:
             continue
         if key in known:
             kept[key] = value

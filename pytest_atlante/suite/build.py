@@ -6,7 +6,7 @@ manifest digests only change when a source does.
 
 Host-neutral tool names (``tools`` of an agent) are ``read, write, edit, bash, glob, grep, skill,
 task``; each host's renderer maps them to its own vocabulary.  Native files are read as such
-(``suite/parts.py``, docs/design.md §18); what a host cannot take is a warning in the manifest.
+(``suite/parts.py``, docs/design.md §9); what a host cannot take is a warning in the manifest.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def _manifest(host: HostName, rendered: Rendered) -> str:
         "atlanteVersion": __version__,
         "sources": [{"path": p, "sha256": d} for p, d in sorted(rendered.sources.items())],
         "outputs": [_output_entry(p, b, p in rendered.executable) for p, b in sorted(rendered.outputs.items())],
-        # What this host's build left out of the sources, one line each (docs/design.md §18).
+        # What this host's build left out of the sources, one line each (docs/design.md §9).
         "warnings": sorted(set(rendered.warnings)),
     }
     return json.dumps(manifest, indent=2, sort_keys=True) + "\n"

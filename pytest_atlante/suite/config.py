@@ -28,7 +28,7 @@ MAX_TRIALS = 50
 NeutralTool = Literal["read", "write", "edit", "bash", "glob", "grep", "skill", "task"]
 NEUTRAL_TOOLS: tuple[str, ...] = ("read", "write", "edit", "bash", "glob", "grep", "skill", "task")
 # A neutral name, or one host's own tool name (``TodoWrite``, ``mcp__github__create_issue``,
-# ``webfetch``): which host knows it is decided at build (docs/design.md §18).
+# ``webfetch``): which host knows it is decided at build (docs/design.md §9).
 def _known_tool(name: str) -> str:
     if name in NEUTRAL_TOOLS or any(host_for(host).knows_tool(name) for host in HOST_NAMES):
         return name

@@ -4,7 +4,7 @@
 :func:`discover_native_harness` on the project root and writes :func:`harness_section_for`'s
 result as the ``harness`` section of ``atlante.jsonc``. The files are adopted *in place* (the
 section names them; nothing is copied or rewritten), so the native files stay the one source and
-``atlante build`` reads their frontmatter itself (``suite/frontmatter.py``, docs/design.md §18).
+``atlante build`` reads their frontmatter itself (``suite/frontmatter.py``, docs/design.md §9).
 
 Layouts found (host-facts §5, §8 and §11):
 
@@ -28,6 +28,8 @@ from typing import Literal
 
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
 from pytest_atlante.hosts.names import HostName
+from pytest_atlante.suite import frontmatter
+from pytest_atlante.suite.frontmatter import FrontmatterError
 
 NativeKind = Literal["agent", "skill", "command", "instructions"]
 
@@ -56,6 +58,16 @@ def slug_for(stem: str) -> str:
     return _SLUG_UNSAFE.sub("-", stem.lower()).strip("-") or "unnamed"
 
 
+def _named(path: Path, fallback: str) -> str:
+    """The frontmatter ``name`` of an agent or skill file (what its host selects it by), if any."""
+    try:
+        fields = frontmatter.split(read_capped(path, MAX_DOCUMENT_BYTES).decode("utf-8")).fields
+    except (UnreadableFile, UnicodeDecodeError, FrontmatterError):
+        return fallback  # the build reports what is wrong with it
+    name = frontmatter.as_text((fields or {}).get("name"))
+    return name if name else fallback
+
+
 def _files(directory: Path, pattern: str) -> list[Path]:
     if not directory.is_dir() or directory.is_symlink():
         return []
@@ -70,12 +82,13 @@ def _layout_parts(root: Path, base: str, host: HostName, dirs: dict[NativeKind, 
         for dirname in names:
             directory = top / dirname
             if kind == "skill":
-                found = [(p.parent, p.parent.name) for p in _files(directory, "*/SKILL.md")]
-            elif kind == "command" and host == "claude-code":
-                # Claude Code namespaces commands by subdirectory; the command is named by its stem.
-                found = [(p, p.stem) for p in _files(directory, "**/*.md")]
+                found = [(p.parent, _named(p, p.parent.name)) for p in _files(directory, "*/SKILL.md")]
+            elif kind == "agent":
+                # Both CLIs load nested agent files (host-facts §11); Claude Code by their `name`.
+                found = [(p, _named(p, p.stem) if host == "claude-code" else p.stem) for p in _files(directory, "**/*.md")]
             else:
-                found = [(p, p.stem) for p in _files(directory, "*.md")]
+                # Nested commands are namespaced by their directory (host-facts §11); the build keeps it.
+                found = [(p, p.stem) for p in _files(directory, "**/*.md")]
             parts.extend(NativePart(kind, slug_for(stem), path.relative_to(root).as_posix(), host)
                          for path, stem in found)
     return parts

@@ -3,7 +3,7 @@
 Each part is read from its source — a native file's frontmatter is its fields (``frontmatter``),
 and what ``atlante.jsonc`` also says must agree with it — and handed to the host adapter as a
 neutral spec; the adapter says which fields it keeps and what it drops.  For the host a native
-file came from, the output is that file as the host loads it (docs/design.md §18); every field,
+file came from, the output is that file as the host loads it (docs/design.md §9); every field,
 tool, model or file another host cannot take is a warning line, never a silent loss.
 """
 
@@ -130,7 +130,7 @@ def _native(origin: Origin, path: Path, location: str, out: Rendered) -> NativeF
 
 
 class _Agreement:
-    """Fields both ``atlante.jsonc`` and a file's frontmatter give must be equal (design §18)."""
+    """Fields both ``atlante.jsonc`` and a file's frontmatter give must be equal (design.md §9)."""
 
     def __init__(self, origin: Origin, where: str, native: NativeFile, path: Path, out: Rendered) -> None:
         self.origin, self.where, self.native, self.path, self.out = origin, where, native, path, out
@@ -234,7 +234,23 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     fields = {k: v for k, v in rendered.fields.items() if v != ""}  # a command needs no description
     own = source_host == host.name
     text = frontmatter.render(native if own else None, fields, native.body) if fields or native.fields else native.body
-    out.outputs[f"{host.owned_dir}/commands/{name}.md"] = text.encode()
+    target = f"{host.owned_dir}/commands/{_command_path(rel, name)}"
+    if target in out.outputs:
+        out.problems.append(Diagnostic(origin.file, where, CONFLICT, f"command {name!r} would be written over "
+                                       f"another command at {target}", "rename one of the command files"))
+        return
+    out.outputs[target] = text.encode()
+
+
+def _command_path(rel: str, name: str) -> str:
+    """Where a command goes under the host's ``commands/``: a file kept in a host's ``commands/``
+    tree keeps its place there, because Claude Code names a nested command by its directory
+    (``frontend/component.md`` is ``/frontend:component``, host-facts §11); any other by its name."""
+    parts = rel.split("/")
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] in ("commands", "command"):
+            return "/".join(parts[index + 1:])
+    return f"{name}.md"
 
 
 def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Rendered) -> None:

@@ -21,9 +21,14 @@ def test_every_layout_is_found_with_its_host(tmp_path: Path) -> None:
                 ".claude-plugin/plugin.json", "agents/plugin-agent.md", "commands/plug.md", "skills/pskill/SKILL.md"):
         write(tmp_path, rel)
     write(tmp_path, ".claude/skills/not-a-skill/README.md")
+    write(tmp_path, ".claude/agents/sub/file-name.md", "---\nname: nested-one\ndescription: d\n---\nbody\n")
+    write(tmp_path, ".opencode/agent/sub/code/deep.md")
     parts = set(discover_native_harness(tmp_path).parts)
     assert parts == {
         NativePart("agent", "debugger", ".claude/agents/debugger.md", "claude-code"),
+        # nested agents load too (host-facts §11): Claude Code's by their frontmatter name
+        NativePart("agent", "nested-one", ".claude/agents/sub/file-name.md", "claude-code"),
+        NativePart("agent", "deep", ".opencode/agent/sub/code/deep.md", "opencode"),
         NativePart("skill", "skill-creator", ".claude/skills/skill-creator", "claude-code"),
         NativePart("command", "tdd-red", ".claude/commands/tools/Tdd_Red.md", "claude-code"),
         NativePart("instructions", "claude-code", "CLAUDE.md", "claude-code"),

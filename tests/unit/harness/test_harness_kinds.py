@@ -124,3 +124,25 @@ def test_a_skill_symlink_is_left_out_and_named(atlante_project: Project, tmp_pat
     build(atlante_project.root)
     assert not (tree_dir(atlante_project.root, "claude-code") / ".claude/skills/tidy/link").exists()
     assert any("harness/tidy/link: not a regular file" in w for w in warnings(atlante_project, "claude-code"))
+
+
+def test_a_nested_command_keeps_its_namespace(atlante_project: Project) -> None:
+    atlante_project.write(".claude/commands/frontend/Make_Component.md", "---\ndescription: d\n---\nMake $ARGUMENTS\n")
+    harness(atlante_project, {"commands": {"make-component": {"file": ".claude/commands/frontend/Make_Component.md"}}})
+    build(atlante_project.root)
+    # Claude Code calls it /frontend:Make_Component (host-facts §11): the same file at the same place
+    assert (tree_dir(atlante_project.root, "claude-code") / ".claude/commands/frontend/Make_Component.md").is_file()
+    assert (tree_dir(atlante_project.root, "opencode") / ".opencode/commands/frontend/Make_Component.md").is_file()
+
+
+def test_hooks_and_mcp_servers_in_frontmatter_never_reach_a_trial(atlante_project: Project) -> None:
+    atlante_project.write(".claude/agents/helper.md", "---\nname: helper\ndescription: d\nhooks:\n  Stop:\n"
+                          "    - hooks: [{type: command, command: 'curl evil'}]\nmcpServers:\n  x: {command: evil}\n---\nBody\n")
+    harness(atlante_project, {"agents": {"helper": {"prompt": ".claude/agents/helper.md"}}})
+    build(atlante_project.root)
+    for host, owned in (("claude-code", ".claude"), ("opencode", ".opencode")):
+        fields = split((tree_dir(atlante_project.root, host) / owned / "agents/helper.md").read_text()).fields
+        assert fields is not None and "hooks" not in fields and "mcpServers" not in fields
+        dropped = warnings(atlante_project, host)
+        assert any("'hooks' dropped" in w and "no project hooks" in w for w in dropped), dropped
+        assert any("'mcpServers' dropped" in w for w in dropped), dropped
