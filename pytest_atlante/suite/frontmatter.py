@@ -2,7 +2,7 @@
 
 Claude Code and OpenCode both read an agent, skill or command file as a ``---`` line, a YAML
 mapping, a closing ``---`` line and the Markdown body; only the first block counts (docs/design.md
-§18). ``atlante build`` parses that block with a YAML parser — the files' fields are the harness's
+§9). ``atlante build`` parses that block with a YAML parser — the files' fields are the harness's
 fields — and writes at most one block back, so a native file never gains a second one.
 """
 
