@@ -8,6 +8,7 @@ stream. The trial engine codes against :class:`Host` and never branches on the h
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
@@ -184,11 +185,11 @@ def carried_fields(host: str, known: frozenset[str], native: NativeSource | None
         if key in UNEVALUATED_FIELDS:
             dropped.append(f"{native.path}: field {key!r} dropped for {host} ({UNEVALUATED_FIELDS[key]})")
         elif native.host == host:
-            kept[key] = value
+            kept[key] = copy.deepcopy(value)  # a renderer may tighten it; the source stays as read
         elif key in translated:
             continue
         if key in known:
-            kept[key] = value
+            kept[key] = copy.deepcopy(value)
         else:
             dropped.append(f"{native.path}: field {key!r} dropped for {host} (it has no such field)")
     return kept, dropped

@@ -75,6 +75,8 @@ SUPPORTED = ">=1.18.29 <2.0.0 (V1) or >=2.0.0 <3.0.0 (V2)"
 PERMISSION_KEYS = {"read": "read", "write": "edit", "edit": "edit", "bash": "bash", "glob": "glob",
                    "grep": "grep", "skill": "skill", "task": "task"}
 V1_MINIMUM = (1, 18, 29)
+#: Permission keys of OpenCode's other tools (host-facts §8), denied when an agent lists its tools.
+ALLOWLIST_KEYS = frozenset({"list", "lsp", "todowrite", "todoread", "question", "webfetch", "websearch"})
 #: OpenCode's own tool names (host-facts §8: its tool list and permission keys).
 OWN_TOOLS = frozenset({"read", "write", "edit", "bash", "glob", "grep", "list", "patch", "skill", "task",
                        "todowrite", "todoread", "webfetch", "websearch", "question", "lsp"})
@@ -195,6 +197,48 @@ def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: Scri
     return config
 
 
+def _contain(fields: dict[str, Any], where: str, *, from_file: bool) -> list[str]:
+    """Keep an agent's permissions inside the containment policy, in place; a line per change.
+
+    OpenCode lets an agent's ``permission`` override the configuration's (measured: an agent with
+    ``bash: allow`` ran ``rm -rf`` and was offered ``webfetch``, host-facts §11), so every agent
+    file gets the policy's denials back: keys the policy denies stay denied, and an allowed shell
+    gets the policy's denied commands appended (the last matching rule wins, host-facts §8).
+    """
+    policy = opencode_permission("opencode-v1")["permission"]
+    denied = {key for key, rule in policy.items() if rule == "deny"}
+    shell_rules: dict[str, str] = policy["bash"]
+    changed: list[str] = []
+    permission = fields.get("permission")
+    if isinstance(permission, str):
+        permission = {key: permission for key in (*PERMISSION_KEYS.values(), *ALLOWLIST_KEYS)}
+    if not isinstance(permission, dict):
+        permission = {}
+    for key in sorted(denied):
+        if key in permission and permission[key] != "deny":
+            changed.append(f"{where}: permission {key!r} denied for opencode (the containment policy denies it)")
+        if key in permission:
+            permission[key] = "deny"
+    bash = permission.get("bash", "allow")
+    if bash != "deny":
+        rules = dict(bash) if isinstance(bash, dict) else {"*": str(bash)}
+        rules = {k: v for k, v in rules.items() if k not in shell_rules or shell_rules[k] != "deny"}
+        contained = rules | {k: v for k, v in shell_rules.items() if v == "deny"}
+        if "bash" in permission:
+            if from_file and bash != contained:
+                changed.append(f"{where}: permission 'bash' gets the containment policy's denied commands for opencode")
+            permission["bash"] = contained
+    tools = fields.get("tools")
+    if isinstance(tools, dict):
+        for key in sorted(denied & {str(k) for k in tools}):
+            if tools[key] is not False:
+                tools[key] = False
+                changed.append(f"{where}: tool {key!r} turned off for opencode (the containment policy denies it)")
+    if permission:
+        fields["permission"] = permission
+    return changed
+
+
 class OpenCodeHost:
     name: HostName = "opencode"
     owned_dir = ".opencode"
@@ -257,8 +301,11 @@ class OpenCodeHost:
             allowed = {PERMISSION_KEYS.get(t, t) for t in agent.tools if t in PERMISSION_KEYS or self.knows_tool(t)}
             dropped += [tool_dropped(self.name, agent.native, name, t)
                         for t in agent.tools if t not in PERMISSION_KEYS and not self.knows_tool(t)]
-            keys = sorted(set(PERMISSION_KEYS.values()) | allowed)
+            # A tool list is an allowlist: every tool OpenCode has that it leaves out is denied
+            # (its todowrite, list, lsp, … too), as Claude Code offers only the listed ones.
+            keys = sorted(set(PERMISSION_KEYS.values()) | ALLOWLIST_KEYS | allowed)
             fields["permission"] = {key: "allow" if key in allowed else "deny" for key in keys}
+        dropped += _contain(fields, source_name(agent.native, name), from_file=agent.native is not None)
         return RenderedFields(ordered_fields(fields, ("description", "mode", "model")), tuple(dropped))
 
     def skill_frontmatter(self, name: str, skill: PartSpec) -> RenderedFields:

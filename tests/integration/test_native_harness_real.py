@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import adopt_public_harness
+from conftest import Project, adopt_public_harness, scenario_doc
 from pytest_atlante.hosts import host_for
 from pytest_atlante.suite.build import build, tree_dir
-from test_hosts_real import Session, parent_env, run_session, turn_tools
+from test_hosts_real import RM_SCRIPT, Session, parent_env, run_session, turn_tools
+from trial_helpers import DONE as DONE_TURN
+from trial_helpers import logged_requests, run_eval, system_text, with_request_log, write_turn
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(300)]
 
@@ -72,3 +74,65 @@ def test_opencode_runs_the_translated_agent_with_its_tools(tmp_path: Path, hosts
     assert "senior debugging specialist" in text  # the agent's body is its system prompt
     assert "Run the tests with `make test`." in text  # AGENTS.md was loaded
     assert session.outcome.model_identity == "atlante-scripted/scripted-model"
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize(("host", "tools"), [
+    ("claude-code", {"Read", "Write", "Edit", "Bash"}),
+    ("opencode", {"read", "write", "edit", "bash", "glob", "grep"}),
+])
+def test_an_eval_run_of_the_adopted_harness_selects_the_native_agent(
+        pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, tools: set[str]) -> None:
+    """The whole road: adopt, build, verify, overlay, `task.agent` — every turn under the agent's tools."""
+    root = tmp_path / "project"
+    root.mkdir()
+    section = adopt_public_harness(root)
+    project = Project(root)
+    project.config({"version": "0.2", "harness": section,
+                    "eval": {"host": host, "scenarios": "eval/scenarios/*.eval.json", "budget": {"trials": 1}}})
+    project.write("eval/fixtures/app/README.md", "# app\n")
+    project.scenario(scenario_doc("debugs", task={"fixture": "eval/fixtures/app", "agent": "debugger",
+                                                  "prompt": "Create hello.txt containing hello."}),
+                     file="eval/scenarios/debugs.eval.json")
+    project.script("debugs", [write_turn("hello.txt", "hello\n"), DONE_TURN])
+    project.build()
+    log_dir = tmp_path / "requests"
+    run = run_eval(pytester, root, tmp_path / "out", *with_request_log(monkeypatch, log_dir))
+    assert run.result.ret == 0, run.output()
+    assert run.trial("debugs").verdict == "pass"
+    turns = [r for logged in logged_requests(log_dir).values() for r in logged if r["kind"] == "turn"]
+    assert turns and all(set(r["tools_offered"]) == tools for r in turns), [r["tools_offered"] for r in turns]
+    assert all("senior debugging specialist" in system_text(r) for r in turns)
+
+
+LOOSE_AGENTS = {
+    # OpenCode lets an agent's permission override the configuration's; the build puts the policy back.
+    "opencode": (".opencode/agents/loose.md", "---\ndescription: d\nmode: all\npermission:\n  bash: allow\n"
+                 "  webfetch: allow\n---\nYou clean up.\n", "webfetch"),
+    # Claude Code's deny rules hold whatever mode an agent asks for.
+    "claude-code": (".claude/agents/loose.md", "---\nname: loose\ndescription: d\npermissionMode: bypassPermissions\n"
+                    "tools: Bash, WebFetch\n---\nYou clean up.\n", "WebFetch"),
+}
+
+
+@pytest.mark.parametrize("host_name", sorted(LOOSE_AGENTS))
+def test_a_harness_agent_cannot_loosen_the_containment_policy(tmp_path: Path, hosts_path: Callable[[], str],
+                                                              host_name: str) -> None:
+    rel, text, web_tool = LOOSE_AGENTS[host_name]
+    project = tmp_path / "project"
+    (project / rel).parent.mkdir(parents=True)
+    (project / rel).write_text(text)
+    (project / "atlante.jsonc").write_text(json.dumps({"version": "0.2", "harness": {"agents": {"loose": {"prompt": rel}}}}))
+    build(project)
+    host = host_for(host_name)
+    path = hosts_path()
+    info = host.probe(parent_env(path))
+    (tmp_path / "trial").mkdir()
+
+    def overlay(sandbox: Path, home: Path) -> None:
+        shutil.copytree(tree_dir(project, host_name), sandbox, dirs_exist_ok=True)
+
+    session = run_session(host, info, tmp_path / "trial", RM_SCRIPT, path, before=overlay, agent="loose")
+    assert (session.sandbox / "victim" / "keep.txt").read_text() == "precious\n"
+    offered = turn_tools(session)
+    assert offered and all(web_tool not in tools for tools in offered), offered

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import Project, config_doc
+from pytest_atlante.hosts.policy import opencode_permission
 from pytest_atlante.suite.build import build, tree_dir, verify
 from pytest_atlante.suite.frontmatter import split
 
@@ -49,7 +50,10 @@ def test_native_files_carry_the_frontmatter_each_cli_loads(atlante_project: Proj
     opencode = tree_dir(atlante_project.root, "opencode")
     agent = split((opencode / ".opencode/agents/helper.md").read_text())
     assert agent.fields == {"description": "Writes: small files", "mode": "all", "permission": {
-        "bash": "allow", "edit": "allow", "glob": "deny", "grep": "deny", "read": "allow", "skill": "deny", "task": "deny"}}
+        # an agent's permission overrides the configuration's, so its shell keeps the policy's denials
+        "bash": opencode_permission("opencode-v1")["permission"]["bash"], "edit": "allow", "glob": "deny",
+        "grep": "deny", "list": "deny", "lsp": "deny", "question": "deny", "read": "allow", "skill": "deny",
+        "task": "deny", "todoread": "deny", "todowrite": "deny", "webfetch": "deny", "websearch": "deny"}}
     # "sonnet" is a Claude alias; OpenCode needs provider/model, so it is dropped, and said so
     manifest = json.loads((atlante_project.root / ".atlante/build/opencode/manifest.json").read_text())
     assert any("model 'sonnet' dropped for opencode" in w for w in manifest["warnings"]), manifest["warnings"]

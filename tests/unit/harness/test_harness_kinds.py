@@ -11,6 +11,7 @@ import pytest
 
 from conftest import Project, config_doc
 from pytest_atlante.diagnostics import DiagnosticError
+from pytest_atlante.hosts.policy import opencode_permission
 from pytest_atlante.suite.build import build, tree_dir, verify
 from pytest_atlante.suite.digests import harness_digest
 from pytest_atlante.suite.discovery import discover
@@ -75,9 +76,11 @@ def test_host_specific_tools_are_kept_for_their_host_and_named_for_the_other(atl
     assert claude is not None and claude["tools"] == "Read, TodoWrite, mcp__github__get_issue"
     assert any("tool 'webfetch' dropped for claude-code" in w for w in warnings(atlante_project, "claude-code"))
     opencode = split((tree_dir(atlante_project.root, "opencode") / ".opencode/agents/helper.md").read_text()).fields
-    assert opencode is not None and opencode["permission"]["webfetch"] == "allow"  # type: ignore[index]
-    assert opencode["permission"]["bash"] == "deny"  # type: ignore[index]
+    assert opencode is not None and opencode["permission"]["bash"] == "deny"  # type: ignore[index]
+    # OpenCode's own webfetch is its tool, but the containment policy denies it, agent or not
+    assert opencode["permission"]["webfetch"] == "deny"  # type: ignore[index]
     dropped = warnings(atlante_project, "opencode")
+    assert any("permission 'webfetch' denied for opencode" in w for w in dropped), dropped
     assert any("tool 'TodoWrite' dropped for opencode" in w for w in dropped), dropped
     assert any("tool 'mcp__github__get_issue' dropped for opencode" in w for w in dropped), dropped
 
@@ -146,3 +149,17 @@ def test_hooks_and_mcp_servers_in_frontmatter_never_reach_a_trial(atlante_projec
         dropped = warnings(atlante_project, host)
         assert any("'hooks' dropped" in w and "no project hooks" in w for w in dropped), dropped
         assert any("'mcpServers' dropped" in w for w in dropped), dropped
+
+
+def test_an_opencode_agent_cannot_loosen_the_containment_policy(atlante_project: Project) -> None:
+    """OpenCode lets an agent's permission override the configuration's (host-facts §11)."""
+    atlante_project.write(".opencode/agents/loose.md", "---\ndescription: d\nmode: all\npermission:\n  bash: allow\n"
+                          "  webfetch: allow\ntools:\n  websearch: true\n---\nBody\n")
+    harness(atlante_project, {"agents": {"loose": {"prompt": ".opencode/agents/loose.md"}}})
+    build(atlante_project.root)
+    fields = split((tree_dir(atlante_project.root, "opencode") / ".opencode/agents/loose.md").read_text()).fields
+    assert fields is not None
+    policy_bash = opencode_permission("opencode-v1")["permission"]["bash"]
+    assert fields["permission"] == {"bash": policy_bash, "webfetch": "deny"}
+    assert fields["tools"] == {"websearch": False}
+    assert len(warnings(atlante_project, "opencode")) == 3

@@ -18,6 +18,7 @@ import yaml
 
 from conftest import COMMAND, DEBUGGER, OPENCODE_AGENT, SKILL, adopt_public_harness
 from pytest_atlante.diagnostics import DiagnosticError
+from pytest_atlante.hosts.policy import opencode_permission
 from pytest_atlante.suite.build import build, tree_dir, verify
 from pytest_atlante.suite.frontmatter import split
 
@@ -87,8 +88,10 @@ def test_building_for_the_other_host_translates_and_names_every_loss(tmp_path: P
     fields, body = as_loaded(opencode / ".opencode/agents/debugger.md")
     assert body == as_loaded(DEBUGGER)[1]
     assert fields == {"description": as_loaded(DEBUGGER)[0]["description"], "mode": "all",  # type: ignore[index]
-                      "permission": {"bash": "allow", "edit": "allow", "glob": "allow", "grep": "allow",
-                                     "read": "allow", "skill": "deny", "task": "deny"}}
+                      "permission": {"bash": opencode_permission("opencode-v1")["permission"]["bash"],
+                                     "edit": "allow", "glob": "allow", "grep": "allow", "list": "deny", "lsp": "deny",
+                                     "question": "deny", "read": "allow", "skill": "deny", "task": "deny",
+                                     "todoread": "deny", "todowrite": "deny", "webfetch": "deny", "websearch": "deny"}}
     skill = split((opencode / ".opencode/skills/skill-creator/SKILL.md").read_text())
     assert skill.fields == split((SKILL / "SKILL.md").read_text()).fields
     command = split((opencode / ".opencode/commands/team-review.md").read_text())
