@@ -95,7 +95,12 @@ def _claimed(harness: Harness, origin: str, file: str, owners: dict[str, str], p
                                            f"{kind} {name!r} is also defined by {owners[key]}", f"rename one of the {kind}s"))
         return kept
     agents, skills, commands = keep("agent", harness.agents), keep("skill", harness.skills), keep("command", harness.commands)
-    instructions = harness.instructions if keep("instructions", ["file"] if harness.instructions else []) else None
+    instructions = harness.instructions
+    if instructions is not None and owners.setdefault("instructions", origin) != origin:
+        problems.append(Diagnostic(file, "$.harness.instructions", "eval-harness-conflict",
+                                   f"the instructions are also given by {owners['instructions']}",
+                                   "keep one memory file: in the project or in one pack"))
+        instructions = None
     return harness.model_copy(update={
         "agents": {k: v for k, v in harness.agents.items() if k in agents},
         "skills": {k: v for k, v in harness.skills.items() if k in skills},

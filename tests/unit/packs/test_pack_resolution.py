@@ -189,3 +189,25 @@ def test_a_pack_agent_colliding_with_the_projects_is_a_build_error(project: Pack
         build(project.root)
     assert [(d.code, d.file, d.location) for d in caught.value.diagnostics] == [
         ("eval-harness-conflict", "packs/notes/atlante.jsonc", "$.harness.agents.helper")]
+
+
+def test_a_packs_commands_and_memory_file_build_and_a_second_memory_file_is_a_conflict(project: PackProject) -> None:
+    from pytest_atlante.diagnostics import DiagnosticError
+
+    project.write("packs/notes/harness/note.md", "---\ndescription: Take a note\n---\nNote $ARGUMENTS\n")
+    project.write("packs/notes/harness/memory.md", "Notes go in notes/.\n")
+    project.pack("packs/notes", harness={"agents": {}, "commands": {"note": {"file": "harness/note.md"}},
+                                         "instructions": "harness/memory.md"})
+    project.select(["./packs/notes"])
+    build(project.root)
+    tree = tree_dir(project.root, "claude-code")
+    assert (tree / ".claude/commands/note.md").read_text().endswith("Note $ARGUMENTS\n")
+    assert (tree / "CLAUDE.md").read_text() == "Notes go in notes/.\n"
+    doc = json.loads((project.root / "atlante.jsonc").read_text())
+    project.write("memory.md", "Mine.\n")
+    doc["harness"]["instructions"] = "memory.md"
+    project.config(doc)
+    with pytest.raises(DiagnosticError) as caught:
+        build(project.root)
+    assert [(d.code, d.file, d.location) for d in caught.value.diagnostics] == [
+        ("eval-harness-conflict", "packs/notes/atlante.jsonc", "$.harness.instructions")]
