@@ -193,8 +193,14 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
         model, dropped_model = (model, dropped_model) if agent.model is not None else model_for(fm_model, host)
     tools = tuple(agent.tools) if agent.tools is not None else None
     if native.fields is not None:
-        reader = host_for(source_host) if source_host is not None else host
-        found, notes = reader.frontmatter_tools(fields)
+        # A host-neutral file's tools are read by the first host whose format they are in.
+        readers = [host_for(source_host)] if source_host is not None else [host_for(h) for h in HOST_NAMES]
+        found: tuple[str, ...] | None = None
+        notes: list[str] = []
+        for reader in readers:
+            found, notes = reader.frontmatter_tools(fields)
+            if found is not None:
+                break
         out.warnings += [f"{rel}: {note}" for note in notes]
         if tools is not None and found is not None and set(tools) != set(found):
             agree.same("tools", list(tools), list(found))

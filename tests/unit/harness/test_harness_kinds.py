@@ -163,3 +163,14 @@ def test_an_opencode_agent_cannot_loosen_the_containment_policy(atlante_project:
     assert fields["permission"] == {"bash": policy_bash, "webfetch": "deny"}
     assert fields["tools"] == {"websearch": False}
     assert len(warnings(atlante_project, "opencode")) == 3
+
+
+def test_a_host_neutral_files_tools_reach_both_hosts(atlante_project: Project) -> None:
+    atlante_project.write("harness/helper.md", "---\nname: helper\ndescription: d\ntools: Read, Bash\n---\nBody\n")
+    harness(atlante_project, {"agents": {"helper": {"prompt": "harness/helper.md"}}})
+    build(atlante_project.root)
+    claude = split((tree_dir(atlante_project.root, "claude-code") / ".claude/agents/helper.md").read_text()).fields
+    opencode = split((tree_dir(atlante_project.root, "opencode") / ".opencode/agents/helper.md").read_text()).fields
+    assert claude is not None and claude["tools"] == "Read, Bash"
+    assert opencode is not None and opencode["permission"]["read"] == "allow"  # type: ignore[index]
+    assert opencode["permission"]["edit"] == "deny"  # type: ignore[index]
