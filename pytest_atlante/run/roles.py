@@ -84,6 +84,15 @@ def register(config: pytest.Config) -> None:
         config.pluginmanager.register(role.terminal, "atlante-eval-terminal")
 
 
+class RunStopped(Exception):
+    """The run ends before any trial, as it should (not an error of the plugin): its status and why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
 class Controller(TrialRole):
     """The serial run, or xdist's controller: validation, probe, aggregation, report, exit status."""
 
@@ -98,10 +107,36 @@ class Controller(TrialRole):
         self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.gate: Gate | None = None
         self.run_claim: RunClaim | None = None    # the run directory, held from the sources copy to the end
+        self.stopped: int | None = None           # the exit status of a run that ended before any trial
 
     # -- set-up ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        try:
+            self._start()
+        except RunStopped as stop:
+            # An ordinary end before any trial (a forecast, a validation stop, a run that cannot
+            # start): the session runs on to its end with nothing to collect or run, so pytest
+            # prints no `Exit` banner and every plugin's sessionfinish sees the status (docs/design.md §9).
+            self.stopped = stop.status
+            self.terminal.stopped(stop.message)
+
+    # While stopped: no collection, no test loop (xdist's included), no workers, and the status.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> bool | None:
+        return True if self.stopped is not None else None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        return True if self.stopped is not None else None
+
+    @pytest.hookimpl(optionalhook=True, trylast=True)  # after xdist's status line has read the specs
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
+        # xdist starts its workers in its own (later) pytest_sessionstart: a stopped run starts none.
+        if self.stopped is not None:
+            specs.clear()
+
+    def _start(self) -> None:
         from pytest_atlante.run.evalrun import prepare_run, prepare_run_sources
 
         # Only the controller compares against a baseline: workers never import the gate.
@@ -119,7 +154,7 @@ class Controller(TrialRole):
                                                         "use -n N with --dist load (the default), loadscope, loadfile, "
                                                         "loadgroup or worksteal; raise budget.trials for more attempts")]
         if problems or gate_problems:
-            self._fail_validation(sorted(set(problems + gate_problems)))   # never returns
+            self._fail_validation(sorted(set(problems + gate_problems)))   # raises RunStopped
         self.suite = suite = found.validated()   # no problem: configuration and eval are there
         if self.options.shard is not None:
             self.durations = expected_durations(self.options.project_root)
@@ -169,7 +204,7 @@ class Controller(TrialRole):
         from pytest_atlante.run.forecast import table_lines
 
         self.terminal.forecast(table_lines(self._forecast()))
-        pytest.exit("atlante: forecast only (--atlante-forecast); no trial was run", returncode=0)
+        raise RunStopped(0, "atlante: forecast only (--atlante-forecast); no trial was run")
 
     def _refuse_over_cap(self, cap: float) -> None:
         from pytest_atlante.run.forecast import over_cap, table_lines
@@ -204,7 +239,7 @@ class Controller(TrialRole):
                 self.terminal.diagnostics_written(path)
             except OSError as exc:
                 self.terminal.diagnostics_not_written(path, exc)
-        pytest.exit(f"atlante: {len(problems)} validation problem(s); no trial was run", returncode=EXIT_VALIDATION)
+        raise RunStopped(EXIT_VALIDATION, f"atlante: {len(problems)} validation problem(s); no trial was run")
 
     def _cannot_start(self, run_error: list[Diagnostic]) -> None:
         self.state.errors.extend(run_error)
@@ -214,7 +249,7 @@ class Controller(TrialRole):
             self.state.errors.append(Diagnostic(str(self.out_dir), "", "eval-report-write-failed",
                                                 exc.strerror or str(exc), "check the output directory"))
         self.terminal.cannot_start(self.state.errors)
-        pytest.exit("atlante: the run cannot start; no trial was run", returncode=EXIT_RUN_ERROR)
+        raise RunStopped(EXIT_RUN_ERROR, "atlante: the run cannot start; no trial was run")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -386,6 +421,9 @@ class Controller(TrialRole):
                 self.run_claim = None
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.stopped is not None:
+            session.exitstatus = self.stopped
+            return
         if self.validation_failed or self.suite is None or self.host_info is None:
             return
         status = self.plan.finish(self, exitstatus)

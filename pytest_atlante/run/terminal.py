@@ -36,6 +36,7 @@ class EvalTerminalReporter:
         self.state = state
         self.plan = plan
         self.isolation_warning: str | None = None   # said at the start, and again in the summary
+        self.stop_line: str | None = None           # a run that ended before any trial: why, once, at the end
 
     # -- before any trial -----------------------------------------------------------------------
     def validation_failed(self, problems: Iterable[Diagnostic]) -> None:
@@ -123,8 +124,15 @@ class EvalTerminalReporter:
             writer.line(problem.render())
         writer.flush()
 
+    def stopped(self, message: str) -> None:
+        self.stop_line = message
+
     # -- the summary ----------------------------------------------------------------------------
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.stop_line is not None:
+            # Its diagnostics (or forecast) were printed when it stopped: only the reason, once.
+            terminalreporter.write_line(self.stop_line)
+            return
         lines = self.plan.summary(self.state.errors, self.isolation_warning)
         if lines is None:
             return

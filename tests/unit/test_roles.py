@@ -122,3 +122,30 @@ def test_the_selftest_controller_forwards_ctrl_c_only_to_workers_on_its_own_mach
     except KeyboardInterrupt:
         controller.pytest_keyboard_interrupt(pytest.ExceptionInfo.from_current())  # type: ignore[attr-defined]
     assert killed == [1111]
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(("stop", "status", "reason"), [
+    ("forecast", 0, "atlante: forecast only (--atlante-forecast); no trial was run"),
+    ("validation", 2, "atlante: 1 validation problem(s); no trial was run"),
+])
+def test_an_ordinary_stop_ends_the_session_without_an_exit_banner_or_workers(
+        pytester: pytest.Pytester, atlante_project: Project, workers: list[str], stop: str, status: int,
+        reason: str) -> None:
+    """A forecast or a validation stop is an answer, not a crash: no ``Exit`` banner, the status it
+    decided, every plugin's sessionfinish run (it sees that status), and no xdist worker started."""
+    if stop == "validation":
+        (atlante_project.root / "eval/fixtures/app").rename(atlante_project.root / "eval/fixtures/gone")
+    pytester.makeconftest("""
+        def pytest_sessionfinish(session):
+            print("sessionfinish saw", int(session.exitstatus))
+    """)
+    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", f"--atlante-{stop}" if stop == "forecast" else "-q",
+                                           "--atlante-project", str(atlante_project.root), "-p", "no:cacheprovider", *workers)
+    text = "\n".join(result.outlines + result.errlines)
+    assert result.ret == status, text
+    assert "Exit" not in text and "!!!" not in text and "Traceback" not in text
+    assert text.count(reason) == 1
+    assert "workers [" not in text and "[gw0]" not in text   # xdist never started one
+    # tryfirst: our status is set before other plugins' sessionfinish reads it
+    assert f"sessionfinish saw {status}" in text
