@@ -32,6 +32,8 @@ def test_the_wheel_runs_the_example_eval_from_a_fresh_venv(tmp_path: Path, hosts
     built = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(REPO_ROOT)],
                            capture_output=True, text=True, timeout=600, check=False)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    # the metadata setuptools reads without a deprecation banner (license as an SPDX expression)
+    assert "deprecated" not in (built.stdout + built.stderr).lower(), built.stdout[-3000:] + built.stderr[-3000:]
     [wheel] = dist.glob("pytest_atlante-*.whl")
     [sdist] = dist.glob("pytest_atlante-*.tar.gz")
 
@@ -52,12 +54,14 @@ def test_the_wheel_runs_the_example_eval_from_a_fresh_venv(tmp_path: Path, hosts
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "zz-test-deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    # Without PYTHONPATH: a checkout on it (with the egg-info the build leaves there) would make pip
+    # think the package is already installed and skip the wheel.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-                                str(wheel)], capture_output=True, text=True, timeout=300, check=False)
+                                str(wheel)], capture_output=True, text=True, timeout=300, check=False, env=env)
     assert installed.returncode == 0, installed.stderr
 
     project = copy_example(tmp_path)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{hosts_path()}"
     where = subprocess.run([str(python), "-c", "import pytest_atlante; print(pytest_atlante.__file__)"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
@@ -69,6 +73,8 @@ def test_the_wheel_runs_the_example_eval_from_a_fresh_venv(tmp_path: Path, hosts
                           "--scenario", "keeps-settings-untouched", "-p", "no:cacheprovider"],
                          cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-2000:]  # keeps-settings-untouched fails on purpose
+    # the installed package imported before pytest's plugin loading: no rewrite warning, no banner
+    assert "PytestAssertRewriteWarning" not in run.stdout + run.stderr, run.stdout[-4000:]
     report = EvalReport.model_validate_json((out / "report.json").read_text())
     assert {t.scenario: t.verdict for s in report.scenarios for t in s.trials} == {
         "adds-farewell": "pass", "keeps-settings-untouched": "fail"}
