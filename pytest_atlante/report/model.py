@@ -28,6 +28,7 @@ from pydantic import ConfigDict, Field, JsonValue, field_validator
 from pytest_atlante import __version__
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import atomic_write_bytes, atomic_write_text, fingerprint, read_capped
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.hosts.names import HostDialect, HostName
 from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
 from pytest_atlante.report import stats as evalstats
@@ -134,6 +135,22 @@ class MergedShard(ShardRef):
     complete: bool
 
 
+#: How scripted runs label what the host reported (docs/design.md §10): the script's tokens are real
+#: counts, the cost is the host CLI's price for them under the model name it asked for, never a charge.
+SCRIPTED_COST_LABEL = "host-priced, not charged: scripted model"
+#: Fewer trials than this make a 95% interval too wide to tell rates apart: said beside it (n shown).
+FEW_TRIALS = 5
+
+
+def scripted_note(report: EvalReport) -> str | None:
+    """One line for a scripted run: who answered, and what its tokens and costs are."""
+    if not report.scripted:
+        return None
+    asked = f" (the host asked for {report.modelVersion})" if report.modelVersion else ""
+    return (f"scripted run: answered offline by {report.scriptedModel or SCRIPTED_MODEL_ID}{asked}; "
+            f"tokens are the script's and cost $ the host's price for them: nothing was charged")
+
+
 class EvalReport(Record):
     # ``schema`` would shadow a BaseModel attribute, so the field is ``schema_`` in Python and
     # ``schema`` on the wire, in both directions.
@@ -148,6 +165,11 @@ class EvalReport(Record):
     model: str | None
     modelVersion: str | None
     scripted: bool
+    # Scripted runs: the model that really answered (the scripted model's id).  ``modelVersion`` is
+    # then only the name the host asked for, and each ``costUsd`` the host's own price for the
+    # script's tokens under that name: nothing was charged (docs/design.md §10).  None otherwise and
+    # in reports that predate it.
+    scriptedModel: str | None = None
     budget: BudgetRecord
     complete: bool
     interrupted: bool
@@ -456,6 +478,7 @@ def build_report(state: RunState, scenarios: Sequence[ScenarioRow], *, finished_
         model=state.model,
         modelVersion=most_frequent_model(ordered),
         scripted=state.scripted,
+        scriptedModel=SCRIPTED_MODEL_ID if state.scripted else None,
         budget=state.budget,
         complete=complete and not state.interrupted,
         interrupted=state.interrupted,

@@ -23,8 +23,9 @@ from urllib.parse import quote
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import atomic_write_bytes
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.report import reader
-from pytest_atlante.report.model import REPORT_FILE
+from pytest_atlante.report.model import FEW_TRIALS, REPORT_FILE, SCRIPTED_COST_LABEL
 from pytest_atlante.report.view_assets import CSS, JS, script_hash
 from pytest_atlante.trial.transcript import read_transcript
 
@@ -158,8 +159,9 @@ def _header(report: J) -> str:
         ("run", report.get("runId")),
         ("host", f"{host.get('name')} {host.get('version')} ({host.get('dialect')})" if host else "unknown"),
         ("model", report.get("model") or "host default"),
-        ("model seen", report.get("modelVersion")),
-        ("scripted", "yes (offline scripted model)" if report.get("scripted") else "no"),
+        # A scripted run was answered by the scripted model, whatever name the host asked for (design.md §10).
+        ("model seen", _model_seen(report)),
+        ("scripted", f"yes (offline scripted model; costs {SCRIPTED_COST_LABEL})" if report.get("scripted") else "no"),
         ("isolation", iso),
         ("budget", f"{budget.get('trials')} trials, timeout {_seconds(budget.get('timeoutMs'))} s, "
                    f"{budget.get('maxSessions')} sessions, {budget.get('maxTokens')} tokens"),
@@ -180,6 +182,21 @@ def _header(report: J) -> str:
             + (f"<h2>Run errors</h2><ul>{errors}</ul>" if errors else "") + "</header>")
 
 
+def _model_seen(report: J) -> object:
+    if not report.get("scripted"):
+        return report.get("modelVersion")
+    asked = f"; the host asked for {report['modelVersion']}" if report.get("modelVersion") else ""
+    return f"{report.get('scriptedModel') or SCRIPTED_MODEL_ID} (scripted{asked})"
+
+
+def _few_trials(scenario: J) -> str:
+    """Beside an interval over too few trials to mean much: how many (docs/statistics.md)."""
+    n = len(scenario.get("passAtK") or [])
+    if not scenario.get("passInterval") or n >= FEW_TRIALS:
+        return ""
+    return f' <span class="note" title="a 95% interval over fewer than {FEW_TRIALS} trials is too wide to tell rates apart">n={n}: few trials</span>'
+
+
 # (heading, sort kind, hidden on narrow screens: the scenario name and pass rate must stay readable)
 _COLUMNS = [("Scenario", "text", False), ("Pass rate", "number", False), ("pass@k / pass^k", "number", True),
             ("Trials", "number", True), ("Tokens", "number", True), ("Cost $", "number", False), ("Mean s", "number", True),
@@ -188,7 +205,9 @@ _NARROW = [' class="hide-narrow"' if narrow else "" for _, _, narrow in _COLUMNS
 
 
 def _scenario_table(report: J) -> str:
-    head = "".join(f'<th scope="col" data-sort="{kind}"{cls}><button type="button">{esc(name)}</button></th>'
+    priced = "Priced $ (scripted)" if report.get("scripted") else "Cost $"
+    head = "".join(f'<th scope="col" data-sort="{kind}"{cls}><button type="button">'
+                   f'{esc(priced if name == "Cost $" else name)}</button></th>'
                    for (name, kind, _), cls in zip(_COLUMNS, _NARROW, strict=True))
     rows = []
     for index, s in enumerate(report.get("scenarios") or []):
@@ -202,7 +221,7 @@ def _scenario_table(report: J) -> str:
         rows.append(
             "<tr>"
             f'<th scope="row" data-v="{esc(s.get("name"))}"><a href="#s{index}">{esc(s.get("name"))}</a>{flag}</th>'
-            f'<td data-v="{_num(s.get("passRate"))}">{_pct(s.get("passRate"))}{_bar(s)}</td>'
+            f'<td data-v="{_num(s.get("passRate"))}">{_pct(s.get("passRate"))}{_bar(s)}{_few_trials(s)}</td>'
             f'<td{_NARROW[2]} data-v="{pak_value}">{pak_text}</td>'
             f'<td{_NARROW[3]} data-v="{len(trials)}" title="{esc(count_text)}">{len(trials)}/{esc(s.get("expectedTrials"))}</td>'
             f'<td{_NARROW[4]} data-v="{_num(totals.get("tokens"))}">{esc(totals.get("tokens"))}</td>'
@@ -328,8 +347,9 @@ def _trials(report: J, report_dir: Path, page_dir: Path) -> str:
             usage = t.get("usage") or {}
             tokens = sum(v for v in usage.values() if isinstance(v, int))
             cost = t.get("costUsd")
+            priced = f" ({SCRIPTED_COST_LABEL})" if report.get("scripted") else ""
             facts = (f"{_seconds(t.get('durationMs'))} s, {tokens} tokens"
-                     + (f", ${cost:.4f}" if isinstance(cost, (int, float)) else ""))
+                     + (f", ${cost:.4f}{priced}" if isinstance(cost, (int, float)) else ""))
             error = f'<p class="error">{esc(t.get("error"))}</p>' if t.get("error") else ""
             parts.append(f'<article class="trial" aria-labelledby="{ident}h"><h4 id="{ident}h">trial {esc(t.get("trial"))} '
                          f'{_chip(str(t.get("verdict")))} <span class="note">{facts}</span></h4>{error}{_checks(t)}'

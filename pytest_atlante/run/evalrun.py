@@ -199,8 +199,14 @@ def requested_scenarios(suite: ValidSuite, expected: Sequence[TrialKey], finishe
     return [(e.scenario.name, e.display, e.source, requested[e.scenario.name]) for e in suite.scenarios if e.scenario.name in requested]
 
 
-def _percent_interval(interval: RateInterval | None) -> str:
-    return "-" if interval is None else f"{interval.low * 100:.0f}-{interval.high * 100:.0f}%"
+def _percent_interval(interval: RateInterval | None, trials: int | None = None) -> str:
+    """``21-100%``; over fewer than ``FEW_TRIALS`` trials marked ``*`` (the footnote says why)."""
+    from pytest_atlante.report.model import FEW_TRIALS
+
+    if interval is None:
+        return "-"
+    few = "*" if trials is not None and trials < FEW_TRIALS else ""
+    return f"{interval.low * 100:.0f}-{interval.high * 100:.0f}%{few}"
 
 
 def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None = None) -> list[str]:
@@ -211,14 +217,15 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
     "not run" is a scenario none of whose requested trials ran (``notRun`` counts them).
     """
     from pytest_atlante.report.compare import render
+    from pytest_atlante.report.model import FEW_TRIALS, scripted_note
 
     if report.selectedTrials == 0 and not report.scenarios:
         # Not "every trial not run": the selection (-k, -m, --deselect, a splitter, a shard) was empty.
         lines = [f"atlante: no trial was selected (-k, -m, --deselect, a splitter or a shard deselected every trial); "
                  f"exit status {report.exitStatus}", f"report: {report_path}"]
         return lines + ([f"html: {html_path}"] if html_path is not None else [])
-    lines = [f"{'scenario':<28} {'n':>3} {'pass':>7}  {'95% CI':>8} {'pass@n':>6} {'pass^n':>6} "
-             f"{'mean s':>7} {'p95 s':>7} {'tokens':>8} {'cost $':>8}"]
+    lines = [f"{'scenario':<28} {'n':>3} {'pass':>7}  {'95% CI':>9} {'pass@n':>6} {'pass^n':>6} "
+             f"{'mean s':>7} {'p95 s':>7} {'tokens':>8} {'priced $' if report.scripted else 'cost $':>8}"]
     for scenario in report.scenarios:
         tokens = sum(t.usage.total for t in scenario.trials if t.usage)
         cost = sum(t.costUsd or 0.0 for t in scenario.trials)
@@ -229,15 +236,22 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
         rate = "not run" if scenario.passRate is None else f"{scenario.passRate:.0%}"
         not_run = f"  ({scenario.notRun} of {scenario.expectedTrials} trials not run)" if scenario.notRun and scenario.trials else ""
         lines.append(f"{scenario.name[:28]:<28} {len(scenario.passAtK):>3} {rate:>7}{flag} "
-                     f"{_percent_interval(scenario.passInterval):>8} {at_n:>6} {hat_n:>6} "
+                     f"{_percent_interval(scenario.passInterval, len(scenario.passAtK)):>9} {at_n:>6} {hat_n:>6} "
                      f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8.4f}"
                      f"{not_run}")
     suite = report.suite
     if suite is not None and suite.meanPassRate is not None:
-        interval = ("95% CI " + _percent_interval(suite.passInterval) + " (trials clustered by scenario)"
+        interval = ("95% CI " + _percent_interval(suite.passInterval, suite.trials) + " (trials clustered by scenario)"
                     if suite.passInterval else "no interval below two scenarios")
         lines.append(f"suite: mean pass rate {suite.meanPassRate:.0%} over {suite.scenarios} scenarios, "
                      f"{suite.trials} trials; {interval}")
+    few = [s for s in report.scenarios if s.passInterval is not None and len(s.passAtK) < FEW_TRIALS]
+    if few or (suite is not None and suite.passInterval is not None and suite.trials < FEW_TRIALS):
+        lines.append(f"*: a 95% interval over fewer than {FEW_TRIALS} trials (n above) is too wide to tell "
+                     f"pass rates apart; raise budget.trials for one that can")
+    note = scripted_note(report)
+    if note is not None:
+        lines.append(note)
     if any(s.unreliable for s in report.scenarios):
         lines.append("!: the scenario had infra-error trials; its pass rate undercounts the harness")
     not_run_total = sum(s.notRun for s in report.scenarios)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.report import reader
-from pytest_atlante.report.model import REPORT_FILE, EvalReport, ScenarioRecord
+from pytest_atlante.report.model import REPORT_FILE, SCRIPTED_COST_LABEL, EvalReport, ScenarioRecord
 from pytest_atlante.suite.discovery import ValidSuite
 from pytest_atlante.trial.budget import allocate
 
@@ -236,6 +236,8 @@ def table_lines(result: Forecast) -> list[str]:
     lines.append(f"total{partial}: tokens {result.total('tokens_mean'):.0f} (p95 {result.total('tokens_p95'):.0f}), "
                  f"cost ${result.total('cost_mean'):.4f} (p95 ${result.total('cost_p95'):.4f}), "
                  f"wall time {result.wall_s:.1f} s")
+    if result.scripted:
+        lines.append(f"scripted: tokens are the scripts', cost $ {SCRIPTED_COST_LABEL}")
     if result.unknown:
         lines.append("unknown (no matching history; not counted as zero): " + ", ".join(result.unknown))
     cost_only = [n for n in result.cost_unknown if n not in result.unknown]

@@ -157,7 +157,7 @@ class EvalPlan:
             ours.append(pytest.ExitCode.NO_TESTS_COLLECTED)  # a shard whose share is empty still reports
         return exitstatus in ours
 
-    def summary(self, errors: list[Diagnostic], warning: str | None) -> list[Line] | None:
+    def summary(self, errors: list[Diagnostic], warning: str | None, failures_shown: bool = True) -> list[Line] | None:
         """The terminal summary's lines, or ``None`` for no section."""
         if self.report is None and not errors:
             return None
@@ -259,15 +259,19 @@ class SelftestPlan(EvalPlan):
     def owns(self, exitstatus: int, options: Options) -> bool:
         return exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
 
-    def summary(self, errors: list[Diagnostic], warning: str | None) -> list[Line] | None:
+    def summary(self, errors: list[Diagnostic], warning: str | None, failures_shown: bool = True) -> list[Line] | None:
+        """Each diagnostic once: a failing scenario's are in its failure report (the FAILURES section,
+        JUnit, report-log), so here only a passing one's, or every one's when pytest shows no
+        failure reports (``--tb=no``)."""
         if self.selftest is None and not errors:
             return None
         lines: list[Line] = []
         if self.selftest is not None:
             for result in self.selftest.scenarios:
                 acceptable = result.status in selftest.ACCEPTABLE
-                lines += [(problem.render(), {"red": not acceptable, "yellow": acceptable})
-                          for problem in selftest.diagnostics(result)]
+                if acceptable or not failures_shown:
+                    lines += [(problem.render(), {"red": not acceptable, "yellow": acceptable})
+                              for problem in selftest.diagnostics(result)]
             lines += [(line, {}) for line in selftest.summary_lines(self.selftest, self.path)]
         lines += [(problem.render(), {"red": True}) for problem in errors]
         return lines

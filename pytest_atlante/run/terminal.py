@@ -96,10 +96,13 @@ class EvalTerminalReporter:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None or self.config.get_verbosity() < 0:
             return
+        from pytest_atlante.report.model import SCRIPTED_COST_LABEL
+
         tokens = record.usage.total if record.usage else 0
         cost = f"${record.costUsd:.4f}" if record.costUsd is not None else "$-"
-        reporter.write_line(f"atlante: {record.nodeId}: {record.verdict} in {record.durationMs / 1000:.1f}s, "
-                            f"{tokens} tokens, {cost}")
+        # A scripted run's figures are the script's and the host's arithmetic, never a real model's bill.
+        spent = f"{tokens} scripted tokens, {cost} ({SCRIPTED_COST_LABEL})" if self.state.scripted else f"{tokens} tokens, {cost}"
+        reporter.write_line(f"atlante: {record.nodeId}: {record.verdict} in {record.durationMs / 1000:.1f}s, {spent}")
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         # Under xdist the controller's terminal cannot see a worker's phases; say when a trial starts
@@ -133,7 +136,8 @@ class EvalTerminalReporter:
             # Its diagnostics (or forecast) were printed when it stopped: only the reason, once.
             terminalreporter.write_line(self.stop_line)
             return
-        lines = self.plan.summary(self.state.errors, self.isolation_warning)
+        lines = self.plan.summary(self.state.errors, self.isolation_warning,
+                                  failures_shown=getattr(self.config.option, "tbstyle", "auto") != "no")
         if lines is None:
             return
         terminalreporter.section(self.plan.title)

@@ -436,3 +436,25 @@ def test_only_real_temp_paths_are_rewritten() -> None:
     assert redact_sandbox_paths(f"at {real}/sandbox/d/atlante-eval-notes.txt, {real}/home") == (
         "at ./d/atlante-eval-notes.txt, <atlante-temp>"
     )
+
+
+def test_a_scripted_run_is_labelled_scripted_and_few_trials_say_so(tmp_path: Path) -> None:
+    """Offline figures never read as a real model's bill, and a 1-trial interval carries its caveat."""
+    from pytest_atlante.run.evalrun import summary_lines
+
+    usage = Usage(inputTokens=100, outputTokens=20)
+    trials = [trial("a", 1, "pass", usage=usage, costUsd=0.02, modelIdentity="claude-sonnet-5"),
+              trial("b", 1, "fail", usage=usage, costUsd=0.01, modelIdentity="claude-sonnet-5")]
+    scripted = report_of(trials)
+    assert scripted.scriptedModel == "scripted-model" and scripted.modelVersion == "claude-sonnet-5"
+    lines = summary_lines(scripted, tmp_path / "report.json")
+    assert "priced $" in lines[0] and "cost $" not in lines[0]
+    assert any(line.startswith("a ") and "21-100%*" in line for line in lines)
+    assert any(line.startswith("*: a 95% interval over fewer than 5 trials") for line in lines)
+    assert ("scripted run: answered offline by scripted-model (the host asked for claude-sonnet-5); tokens are "
+            "the script's and cost $ the host's price for them: nothing was charged") in lines
+
+    real = report_of([trial("a", n, "pass", usage=usage, costUsd=0.02) for n in range(1, 6)], scripted=False)
+    lines = summary_lines(real, tmp_path / "report.json")
+    assert real.scriptedModel is None and "cost $" in lines[0]
+    assert not any("scripted" in line or line.startswith("*") or "%*" in line for line in lines[:-1])  # [-1]: the path

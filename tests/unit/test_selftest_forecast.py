@@ -231,3 +231,25 @@ def test_history_of_a_changed_scenario_or_harness_is_not_used(tmp_path: Path) ->
 
     assert known(("sha256:a", "sha256:h")) and known((None, None))
     assert not known(("sha256:b", "sha256:h")) and not known(("sha256:a", "sha256:x"))
+
+
+def test_the_summary_prints_each_selftest_diagnostic_once() -> None:
+    """A failing scenario's diagnostics are in its failure report already; the summary adds them only
+    for a passing scenario, or for all when pytest shows no failure reports (--tb=no)."""
+    from pytest_atlante.run.plan import SelftestPlan
+
+    vacuous = classify(trial("pass", check(0, True)), None)
+    no_reference = selftest.classify("n", "eval/n.eval.json", "local", "f::n[selftest]", trial("fail", check(0, False)), None)
+    plan = SelftestPlan()
+    plan.selftest = selftest.build("r", NOW, None, [vacuous, no_reference], [], [])
+    codes = {d.code for d in selftest.diagnostics(vacuous)}
+    assert codes and no_reference.status in selftest.ACCEPTABLE
+
+    def printed(shown: bool) -> str:
+        lines = plan.summary([], None, failures_shown=shown)
+        assert lines is not None
+        return "\n".join(text for text, _ in lines)
+
+    with_failures = printed(True)
+    assert "eval-selftest-vacuous" not in with_failures and "eval-selftest-no-reference: eval/n.eval.json" in with_failures
+    assert "eval-selftest-vacuous" in printed(False)
