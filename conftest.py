@@ -138,7 +138,7 @@ def claude_path(release: str, pinned_path: str) -> tuple[str, str]:
         return pinned_path, version
     newest_bin = NEWEST_DIR / "node_modules" / ".bin"
     if not (newest_bin / "claude").exists():
-        pytest.fail(f"the newest Claude Code release is missing from {newest_bin}: run scripts/setup")
+        pytest.fail(f"the newest Claude Code release is missing from {newest_bin}: run scripts/setup --test")
     return f"{newest_bin}{os.pathsep}{pinned_path}", version
 
 

@@ -29,7 +29,7 @@ def browser(profile: Path, width: int = 1280, height: int = 900) -> Iterator[Any
     """A browser context on a fresh profile; ``AssertionError`` when Chromium is missing."""
     from playwright.sync_api import sync_playwright
 
-    assert shutil.which(CHROMIUM), f"{CHROMIUM} is missing: run scripts/setup (it installs Debian's chromium)"
+    assert shutil.which(CHROMIUM), f"{CHROMIUM} is missing: run scripts/setup --test (it installs Debian's chromium)"
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True,
                                                        args=CHROMIUM_ARGS, viewport={"width": width, "height": height})
