@@ -1,4 +1,4 @@
-"""The ``atlante`` command: build, eval, compare, view, benchmark and pack subcommands.
+"""The ``atlante`` command: init, build, eval, compare, view, benchmark and pack subcommands.
 
 Each subcommand is a thin adapter: parse arguments, call one function of a plain module, turn a
 ``DiagnosticError`` into readable stderr lines and an exit status.  No traceback reaches the user
@@ -24,6 +24,14 @@ def _build(args: argparse.Namespace) -> int:
     from pytest_atlante.suite.build import build_command
 
     return build_command(Path(args.project), args.host)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from pytest_atlante.suite.init import init_project
+
+    for line in init_project(Path(args.dir), args.host).lines():
+        print(line)
+    return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -120,6 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="on a validation error, print the machine-readable diagnostics envelope on stderr",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    init = sub.add_parser("init", help="start an eval project here (or adopt the harness already here); "
+                                       "never overwrites a file")
+    init.add_argument("dir", nargs="?", default=".", help="the project directory (default: the current one)")
+    init.add_argument("--host", choices=HOST_NAMES, default=None,
+                      help="the host eval.host names (default: the adopted harness's, else claude-code)")
+    init.set_defaults(func=_init)
 
     build = sub.add_parser("build", help="compile harness sources into native host outputs")
     build.add_argument("--project", default=".", help="project root holding atlante.jsonc")

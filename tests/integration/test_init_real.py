@@ -1,0 +1,59 @@
+"""``atlante init`` in an empty directory, then what the README's quick start runs next, through
+the real CLIs and the scripted model: ``atlante build``, ``atlante selftest`` (the scenario is
+``sound``) and ``atlante eval --scripted`` on both hosts, each exit 0; a second init changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_atlante.report.model import EvalReport
+
+pytestmark = pytest.mark.hosts
+
+
+def atlante(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_atlante.cli", *args], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".atlante" not in p.relative_to(root).parts}
+
+
+def test_init_then_selftest_and_scripted_eval_on_both_hosts(tmp_path: Path, hosts_path: Callable[[], str]) -> None:
+    project = tmp_path / "new-project"
+    env = {**os.environ, "PATH": hosts_path()}
+    created = atlante(tmp_path, env, "init", str(project))
+    assert created.returncode == 0, created.stderr
+    assert "atlante init: created atlante.jsonc" in created.stdout
+    built = atlante(project, env, "build")
+    assert built.returncode == 0, built.stdout + built.stderr
+    for host in ("claude-code", "opencode"):
+        selftest = atlante(project, env, "selftest", "--host", host, "--out", str(tmp_path / f"selftest-{host}"),
+                           "-p", "no:cacheprovider")
+        assert selftest.returncode == 0, selftest.stdout[-4000:] + selftest.stderr[-2000:]
+        [scenario] = json.loads((tmp_path / f"selftest-{host}" / "selftest.json").read_text())["scenarios"]
+        assert (scenario["name"], scenario["status"]) == ("adds-farewell", "sound")
+
+        out = tmp_path / f"eval-{host}"
+        run = atlante(project, env, "eval", "--scripted", "--host", host, "--out", str(out), "-p", "no:cacheprovider")
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        report = EvalReport.model_validate_json((out / "report.json").read_text())
+        assert report.host is not None and report.host.name == host and report.scripted
+        assert [t.verdict for s in report.scenarios for t in s.trials] == ["pass"] * 3
+        text = run.stdout + run.stderr
+        assert "Exit" not in text and "Warning" not in text and "scripted run: answered offline by scripted-model" in text
+
+    before = files(project)
+    again = atlante(tmp_path, env, "init", str(project))
+    assert again.returncode == 0 and "nothing to do: every file is already there" in again.stdout
+    assert files(project) == before
