@@ -34,6 +34,16 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schema(args: argparse.Namespace) -> int:
+    from pytest_atlante.suite import schemas
+
+    if args.list or args.name is None:
+        print("\n".join(schemas.catalogue_lines()))
+        return 0
+    sys.stdout.write(schemas.shipped_text(args.name))
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     # Reached only when a global option precedes `eval` (main() hands plain `eval ...` to pytest as is).
     from pytest_atlante.run.evalcmd import eval_command
@@ -135,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--host", choices=HOST_NAMES, default=None,
                       help="the host eval.host names (default: the adopted harness's, else claude-code)")
     init.set_defaults(func=_init)
+
+    schema = sub.add_parser("schema", help="print the JSON Schema of atlante.jsonc or of scenario documents")
+    schema.add_argument("name", nargs="?", default=None,
+                        help="config, scenario, or a versioned name (config-v0.1, config-v0.2, eval-scenario-v0.1)")
+    schema.add_argument("--list", action="store_true", help="each schema's name, the $schema URI it serves and its file")
+    schema.set_defaults(func=_schema)
 
     build = sub.add_parser("build", help="compile harness sources into native host outputs")
     build.add_argument("--project", default=".", help="project root holding atlante.jsonc")

@@ -1,0 +1,147 @@
+"""JSON Schemas of the documents a user writes, generated from their pydantic models (docs/design.md §11).
+
+One schema per version of ``atlante.jsonc`` (``config-v0.1``, ``config-v0.2``) and of scenario
+documents (``eval-scenario-v0.1``), each with the ``$id`` the documents' ``$schema`` names.  The
+generated files ship in the package (``pytest_atlante/suite/schema-files/``), so an editor maps those URIs to
+them offline; ``atlante schema NAME`` prints one and ``atlante schema --list`` names each file.
+
+What the models check in validators is added where JSON Schema can say it: ``version`` and
+``$schema`` are constants of their version, a version lists only the hosts it admits
+(``hosts/names.py``: v0.1 knew only OpenCode), and the eval section needs ``scenarios`` or a
+non-empty ``include``.  A harness agent's tool names are the one model rule left out: they are
+checked against each host's own vocabulary (``hosts/``), which the schema does not list.  Rules
+outside the models (paths inside the project, regexes that compile,
+duplicate keys, the build) stay with validation, which reports them with their own codes.
+
+``python -m pytest_atlante.suite.schemas`` rewrites the shipped files after a model changed; a
+test fails until it has been run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
+from pytest_atlante.hosts.names import HOST_NAMES, min_config_version
+from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, ProjectConfig
+from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URI, Scenario
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+# Data beside this module (a hyphenated directory: never importable, only read as package data).
+SCHEMA_DIR = "schema-files"
+
+
+@dataclass(frozen=True)
+class SchemaEntry:
+    name: str          # what `atlante schema NAME` takes
+    uri: str           # the `$schema` of the documents it describes, and its `$id`
+    model: type[BaseModel]
+    version: str
+    title: str
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.json"
+
+
+SCHEMAS: dict[str, SchemaEntry] = {
+    **{f"config-v{v}": SchemaEntry(f"config-v{v}", uri, ProjectConfig, v, f"atlante.jsonc, version {v}")
+       for v, uri in sorted(CONFIG_SCHEMA_URIS.items())},
+    "eval-scenario-v0.1": SchemaEntry("eval-scenario-v0.1", SCENARIO_SCHEMA_URI, Scenario, "0.1",
+                                      "atlante scenario document, version 0.1"),
+}
+#: Short names for the newest of each document kind.
+ALIASES = {"config": f"config-v{max(CONFIG_SCHEMA_URIS)}", "scenario": "eval-scenario-v0.1"}
+
+
+def entry_for(name: str) -> SchemaEntry:
+    entry = SCHEMAS.get(ALIASES.get(name, name))
+    if entry is None:
+        choices = ", ".join([*ALIASES, *SCHEMAS])
+        raise DiagnosticError([Diagnostic("", "", "schema-unknown", f"no schema named {name!r}",
+                                          f"use one of: {choices}")])
+    return entry
+
+
+def _config_rules(schema: dict[str, Any], version: str) -> None:
+    """The configuration's validator rules that JSON Schema can state, for one version."""
+    admitted = [h for h in HOST_NAMES if min_config_version(h) <= version]
+    defs = schema["$defs"]
+    defs["EvalSection"]["properties"]["host"]["enum"] = admitted
+    # EvalSection._scenarios_or_include
+    defs["EvalSection"]["anyOf"] = [
+        {"required": ["scenarios"], "properties": {"scenarios": {"type": "string"}}},
+        {"required": ["include"], "properties": {"include": {"type": "array", "minItems": 1}}},
+    ]
+
+
+def _close_pattern_maps(node: object) -> None:
+    """pydantic states a slug-keyed map (``dict[Slug, …]``) as ``patternProperties`` alone, which lets
+    any other key through; the model rejects one, so the schema does too."""
+    if isinstance(node, dict):
+        if "patternProperties" in node and "properties" not in node:
+            node.setdefault("additionalProperties", False)
+        for value in node.values():
+            _close_pattern_maps(value)
+    elif isinstance(node, list):
+        for value in node:
+            _close_pattern_maps(value)
+
+
+def generate(name: str) -> dict[str, Any]:
+    """The schema ``name`` as the models define it today (the shipped file must equal it)."""
+    entry = entry_for(name)
+    schema = copy.deepcopy(entry.model.model_json_schema(by_alias=True, mode="validation"))
+    properties = schema["properties"]
+    properties["version"] = {"const": entry.version, "description": "the document format's version"}
+    # An optional `$schema` in a configuration, a required one in a scenario: either way this URI.
+    properties["$schema"] = {"const": entry.uri, "description": "this schema's URI"}
+    if entry.model is ProjectConfig:   # optional there, so the model takes null too
+        properties["$schema"] = {"anyOf": [properties["$schema"], {"type": "null"}]}
+    if entry.model is ProjectConfig:
+        _config_rules(schema, entry.version)
+    _close_pattern_maps(schema)
+    return {"$schema": DRAFT, "$id": entry.uri, "title": entry.title, **schema}
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def shipped_text(name: str) -> str:
+    """The schema file shipped in the package (what ``atlante schema NAME`` prints)."""
+    entry = entry_for(name)
+    return resources.files("pytest_atlante.suite").joinpath(SCHEMA_DIR, entry.file).read_text(encoding="utf-8")
+
+
+def shipped_path(name: str) -> Path:
+    """Where the shipped file is on disk, for an editor's schema mapping."""
+    return Path(str(resources.files("pytest_atlante.suite").joinpath(SCHEMA_DIR, entry_for(name).file)))
+
+
+def catalogue_lines() -> list[str]:
+    """``atlante schema --list``: each schema's name, the URI documents name, and its file."""
+    return [f"{entry.name}  {entry.uri}  {shipped_path(entry.name)}" for entry in SCHEMAS.values()]
+
+
+def write_shipped(directory: Path) -> list[Path]:
+    """Regenerate every shipped schema file into ``directory`` (``schema-files/`` beside this module)."""
+    written = []
+    for entry in SCHEMAS.values():
+        path = directory / entry.file
+        path.write_text(render(generate(entry.name)), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # pragma: no cover - the maintainer's regeneration step
+    for written_path in write_shipped(Path(__file__).resolve().parent / SCHEMA_DIR):
+        print(f"wrote {written_path}", file=sys.stderr)

@@ -1,0 +1,142 @@
+"""The shipped JSON Schemas: equal to what the models generate today, and agreeing with the models
+(and the version rules their validators hold) on valid and invalid documents.
+
+``jsonschema`` is a test-only dependency (the ``test`` extras): the package generates and ships the
+schemas without it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from conftest import scenario_doc
+from pytest_atlante.cli import main
+from pytest_atlante.suite import schemas
+from pytest_atlante.suite.config import load_project_config
+from pytest_atlante.suite.scenario import Scenario
+
+V01, V02 = "https://atlante.sh/schema/v0.1/config.json", "https://atlante.sh/schema/v0.2/config.json"
+
+
+@pytest.mark.parametrize("name", list(schemas.SCHEMAS))
+def test_the_shipped_file_is_what_the_models_generate(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    shipped = schemas.shipped_text(name)
+    assert shipped == schemas.render(schemas.generate(name)), (
+        f"{name}: the models changed; run `python -m pytest_atlante.suite.schemas` and commit the files")
+    Draft202012Validator.check_schema(json.loads(shipped))
+    assert json.loads(shipped)["$id"] == schemas.SCHEMAS[name].uri
+    assert main(["schema", name]) == 0 and capsys.readouterr().out == shipped
+
+
+def test_short_names_list_and_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "config"]) == 0 and json.loads(capsys.readouterr().out)["$id"] == V02
+    assert main(["schema", "scenario"]) == 0 and "eval-scenario.json" in json.loads(capsys.readouterr().out)["$id"]
+    assert main(["schema", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == len(schemas.SCHEMAS)
+    for line in listed:   # name, the URI documents name, and a file that is there (offline mapping)
+        name, uri, path = line.split("  ")
+        assert schemas.SCHEMAS[name].uri == uri and json.loads(Path(path).read_text())["$id"] == uri
+    assert main(["schema", "config-v9"]) == 2 and "schema-unknown" in capsys.readouterr().err
+
+
+def eval_section(**fields: Any) -> dict[str, Any]:
+    return {"host": "claude-code", "scenarios": "eval/*.eval.json", **fields}
+
+
+CONFIGS: list[tuple[str, dict[str, Any], bool]] = [
+    ("minimal v0.2", {"version": "0.2", "eval": eval_section()}, True),
+    ("v0.2 with its $schema, include and a harness", {
+        "$schema": V02, "version": "0.2", "eval": {"host": "opencode", "include": ["packs/x"]},
+        "harness": {"agents": {"helper": {"prompt": "helper.md", "model": {"claude-code": "sonnet"}, "tools": ["read"]}},
+                    "skills": {"tidy": {"description": "Tidy.", "dir": "tidy"}}}}, True),
+    ("v0.1 on opencode", {"$schema": V01, "version": "0.1", "eval": eval_section(host="opencode")}, True),
+    ("no eval section", {"version": "0.2"}, True),
+    ("$schema null", {"$schema": None, "version": "0.2"}, True),
+    ("the largest trials", {"version": "0.2", "eval": eval_section(budget={"trials": 50, "maxSessions": 0})}, True),
+    ("v0.1 does not admit claude-code", {"version": "0.1", "eval": eval_section()}, False),
+    ("$schema of another version", {"$schema": V01, "version": "0.2"}, False),
+    ("unknown version", {"version": "0.3"}, False),
+    ("unknown key", {"version": "0.2", "extra": 1}, False),
+    ("neither scenarios nor include", {"version": "0.2", "eval": {"host": "opencode"}}, False),
+    ("an empty include", {"version": "0.2", "eval": {"host": "opencode", "include": []}}, False),
+    ("zero trials", {"version": "0.2", "eval": eval_section(budget={"trials": 0})}, False),
+    ("too many trials", {"version": "0.2", "eval": eval_section(budget={"trials": 51})}, False),
+    ("trials as a string", {"version": "0.2", "eval": eval_section(budget={"trials": "3"})}, False),
+    ("unknown isolation", {"version": "0.2", "eval": eval_section(isolation="maybe")}, False),
+    ("unknown host", {"version": "0.2", "eval": eval_section(host="cursor")}, False),
+    ("agent name not a slug", {"version": "0.2", "harness": {"agents": {"Bad Name": {"prompt": "a.md"}}}}, False),
+    ("agent without prompt", {"version": "0.2", "harness": {"agents": {"a": {"description": "A."}}}}, False),
+    ("a tool name that is no name", {"version": "0.2", "harness": {"agents": {"a": {"prompt": "a.md", "tools": ["rm -rf"]}}}}, False),
+    ("a host's own tool name", {"version": "0.2", "harness": {"agents": {"a": {"prompt": "a.md", "tools": ["TodoWrite"]}}}}, True),
+    ("instructions per host", {"version": "0.2", "harness": {"instructions": {"claude-code": "CLAUDE.md"}}}, True),
+    ("a command without its file", {"version": "0.2", "harness": {"commands": {"c": {"description": "C."}}}}, False),
+    ("model for an unknown host", {"version": "0.2", "harness": {"agents": {"a": {"prompt": "a.md", "model": {"cursor": "x"}}}}}, False),
+]
+
+
+# Tool names are checked against each host's own vocabulary (hosts/), which the schema does not list:
+# an editor accepts any name there and `atlante build`/eval validation names the unknown one.
+LOOSER_IN_THE_SCHEMA = [d for i, d, _ in CONFIGS if i == "a tool name that is no name"]
+
+
+@pytest.mark.parametrize(("doc", "valid"), [(d, v) for _, d, v in CONFIGS], ids=[i for i, _, _ in CONFIGS])
+@pytest.mark.parametrize("version", ["0.1", "0.2"])
+def test_config_schema_and_models_agree(tmp_path: Path, doc: dict[str, Any], valid: bool, version: str) -> None:
+    """Each version's schema against the model's loading, which applies that version's rules."""
+    (tmp_path / "atlante.jsonc").write_text(json.dumps(doc))
+    _, _, problems = load_project_config(tmp_path)
+    assert (not problems) == valid, problems
+    schema = json.loads(schemas.shipped_text(f"config-v{version}"))
+    # A document of the other version is never valid against this one's schema (version is a const).
+    expected = valid and doc["version"] == version
+    if doc in LOOSER_IN_THE_SCHEMA and doc["version"] == version:
+        expected = True   # the one rule the schema leaves to validation (see LOOSER_IN_THE_SCHEMA)
+    assert Draft202012Validator(schema).is_valid(doc) == expected, list(Draft202012Validator(schema).iter_errors(doc))
+
+
+def without(key: str) -> dict[str, Any]:
+    doc = scenario_doc()
+    del doc[key]
+    return doc
+
+
+SCENARIOS: list[tuple[str, dict[str, Any], bool]] = [
+    ("the usual scenario", scenario_doc(), True),
+    ("with agent, setup, budget and every check type", scenario_doc(
+        task={"fixture": "f", "prompt": "p", "agent": "helper", "setup": ["true"]}, budget={"timeoutMs": 1000},
+        checks=[{"type": "command", "run": ["true"], "expectExit": 1}, {"type": "file-unchanged", "path": "a"},
+                {"type": "file-contains", "path": "a", "pattern": "x+", "regex": True},
+                {"type": "diff-allowlist", "allow": ["a"]}]), True),
+    ("no $schema", without("$schema"), False),
+    ("another $schema", scenario_doc(**{"$schema": V02}), False),
+    ("version 0.2", scenario_doc(version="0.2"), False),
+    ("name not a slug", scenario_doc(name="Writes Hello"), False),
+    ("no checks", scenario_doc(checks=[]), False),
+    ("unknown check type", scenario_doc(checks=[{"type": "vibes"}]), False),
+    ("an empty pattern", scenario_doc(checks=[{"type": "file-contains", "path": "a", "pattern": ""}]), False),
+    ("an exit code as a string", scenario_doc(checks=[{"type": "command", "run": ["true"], "expectExit": "0"}]), False),
+    ("a check without its path", scenario_doc(checks=[{"type": "file-contains", "pattern": "x"}]), False),
+    ("unknown task key", scenario_doc(task={"fixture": "f", "prompt": "p", "model": "x"}), False),
+    ("empty setup", scenario_doc(task={"fixture": "f", "prompt": "p", "setup": []}), False),
+    ("zero timeout", scenario_doc(budget={"timeoutMs": 0}), False),
+]
+
+
+@pytest.mark.parametrize(("doc", "valid"), [(d, v) for _, d, v in SCENARIOS], ids=[i for i, _, _ in SCENARIOS])
+def test_scenario_schema_and_model_agree(doc: dict[str, Any], valid: bool) -> None:
+    from pydantic import ValidationError
+
+    try:
+        Scenario.model_validate(doc)
+        model_valid = True
+    except ValidationError:
+        model_valid = False
+    assert model_valid == valid
+    schema = json.loads(schemas.shipped_text("eval-scenario-v0.1"))
+    assert Draft202012Validator(schema).is_valid(doc) == valid, list(Draft202012Validator(schema).iter_errors(doc))
