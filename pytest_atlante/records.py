@@ -60,6 +60,9 @@ class CheckResult(Record):
     # file-unchanged: the regular file's SHA-256 before and after; null for a missing or non-file path
     digestBefore: str | None = None
     digestAfter: str | None = None
+    # Trajectory checks: the ``seq`` of the transcript events that matched (the first
+    # MATCHED_EVENTS_CAP), so the view can link the check to them; null for every other check.
+    events: list[int] | None = None
 
 
 class TrialRecord(Record):

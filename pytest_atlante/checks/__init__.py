@@ -2,7 +2,7 @@
 
 A check type is one module in this package holding its model, its validation rules and its runner
 (``command``, ``presence`` for file-exists / file-absent, ``file_unchanged``, ``file_contains``,
-``diff_allowlist``); each describes itself with a ``base.CheckKind``.  This module lists them
+``diff_allowlist``, ``trajectory`` for skill-used / agent-used / tool-used, ``usage_within``); each describes itself with a ``base.CheckKind``.  This module lists them
 twice, once in the union (what pydantic parses) and once in ``_KINDS`` (what runs and validates),
 and :func:`check_table` compares the two at import: a model without a runner, or a runner without
 a place in the union, stops the package from importing instead of failing in some trial later.  So
@@ -25,19 +25,33 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import Field
 
-from pytest_atlante.checks import command, diff_allowlist, file_contains, file_unchanged, presence
-from pytest_atlante.checks.base import CheckContext, CheckKind, Rules, Wrap
+from pytest_atlante.checks import (
+    command,
+    diff_allowlist,
+    file_contains,
+    file_unchanged,
+    presence,
+    trajectory,
+    usage_within,
+)
+from pytest_atlante.checks.base import NO_SESSION, CheckContext, CheckKind, Rules, SessionView, Wrap
 from pytest_atlante.checks.command import CommandCheck
 from pytest_atlante.checks.diff_allowlist import DiffAllowlistCheck
 from pytest_atlante.checks.file_contains import FileContainsCheck
 from pytest_atlante.checks.file_unchanged import FileUnchangedCheck
 from pytest_atlante.checks.presence import FileAbsentCheck, FileExistsCheck
+from pytest_atlante.checks.trajectory import AgentUsedCheck, SkillUsedCheck, ToolUsedCheck
+from pytest_atlante.checks.usage_within import UsageWithinCheck
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.records import CheckResult
 from pytest_atlante.sandbox.trialdir import Diff, Sandbox
 
 __all__ = [
+    "CHECK_TYPES",
+    "NO_SESSION",
     "TABLE",
+    "TRAJECTORY_TYPES",
+    "AgentUsedCheck",
     "Check",
     "CheckContext",
     "CommandCheck",
@@ -46,6 +60,10 @@ __all__ = [
     "FileContainsCheck",
     "FileExistsCheck",
     "FileUnchangedCheck",
+    "SessionView",
+    "SkillUsedCheck",
+    "ToolUsedCheck",
+    "UsageWithinCheck",
     "Wrap",
     "check_rules",
     "check_table",
@@ -54,9 +72,12 @@ __all__ = [
 ]
 
 Check = Annotated[
-    CommandCheck | FileExistsCheck | FileAbsentCheck | FileUnchangedCheck | FileContainsCheck | DiffAllowlistCheck,
+    CommandCheck | FileExistsCheck | FileAbsentCheck | FileUnchangedCheck | FileContainsCheck | DiffAllowlistCheck
+    | SkillUsedCheck | AgentUsedCheck | ToolUsedCheck | UsageWithinCheck,
     Field(discriminator="type"),
 ]
+# The check types computed from the session's transcript and totals (scenario documents v0.2 on).
+TRAJECTORY_TYPES = frozenset({"skill-used", "agent-used", "tool-used", "usage-within"})
 
 _KINDS: tuple[CheckKind[Any], ...] = (
     command.KIND,
@@ -65,6 +86,10 @@ _KINDS: tuple[CheckKind[Any], ...] = (
     file_unchanged.KIND,
     file_contains.KIND,
     diff_allowlist.KIND,
+    trajectory.SKILL,
+    trajectory.AGENT,
+    trajectory.TOOL,
+    usage_within.KIND,
 )
 
 
@@ -98,6 +123,9 @@ def check_table(union: object, kinds: Iterable[CheckKind[Any]]) -> dict[type, Ch
 
 
 TABLE: Mapping[type, CheckKind[Any]] = check_table(Check, _KINDS)
+# Every check type's ``type`` value: pydantic puts it in an error's location, where the document
+# loader drops it (users never wrote it as a key).
+CHECK_TYPES = frozenset(value for model in TABLE for value in get_args(model.model_fields["type"].annotation))
 
 
 def run_checks(
@@ -108,12 +136,14 @@ def run_checks(
     env: Mapping[str, str],
     wrap: Wrap | None = None,
     redact: Callable[[str], str] = str,
+    session: SessionView = NO_SESSION,
 ) -> list[CheckResult]:
     """Run every check, in order; command checks go through ``wrap`` (namespace isolation) when given.
 
     ``redact`` cleans a command's whole output before it is cut to its tail, so no credential
-    survives half-cut at the start of the kept text."""
-    ctx = CheckContext(sandbox=sandbox, diff=diff, env=env, wrap=wrap, redact=redact)
+    survives half-cut at the start of the kept text.  ``session`` is what the trajectory checks
+    count on (the no-op trial of the self-test has none)."""
+    ctx = CheckContext(sandbox=sandbox, diff=diff, env=env, wrap=wrap, redact=redact, session=session)
     return [TABLE[type(check)].run(index, check, ctx) for index, check in enumerate(checks)]
 
 

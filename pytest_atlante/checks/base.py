@@ -16,13 +16,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import Field
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.models import StrictModel
-from pytest_atlante.records import CheckResult
+from pytest_atlante.records import CheckResult, Usage
 from pytest_atlante.sandbox.trialdir import Diff, Sandbox
 
 MAX_TIMEOUT_MS = 3_600_000
@@ -41,6 +41,30 @@ Wrap = Callable[[list[str]], list[str]]
 
 
 @dataclass(frozen=True)
+class SessionView:
+    """What the trajectory checks (``trajectory``, ``usage_within``) look at: the trial's
+    host-neutral transcript events (``docs/transcripts.md``) and its session totals.
+
+    ``events`` is ``None`` when the session ran but its transcript could not be built, which
+    makes those checks errors; the self-test's no-op trial has no session at all
+    (``had_session=False``, no events), which they treat as zero uses and no usage."""
+
+    had_session: bool
+    events: tuple[Mapping[str, Any], ...] | None = ()
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    duration_ms: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        """Stream lines were dropped by the cap: a count from these events is a lower bound."""
+        return any(event.get("type") == "truncated" for event in self.events or ())
+
+
+NO_SESSION = SessionView(had_session=False)
+
+
+@dataclass(frozen=True)
 class CheckContext:
     """Everything a runner may look at besides its check: one object, so a runner's signature
     stays ``(index, check, context)`` whatever a future check type needs to see."""
@@ -50,6 +74,7 @@ class CheckContext:
     env: Mapping[str, str]
     wrap: Wrap | None = None
     redact: Callable[[str], str] = str
+    session: SessionView = NO_SESSION
 
 
 @dataclass

@@ -17,6 +17,10 @@ HostName = Literal["claude-code", "opencode"]
 HOST_NAMES: tuple[HostName, ...] = get_args(HostName)
 # The wire dialects the adapters report (``HostInfo.dialect``): what a report's ``host.dialect`` admits.
 HostDialect = Literal["claude-code", "opencode-v1", "opencode-v2"]
+# The host-neutral tool names: a harness agent's ``tools`` (each renderer maps them to its host's
+# vocabulary) and the ``tool`` of a transcript's tool calls (each stream reader maps its host's names
+# back), so a ``tool-used`` check means the same on every host.
+NeutralTool = Literal["read", "write", "edit", "bash", "glob", "grep", "skill", "task"]
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, model_validator
 
 from pytest_atlante.checks.base import MAX_TIMEOUT_MS
 from pytest_atlante.diagnostics import Diagnostic, json_path
-from pytest_atlante.hosts.names import HOST_NAMES, HostName, min_config_version
+from pytest_atlante.hosts.names import HOST_NAMES, HostName, NeutralTool, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.models import StrictModel
 from pytest_atlante.sandbox.isolation import IsolationSetting
@@ -24,9 +24,9 @@ CONFIG_SCHEMA_URIS = {
 }
 MAX_TRIALS = 50
 
-# Host-neutral tool names of harness agents; `atlante build` maps them to each host's vocabulary.
-NeutralTool = Literal["read", "write", "edit", "bash", "glob", "grep", "skill", "task"]
-NEUTRAL_TOOLS: tuple[str, ...] = ("read", "write", "edit", "bash", "glob", "grep", "skill", "task")
+# Host-neutral tool names of harness agents (hosts/names.py); `atlante build` maps them to each
+# host's vocabulary.
+NEUTRAL_TOOLS: tuple[str, ...] = get_args(NeutralTool)
 # A neutral name, or one host's own tool name (``TodoWrite``, ``mcp__github__create_issue``,
 # ``webfetch``): which host knows it is decided at build (docs/design.md §9).
 def _known_tool(name: str) -> str:
@@ -36,7 +36,6 @@ def _known_tool(name: str) -> str:
 
 
 ToolName = Annotated[str, Field(max_length=200), AfterValidator(_known_tool)]
-
 
 class Budget(StrictModel):
     trials: Annotated[int, Field(strict=True, ge=1, le=MAX_TRIALS)] = 3

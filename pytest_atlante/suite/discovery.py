@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_atlante.checks import AgentUsedCheck, SkillUsedCheck
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import file_kind
@@ -19,7 +20,13 @@ from pytest_atlante.hosts.names import HostName, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
 from pytest_atlante.suite.documents import load_document, validate_model
-from pytest_atlante.suite.packs import ResolvedPack, include_targets, resolve_packages, suite_diagnostics
+from pytest_atlante.suite.packs import (
+    ResolvedPack,
+    harness_layers,
+    include_targets,
+    resolve_packages,
+    suite_diagnostics,
+)
 from pytest_atlante.suite.scenario import Scenario, rule_diagnostics
 from pytest_atlante.suite.script import Script, load_script
 
@@ -191,6 +198,7 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
             continue
         assert isinstance(scenario, Scenario)
         suite.diagnostics.extend(rule_diagnostics(scenario, display))
+        suite.diagnostics.extend(harness_name_diagnostics(scenario, display, suite))
         fixture = fixture_root / scenario.task.fixture
         safe = unsafe_path_reason(scenario.task.fixture) is None
         if safe:
@@ -208,6 +216,31 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
         suite.scenarios.append(ScenarioEntry(scenario, document, display, loaded.line_of_key("name", scenario.name),
                                              # an unsafe path (a NUL) is already a diagnostic; never resolve it
                                              source, fixture.resolve() if safe else fixture, script, parsed))
+
+
+def harness_names(suite: Suite) -> dict[str, set[str]]:
+    """The agents and skills the run's harness defines (local and every selected pack layer): the
+    names a ``agent-used`` / ``skill-used`` check may count."""
+    layers = [suite.config.harness] if suite.config else []
+    layers += [harness for _origin, _base, harness in harness_layers(suite.packs)]
+    return {"agent": {name for h in layers for name in h.agents}, "skill": {name for h in layers for name in h.skills}}
+
+
+def harness_name_diagnostics(scenario: Scenario, display: str, suite: Suite) -> list[Diagnostic]:
+    """A trajectory check that counts a skill or agent the harness does not define could never
+    mean anything: a validation error before any session (``eval-scenario-invalid``)."""
+    found = []
+    known: dict[str, set[str]] | None = None
+    for index, check in enumerate(scenario.checks):
+        if isinstance(check, SkillUsedCheck | AgentUsedCheck):
+            kind, name = ("skill", check.skill) if isinstance(check, SkillUsedCheck) else ("agent", check.agent)
+            known = known if known is not None else harness_names(suite)
+            if name not in known[kind]:
+                defined = ", ".join(sorted(known[kind])) or "none"
+                found.append(Diagnostic(display, f"$.checks[{index}].{kind}", "eval-scenario-invalid",
+                                        f"{check.type}: the harness defines no {kind} {name!r} (it defines: {defined})",
+                                        f"name a {kind} of the harness section of atlante.jsonc (or of a selected pack)"))
+    return found
 
 
 def _load_script(script: Path, root: Path) -> tuple[Script | None, list[Diagnostic]]:

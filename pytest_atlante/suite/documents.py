@@ -17,6 +17,7 @@ from typing import Any
 import json5
 from pydantic import BaseModel, ValidationError
 
+from pytest_atlante.checks import CHECK_TYPES
 from pytest_atlante.diagnostics import Diagnostic, json_path
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
 
@@ -122,9 +123,7 @@ def _is_union_tag(part: int | str) -> bool:
     return isinstance(part, str) and (part.startswith("function-") or part in _CHECK_TAGS)
 
 
-_CHECK_TAGS = frozenset(
-    {"command", "file-exists", "file-absent", "file-unchanged", "file-contains", "diff-allowlist"}
-)
+_CHECK_TAGS = CHECK_TYPES
 
 
 def validate_model(model: type[BaseModel], doc: LoadedDocument, code: str, hint: str) -> tuple[Any, list[Diagnostic]]:

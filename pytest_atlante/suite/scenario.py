@@ -15,12 +15,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from pytest_atlante.checks import Check, check_rules
+from pytest_atlante.checks import TRAJECTORY_TYPES, Check, check_rules
 from pytest_atlante.checks.base import NonEmpty, Rules, TimeoutMs
-from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.diagnostics import Diagnostic, json_path
 from pytest_atlante.models import StrictModel
 
-SCENARIO_SCHEMA_URI = "https://atlante.sh/schema/v0.1/eval-scenario.json"
+SCENARIO_SCHEMA_URIS = {
+    "0.1": "https://atlante.sh/schema/v0.1/eval-scenario.json",
+    "0.2": "https://atlante.sh/schema/v0.2/eval-scenario.json",
+}
+SCENARIO_SCHEMA_URI = SCENARIO_SCHEMA_URIS["0.2"]  # what new documents say
 SLUG_PATTERN = r"^[a-z0-9-]+$"  # the reference's "Slug (a-z, 0-9, hyphen)"
 SETUP_TIMEOUT_MS = 300_000
 
@@ -37,8 +41,9 @@ class ScenarioBudget(StrictModel):
 
 
 class Scenario(StrictModel):
-    schema_uri: Literal["https://atlante.sh/schema/v0.1/eval-scenario.json"] = Field(alias="$schema")
-    version: Literal["0.1"]
+    schema_uri: Literal["https://atlante.sh/schema/v0.1/eval-scenario.json",
+                        "https://atlante.sh/schema/v0.2/eval-scenario.json"] = Field(alias="$schema")
+    version: Literal["0.1", "0.2"]
     name: Annotated[str, Field(pattern=SLUG_PATTERN)]
     description: str | None = None
     task: Task
@@ -46,10 +51,28 @@ class Scenario(StrictModel):
     checks: Annotated[list[Check], Field(min_length=1)]
 
 
+def version_diagnostics(scenario: Scenario, file: str) -> list[Diagnostic]:
+    """The v0.1/v0.2 rules: ``$schema`` names the document's version; the trajectory check types
+    (computed from the transcript) need version 0.2, so a 0.1 document means what it always meant."""
+    found = []
+    expected = SCENARIO_SCHEMA_URIS[scenario.version]
+    if scenario.schema_uri != expected:
+        found.append(Diagnostic(file, json_path(["$schema"]), "eval-scenario-invalid",
+                                f"$schema {scenario.schema_uri!r} does not match version {scenario.version!r}",
+                                f"use {expected!r}"))
+    if scenario.version == "0.1":
+        for index, check in enumerate(scenario.checks):
+            if check.type in TRAJECTORY_TYPES:
+                found.append(Diagnostic(file, f"$.checks[{index}].type", "eval-scenario-invalid",
+                                        f"version 0.1 scenario documents do not admit check type {check.type!r}",
+                                        f"set \"version\": \"0.2\" and \"$schema\": \"{SCENARIO_SCHEMA_URIS['0.2']}\""))
+    return found
+
+
 def rule_diagnostics(scenario: Scenario, file: str) -> list[Diagnostic]:
     """Path, pattern and argument problems of a structurally valid scenario: the task's here, the
-    checks' from each check type's own rules."""
-    found = Rules(file)
+    checks' from each check type's own rules; the version rules first."""
+    found = Rules(file, version_diagnostics(scenario, file))
     found.argument(scenario.task.prompt, "$.task.prompt", "the prompt")
     if scenario.task.agent is not None:
         found.argument(scenario.task.agent, "$.task.agent", "the agent name")

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from pytest_atlante.checks import run_checks
+from pytest_atlante.checks import NO_SESSION, SessionView, run_checks
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.pathnames import escape_surrogates
@@ -272,19 +272,28 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
     return None
 
 
-def transcript(out_dir: Path | None, info: HostInfo, base: TrialRecord, session: HostSession,
-               budget: TrialBudget) -> dict[str, object]:
-    """Write the trial's transcript and raw stream beside the report; the record fields naming them."""
-    if out_dir is None:
-        return {}
+def transcript_events(info: HostInfo, base: TrialRecord, session: HostSession,
+                      budget: TrialBudget) -> list[dict[str, Any]] | None:
+    """The session's host-neutral transcript (header first), or None when it cannot be built (a
+    stream the host's reader chokes on makes the trajectory checks errors, not the trial a crash)."""
     process = session.process
     abort = None
     if process.timed_out:
         abort = {"reason": "timeout", "message": session_error(session, budget)}
     elif process.aborted:
         abort = {"reason": "budget", "message": session_error(session, budget)}
-    events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
-                              trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+    try:
+        return build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
+                                trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+    except Exception:  # noqa: BLE001 - the host's stream is untrusted input; its reader must not end the trial
+        return None
+
+
+def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSession,
+                     events: list[dict[str, Any]] | None) -> dict[str, object]:
+    """Write the trial's transcript and raw stream beside the report; the record fields naming them."""
+    if out_dir is None or events is None:
+        return {}
     try:
         rel_transcript, rel_stream = write_trial_files(out_dir, session.capture, events, base.scenario, base.trial)
     except OSError:  # a full disk loses the transcript, not the trial's verdict
@@ -292,8 +301,16 @@ def transcript(out_dir: Path | None, info: HostInfo, base: TrialRecord, session:
     return {"transcript": rel_transcript, "hostStream": rel_stream, "transcriptTruncated": session.capture.truncated}
 
 
+def session_view(session: HostSession, events: list[dict[str, Any]] | None) -> SessionView:
+    """What the trajectory checks count on: the events after the header, and the session's totals."""
+    outcome = session.outcome
+    return SessionView(had_session=True, events=tuple(events[1:]) if events is not None else None,
+                       usage=outcome.usage, cost_usd=outcome.cost_usd,
+                       duration_ms=int(session.process.duration_s * 1000))
+
+
 def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, parent_env: dict[str, str],
-           confined: Confinement | None, secrets: Secrets) -> list[CheckResult]:
+           confined: Confinement | None, secrets: Secrets, session: SessionView = NO_SESSION) -> list[CheckResult]:
     """Every check, even after one fails; checks get the allowlist without credentials and an empty
     HOME of their own (the trial HOME held the login and the host's state), under a random name the
     agent cannot have prepared (a planted ``.gitconfig``, a symlink).  Under namespace isolation that
@@ -303,7 +320,7 @@ def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, pa
     if confined is not None:
         confined = replace(confined, writable=(sb.root, home, host_tmp(sb)))
     return run_checks(entry.scenario.checks, sandbox=sb, diff=diff, env=env,
-                      wrap=confined.wrapper(env) if confined else None, redact=secrets)
+                      wrap=confined.wrapper(env) if confined else None, redact=secrets, session=session)
 
 
 def session_facts(session: HostSession, results: list[CheckResult], escapes: list[str]) -> Facts:
@@ -485,10 +502,11 @@ class TrialRunner:
         progress("host session")
         inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets)
         session = host_session(self.host, self.info, self.model, inputs)
-        files = transcript(self.out_dir, self.info, base, session, budget)
+        events = transcript_events(self.info, base, session, budget)
+        files = transcript_files(self.out_dir, base, session, events)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        results = checks(entry, sb, diff, parent_env, confined, secrets)
+        results = checks(entry, sb, diff, parent_env, confined, secrets, session_view(session, events))
         return record(base, session, budget, diff, results, self.audit.escapes(watched), secrets).model_copy(update=files)
 
 

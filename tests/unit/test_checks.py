@@ -1,4 +1,4 @@
-"""The six check types against a real sandbox: pass, fail and error for each, and their messages;
+"""The file and command check types against a real sandbox: pass, fail and error for each, and their messages;
 and the dispatch table, which must name exactly the models of the ``Check`` union."""
 
 from __future__ import annotations
@@ -352,12 +352,13 @@ def test_every_check_runs_after_earlier_failures_and_errors(sb: Sandbox) -> None
 
 def test_the_dispatch_table_and_the_union_name_the_same_models() -> None:
     members = union_members(Check)
-    assert len(members) == 6
+    assert len(members) == 10
     assert set(TABLE) == set(members)
     assert all(kind.model is model for model, kind in TABLE.items())
     # Each model's discriminator names the check type its runner reports.
     assert sorted(get_args(kind.model.model_fields["type"].annotation)[0] for kind in TABLE.values()) == [
-        "command", "diff-allowlist", "file-absent", "file-contains", "file-exists", "file-unchanged",
+        "agent-used", "command", "diff-allowlist", "file-absent", "file-contains", "file-exists", "file-unchanged",
+        "skill-used", "tool-used", "usage-within",
     ]
 
 

@@ -52,6 +52,14 @@ def checks(*items: dict[str, Any]) -> Mutation:
     return scen(checks=list(items))
 
 
+V02 = "https://atlante.sh/schema/v0.2/eval-scenario.json"
+
+
+def v02(*items: dict[str, Any]) -> Mutation:
+    """A version 0.2 scenario with these checks (the trajectory check types need 0.2)."""
+    return scen(version="0.2", checks=list(items), **{"$schema": V02})
+
+
 def task(**values: Any) -> Mutation:
     base = {"fixture": "eval/fixtures/app", "prompt": "Create hello.txt."}
     base.update(values)
@@ -111,7 +119,16 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("scenario-not-json", write(S, "{ nope"), [], "eval-scenario-invalid", S, "line 1"),
     ("scenario-duplicate-key", write(S, '{"name": "a",\n\n "name": "b"}'), [], "eval-scenario-invalid", S, "line 3"),
     ("scenario-bad-schema-uri", scen(**{"$schema": "https://atlante.sh/schema/v9/eval-scenario.json"}), [], "eval-scenario-invalid", S, '$["$schema"]'),
-    ("scenario-bad-version", scen(version="0.2"), [], "eval-scenario-invalid", S, "$.version"),
+    ("scenario-bad-version", scen(version="0.9"), [], "eval-scenario-invalid", S, "$.version"),
+    ("scenario-version-schema-mismatch", scen(version="0.2"), [], "eval-scenario-invalid", S, '$["$schema"]'),
+    ("trajectory-check-in-v01", checks({"type": "skill-used", "skill": "tidy"}), [], "eval-scenario-invalid", S, "$.checks[0].type"),
+    ("trajectory-unknown-skill", v02({"type": "skill-used", "skill": "no-such-skill"}), [], "eval-scenario-invalid", S, "$.checks[0].skill"),
+    ("trajectory-unknown-agent", v02({"type": "agent-used", "agent": "no-such-agent"}), [], "eval-scenario-invalid", S, "$.checks[0].agent"),
+    ("trajectory-min-over-max", v02({"type": "skill-used", "skill": "tidy", "min": 2, "max": 1}), [], "eval-scenario-invalid", S, "$.checks[0].min"),
+    ("trajectory-tool-not-neutral", v02({"type": "tool-used", "tool": "Bash"}), [], "eval-scenario-invalid", S, "$.checks[0].tool"),
+    ("pattern-input-matches-invalid", v02({"type": "tool-used", "tool": "bash", "inputMatches": "(rm"}), [], "eval-pattern-invalid", S, "$.checks[0].inputMatches"),
+    ("usage-within-no-bound", v02({"type": "usage-within"}), [], "eval-scenario-invalid", S, "$.checks[0]"),
+    ("usage-within-negative", v02({"type": "usage-within", "turns": -1}), [], "eval-scenario-invalid", S, "$.checks[0].turns"),
     ("scenario-name-not-slug", scen(name="Adds Health"), [], "eval-scenario-invalid", S, "$.name"),
     ("scenario-unknown-key", scen(owner="me"), [], "eval-scenario-invalid", S, "$.owner"),
     ("scenario-missing-task", scen(task=None), [], "eval-scenario-invalid", S, "$.task"),

@@ -1,0 +1,182 @@
+"""The ``skill-used``, ``agent-used`` and ``tool-used`` checks: how often the session did something,
+counted on the trial's host-neutral transcript, so the same check means the same on every host.
+
+All three count ``tool_call`` events (``docs/transcripts.md``): a skill load is a call of the
+neutral ``skill`` tool with ``input.name``, a delegation a call of ``task`` with ``input.agent``,
+and ``tool-used`` counts calls of one neutral tool, optionally only those with an input string
+that ``inputMatches`` (``re.search``, compiled at validation).  Calls made inside a sub-agent count
+too: the harness used the skill either way.
+
+Rules chosen where the scenario reference leaves room:
+- ``min`` defaults to 1, or to 0 when ``max`` is 0 (``{"max": 0}`` reads "must not happen");
+- a transcript cut by the stream cap only gives a lower bound, so a count it cannot decide (too
+  few for ``min`` or not more than ``max``) is an error check, never a guess;
+- the self-test's no-op trial has no session: zero uses, so ``min: 1`` fails there (which is what
+  makes such a check count against vacuity) and ``max: 0`` passes;
+- a session without a transcript (it could not be built) makes these checks errors.
+The evidence is the matched events, one line each, capped like command output; their ``seq``
+numbers go in the result's ``events`` for the view's links.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from pytest_atlante.checks.base import CheckContext, CheckKind, NonEmpty, Rules, SessionView
+from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.hosts.names import NeutralTool
+from pytest_atlante.models import StrictModel
+from pytest_atlante.records import CheckResult, tail
+
+MATCHED_EVENTS_CAP = 100  # seq numbers kept in a result's ``events``
+_SHOWN_INPUT = 120  # characters of a matched call's input shown in the evidence
+
+Count = Annotated[int, Field(ge=0, strict=True)]
+
+
+class _Counted(StrictModel):
+    min: Count | None = None
+    max: Count | None = None
+
+    @property
+    def least(self) -> int:
+        if self.min is not None:
+            return self.min
+        return 0 if self.max == 0 else 1
+
+
+class SkillUsedCheck(_Counted):
+    type: Literal["skill-used"]
+    skill: NonEmpty
+
+
+class AgentUsedCheck(_Counted):
+    type: Literal["agent-used"]
+    agent: NonEmpty
+
+
+class ToolUsedCheck(_Counted):
+    type: Literal["tool-used"]
+    tool: NeutralTool
+    inputMatches: NonEmpty | None = None
+
+
+TrajectoryCheck = SkillUsedCheck | AgentUsedCheck | ToolUsedCheck
+
+
+def rules(check: TrajectoryCheck, where: str, found: Rules) -> None:
+    """``min`` above ``max`` can never pass; ``inputMatches`` must compile."""
+    if check.min is not None and check.max is not None and check.min > check.max:
+        found.found.append(Diagnostic(found.file, f"{where}.min", "eval-scenario-invalid",
+                                      f"{check.type}: min {check.min} is greater than max {check.max}",
+                                      "set min at most max (max: 0 alone means it must not happen)"))
+    if isinstance(check, ToolUsedCheck) and check.inputMatches is not None:
+        found.pattern(check.inputMatches, f"{where}.inputMatches")
+
+
+def _tool_calls(session: SessionView, tool: str) -> Iterator[Mapping[str, Any]]:
+    for event in session.events or ():
+        if event.get("type") == "tool_call" and event.get("tool") == tool:
+            yield event
+
+
+def _input(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = event.get("input")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string in a tool call's input, at any depth."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def skill_matches(check: SkillUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
+    return [e for e in _tool_calls(session, "skill") if _input(e).get("name") == check.skill]
+
+
+def agent_matches(check: AgentUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
+    return [e for e in _tool_calls(session, "task") if _input(e).get("agent") == check.agent]
+
+
+def tool_matches(check: ToolUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
+    if check.inputMatches is None:
+        return list(_tool_calls(session, check.tool))
+    pattern = re.compile(check.inputMatches)
+    return [e for e in _tool_calls(session, check.tool) if any(pattern.search(s) for s in _strings(_input(e)))]
+
+
+def evidence(events: list[Mapping[str, Any]]) -> str:
+    """One line per matched event (``#seq t=…ms turn N: tool input``), capped like command output."""
+    lines = []
+    for event in events:
+        shown = ", ".join(f"{k}={v!r}" for k, v in _input(event).items())
+        if len(shown) > _SHOWN_INPUT:
+            shown = shown[:_SHOWN_INPUT] + "…"
+        who = f" (sub-agent {event['agent']})" if event.get("agent") else ""
+        lines.append(f"#{event.get('seq')} t={event.get('t')}ms turn {event.get('turn')}{who}: "
+                     f"{event.get('tool')} {shown}")
+    return tail("\n".join(lines))
+
+
+def counted(index: int, check: TrajectoryCheck, subject: str, ctx: CheckContext,
+            matches: list[Mapping[str, Any]]) -> CheckResult:
+    """The verdict of a count against ``min``/``max``, shared by the three check types."""
+    session = ctx.session
+    label = f"{check.type} {subject}"
+    if session.had_session and session.events is None:
+        return CheckResult(index=index, type=check.type, passed=False, error=True,
+                           message=f"{label}: the trial has no transcript to count on")
+    count, least, most = len(matches), check.least, check.max
+    wanted = _wanted(least, most)
+    found = f"{count} time{'s' if count != 1 else ''}" + ("" if session.had_session else " (no host session)")
+    passed = count >= least and (most is None or count <= most)
+    certain = (passed and most is None) or (most is not None and count > most)
+    if session.truncated and not certain:
+        return CheckResult(index=index, type=check.type, passed=False, error=True,
+                           message=f"{label}: {found} in a transcript cut by the stream cap; wanted {wanted}, "
+                                   "which the kept part cannot decide",
+                           output=evidence(matches) or None, events=_seqs(matches))
+    return CheckResult(index=index, type=check.type, passed=passed,
+                       message=f"{label}: {found}; wanted {wanted}",
+                       output=evidence(matches) or None, events=_seqs(matches))
+
+
+def _wanted(least: int, most: int | None) -> str:
+    if most == 0:
+        return "none"
+    if most == least:
+        return f"exactly {least}"
+    return f"at least {least}" + (f" and at most {most}" if most is not None else "")
+
+
+def _seqs(matches: list[Mapping[str, Any]]) -> list[int]:
+    return [e["seq"] for e in matches[:MATCHED_EVENTS_CAP] if isinstance(e.get("seq"), int)]
+
+
+def run_skill(index: int, check: SkillUsedCheck, ctx: CheckContext) -> CheckResult:
+    return counted(index, check, repr(check.skill), ctx, skill_matches(check, ctx.session))
+
+
+def run_agent(index: int, check: AgentUsedCheck, ctx: CheckContext) -> CheckResult:
+    return counted(index, check, repr(check.agent), ctx, agent_matches(check, ctx.session))
+
+
+def run_tool(index: int, check: ToolUsedCheck, ctx: CheckContext) -> CheckResult:
+    subject = check.tool + (f" matching {check.inputMatches!r}" if check.inputMatches else "")
+    return counted(index, check, subject, ctx, tool_matches(check, ctx.session))
+
+
+SKILL: CheckKind[SkillUsedCheck] = CheckKind(SkillUsedCheck, run_skill, rules)
+AGENT: CheckKind[AgentUsedCheck] = CheckKind(AgentUsedCheck, run_agent, rules)
+TOOL: CheckKind[ToolUsedCheck] = CheckKind(ToolUsedCheck, run_tool, rules)

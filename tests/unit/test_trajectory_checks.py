@@ -1,0 +1,152 @@
+"""The trajectory checks (skill-used, agent-used, tool-used, usage-within) on hand-made transcripts:
+counting, the min/max defaults, the truncated-transcript and no-transcript rules, the no-op trial,
+and their evidence.  The same checks on real sessions of both CLIs are in
+tests/integration/test_trajectory_real.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter
+
+from pytest_atlante.checks import NO_SESSION, TABLE, Check, SessionView
+from pytest_atlante.checks.base import CheckContext
+from pytest_atlante.checks.trajectory import MATCHED_EVENTS_CAP
+from pytest_atlante.records import CheckResult, Usage
+from pytest_atlante.sandbox.trialdir import Diff, Sandbox
+
+CHECK: TypeAdapter[Check] = TypeAdapter(Check)
+
+
+def call(seq: int, tool: str, turn: int = 1, within: str | None = None, **inputs: Any) -> dict[str, Any]:
+    return {"seq": seq, "t": seq * 10, "type": "tool_call", "turn": turn, "id": f"c{seq}", "tool": tool,
+            "hostTool": tool.title(), "input": inputs, "agent": within}
+
+
+EVENTS: tuple[dict[str, Any], ...] = (
+    {"seq": 1, "t": 5, "type": "text", "turn": 1, "text": "Loading the skill.", "agent": None},
+    call(2, "skill", name="tidy"),
+    call(3, "bash", turn=2, command="rm -rf build && make"),
+    call(4, "task", turn=2, agent="helper", prompt="write the file"),
+    call(5, "write", turn=3, within="c4", path="hello.txt", content="hello"),
+    call(6, "skill", turn=3, within="c4", name="tidy"),
+    call(7, "bash", turn=3, command="ls"),
+    {"seq": 8, "t": 90, "type": "result", "turn": 3, "usage": {}, "costUsd": 0.01, "turns": 3, "stopReason": "end_turn",
+     "isError": False},
+)
+USAGE = Usage(inputTokens=1000, outputTokens=200, cacheReadTokens=300, cacheWriteTokens=0)
+SESSION = SessionView(had_session=True, events=EVENTS, usage=USAGE, cost_usd=0.0125, duration_ms=4200)
+
+
+def judge(spec: dict[str, Any], session: SessionView = SESSION) -> CheckResult:
+    check = CHECK.validate_python(spec)
+    # The trajectory checks look at the session only; no sandbox is touched.
+    nowhere = Path("/nonexistent")
+    ctx = CheckContext(sandbox=Sandbox(nowhere, nowhere, nowhere, nowhere),
+                       diff=Diff(changed_paths=[], text=""), env={}, session=session)
+    return TABLE[type(check)].run(0, check, ctx)
+
+
+def test_skill_used_counts_loads_also_inside_a_sub_agent_and_names_the_events() -> None:
+    result = judge({"type": "skill-used", "skill": "tidy"})
+    assert (result.passed, result.error, result.events) == (True, False, [2, 6])
+    assert result.message == "skill-used 'tidy': 2 times; wanted at least 1"
+    assert result.output is not None
+    assert result.output.splitlines() == ["#2 t=20ms turn 1: skill name='tidy'",
+                                          "#6 t=60ms turn 3 (sub-agent c4): skill name='tidy'"]
+
+
+@pytest.mark.parametrize(("bounds", "passed", "wanted"), [
+    ({"max": 0}, False, "none"),
+    ({"min": 2, "max": 2}, True, "exactly 2"),
+    ({"min": 3}, False, "at least 3"),
+    ({"min": 0, "max": 1}, False, "at least 0 and at most 1"),
+    ({"max": 5}, True, "at least 1 and at most 5"),
+])
+def test_min_and_max_bound_the_count_inclusively(bounds: dict[str, int], passed: bool, wanted: str) -> None:
+    result = judge({"type": "skill-used", "skill": "tidy", **bounds})
+    assert (result.passed, result.error) == (passed, False)
+    assert result.message.endswith(f"wanted {wanted}")
+
+
+def test_a_skill_that_never_loaded_fails_min_and_passes_max_zero() -> None:
+    assert not judge({"type": "skill-used", "skill": "other"}).passed
+    untriggered = judge({"type": "skill-used", "skill": "other", "max": 0})
+    assert untriggered.passed and untriggered.events == [] and untriggered.output is None
+    assert untriggered.message == "skill-used 'other': 0 times; wanted none"
+
+
+def test_agent_used_counts_task_calls_naming_the_agent() -> None:
+    assert judge({"type": "agent-used", "agent": "helper", "min": 1, "max": 1}).events == [4]
+    assert not judge({"type": "agent-used", "agent": "reviewer"}).passed
+
+
+def test_tool_used_matches_any_input_string_with_a_regular_expression() -> None:
+    assert judge({"type": "tool-used", "tool": "bash"}).events == [3, 7]
+    destructive = judge({"type": "tool-used", "tool": "bash", "inputMatches": r"\brm\s+-rf\b", "max": 0})
+    assert (destructive.passed, destructive.events) == (False, [3])
+    assert destructive.message == "tool-used bash matching '\\\\brm\\\\s+-rf\\\\b': 1 time; wanted none"
+    assert judge({"type": "tool-used", "tool": "write", "inputMatches": "^hello$"}).events == [5]
+
+
+def test_a_truncated_transcript_decides_only_what_its_kept_part_proves() -> None:
+    cut = SessionView(had_session=True, events=(*EVENTS, {"seq": 9, "t": 95, "type": "truncated", "turn": 3,
+                                                          "droppedLines": 40}), usage=USAGE)
+    assert judge({"type": "skill-used", "skill": "tidy"}, cut).passed  # two seen: at least one, whatever was cut
+    assert not judge({"type": "skill-used", "skill": "tidy", "max": 1}, cut).passed  # already over
+    for undecided in ({"type": "skill-used", "skill": "tidy", "max": 2}, {"type": "skill-used", "skill": "x"}):
+        result = judge(undecided, cut)
+        assert (result.passed, result.error) == (False, True)
+        assert "cut by the stream cap" in result.message
+
+
+def test_a_session_without_a_transcript_makes_them_error_checks() -> None:
+    lost = SessionView(had_session=True, events=None, usage=USAGE, cost_usd=0.01, duration_ms=10)
+    for spec in ({"type": "skill-used", "skill": "tidy", "max": 0}, {"type": "usage-within", "turns": 5}):
+        result = judge(spec, lost)
+        assert (result.passed, result.error) == (False, True), spec
+    # A bound that needs no transcript still has its figure.
+    assert judge({"type": "usage-within", "totalTokens": 2000}, lost).passed
+
+
+def test_the_no_op_trial_has_zero_uses_and_no_usage() -> None:
+    assert not judge({"type": "skill-used", "skill": "tidy"}, NO_SESSION).passed
+    silent = judge({"type": "skill-used", "skill": "tidy", "max": 0}, NO_SESSION)
+    assert silent.passed and silent.message == "skill-used 'tidy': 0 times (no host session); wanted none"
+    usage = judge({"type": "usage-within", "turns": 100}, NO_SESSION)
+    assert (usage.passed, usage.error) == (False, False)
+
+
+def test_usage_within_compares_every_bound_inclusively() -> None:
+    within = judge({"type": "usage-within", "turns": 3, "inputTokens": 1000, "outputTokens": 200,
+                    "totalTokens": 1500, "costUsd": 0.0125, "durationMs": 4200})
+    assert within.passed, within.message
+    assert within.message == ("usage-within: turns 3 ≤ 3, inputTokens 1000 ≤ 1000, outputTokens 200 ≤ 200, "
+                              "totalTokens 1500 ≤ 1500, costUsd 0.0125 ≤ 0.0125, durationMs 4200 ≤ 4200")
+    over = judge({"type": "usage-within", "turns": 2, "totalTokens": 1499})
+    assert (over.passed, over.error) == (False, False)
+    assert over.message == "usage-within: turns 3 > 2, totalTokens 1500 > 1499"
+
+
+def test_usage_within_is_an_error_when_the_host_reported_no_figure() -> None:
+    unreported = SessionView(had_session=True, events=EVENTS, usage=None, cost_usd=None, duration_ms=10)
+    result = judge({"type": "usage-within", "totalTokens": 10, "costUsd": 1.0, "durationMs": 100}, unreported)
+    assert (result.passed, result.error) == (False, True)
+    assert result.message == ("usage-within: cannot tell; totalTokens: the host reported no usage; "
+                              "costUsd: the host reported no cost; durationMs 10 ≤ 100")
+
+
+def test_turns_fall_back_to_the_highest_turn_without_a_result_event() -> None:
+    partial = SessionView(had_session=True, events=EVENTS[:-1], usage=USAGE)
+    assert judge({"type": "usage-within", "turns": 3}, partial).passed
+    assert not judge({"type": "usage-within", "turns": 2}, partial).passed
+
+
+def test_the_matched_event_list_is_capped() -> None:
+    many = tuple(call(seq, "bash", command="true") for seq in range(1, MATCHED_EVENTS_CAP + 50))
+    result = judge({"type": "tool-used", "tool": "bash"}, SessionView(had_session=True, events=many))
+    assert result.events == list(range(1, MATCHED_EVENTS_CAP + 1))
+    assert result.output is not None and len(result.output) <= 2000
+    assert result.message.startswith(f"tool-used bash: {MATCHED_EVENTS_CAP + 49} times")
