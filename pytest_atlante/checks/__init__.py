@@ -125,7 +125,7 @@ def check_table(union: object, kinds: Iterable[CheckKind[Any]]) -> dict[type, Ch
 TABLE: Mapping[type, CheckKind[Any]] = check_table(Check, _KINDS)
 # Every check type's ``type`` value: pydantic puts it in an error's location, where the document
 # loader drops it (users never wrote it as a key).
-CHECK_TYPES = frozenset(value for model in TABLE for value in get_args(model.model_fields["type"].annotation))
+CHECK_TYPES = frozenset(value for kind in TABLE.values() for value in get_args(kind.model.model_fields["type"].annotation))
 
 
 def run_checks(
