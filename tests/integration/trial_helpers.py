@@ -73,6 +73,7 @@ class TrialCase:
     setup: list[str] | None = None
     agent: str | None = None
     timeout_ms: int | None = None
+    version: str = "0.1"  # "0.2" for the trajectory check types
 
     def __post_init__(self) -> None:
         if self.outcomes is not None and len(self.outcomes) != len(self.checks):
@@ -91,6 +92,9 @@ class TrialCase:
         overrides: dict[str, Any] = {"task": task, "checks": self.checks}
         if self.timeout_ms is not None:
             overrides["budget"] = {"timeoutMs": self.timeout_ms}
+        if self.version != "0.1":
+            overrides.update({"version": self.version,
+                              "$schema": f"https://atlante.sh/schema/v{self.version}/eval-scenario.json"})
         return scenario_doc(self.name, **overrides)
 
 

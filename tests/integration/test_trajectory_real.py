@@ -1,0 +1,80 @@
+"""The trajectory checks on real sessions: the same scripted runs through the real Claude Code and
+OpenCode CLIs give the same check verdicts, and those verdicts agree with the transcript events
+each trial wrote (the checks count what the transcript says, nothing else)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trial_helpers import (
+    DONE,
+    HostName,
+    TrialCase,
+    bash_turn,
+    expected_table,
+    outcome_table,
+    run_eval,
+    write_project,
+    write_turn,
+)
+
+pytestmark = pytest.mark.hosts
+
+WORK = [bash_turn("ls src"), bash_turn("git status --short"), write_turn("hello.txt", "hello\n"), DONE]
+TRAJECTORY_CASES = [
+    TrialCase("counts-tool-calls", WORK, [
+        {"type": "tool-used", "tool": "bash", "min": 2, "max": 2},
+        {"type": "tool-used", "tool": "bash", "inputMatches": r"^git\b", "min": 1, "max": 1},
+        {"type": "tool-used", "tool": "write", "inputMatches": r"hello\.txt"},
+        {"type": "tool-used", "tool": "edit", "max": 0},
+        {"type": "skill-used", "skill": "tidy", "max": 0},
+        {"type": "agent-used", "agent": "helper", "max": 0},
+        {"type": "usage-within", "turns": 4, "totalTokens": 10_000, "durationMs": 300_000},
+    ], "pass", ("pass",) * 7, version="0.2"),
+    TrialCase("fails-what-it-did-not-do", WORK, [
+        {"type": "tool-used", "tool": "bash", "max": 1},
+        {"type": "skill-used", "skill": "tidy"},
+        {"type": "agent-used", "agent": "helper"},
+        {"type": "usage-within", "turns": 3},
+        {"type": "usage-within", "totalTokens": 100},
+        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+    ], "fail", ("fail", "fail", "fail", "fail", "fail", "pass"), version="0.2"),
+]
+
+
+def transcript_calls(out: Path, trial_transcript: str) -> list[tuple[str, dict[str, Any]]]:
+    events = [json.loads(line) for line in (out / trial_transcript).read_text().splitlines()]
+    return [(e["tool"], e["input"]) for e in events if e.get("type") == "tool_call"]
+
+
+@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+def test_trajectory_checks_agree_with_the_transcript_on_each_host(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, host: HostName
+) -> None:
+    project = write_project(tmp_path / "project", host, TRAJECTORY_CASES)
+    run = run_eval(pytester, project, tmp_path / "out")
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, TRAJECTORY_CASES) == expected_table(TRAJECTORY_CASES)
+    trial = run.trial("counts-tool-calls")
+    assert trial.transcript is not None
+    calls = transcript_calls(run.out, trial.transcript)
+    assert [tool for tool, _ in calls] == ["bash", "bash", "write"]
+    assert calls[1][1]["command"] == "git status --short"
+    # Each count check names the events it counted, and those are the transcript's calls.
+    bash_events = trial.checks[0].events
+    assert bash_events is not None and len(bash_events) == 2
+    events = {json.loads(line)["seq"]: json.loads(line) for line in (run.out / trial.transcript).read_text().splitlines()[1:]}
+    assert [events[seq]["tool"] for seq in bash_events] == ["bash", "bash"]
+    assert trial.checks[1].events is not None and [events[s]["input"]["command"] for s in trial.checks[1].events] == [
+        "git status --short"]
+    failing = run.trial("fails-what-it-did-not-do")
+    assert [c.message for c in failing.checks[:3]] == [
+        "tool-used bash: 2 times; wanted exactly 1",
+        "skill-used 'tidy': 0 times; wanted at least 1",
+        "agent-used 'helper': 0 times; wanted at least 1",
+    ]
+    assert failing.checks[3].message == "usage-within: turns 4 > 3"
