@@ -48,6 +48,17 @@ class Usage(Record):
         return self.inputTokens + self.outputTokens + self.cacheReadTokens + self.cacheWriteTokens
 
 
+class CountRecord(Record):
+    """What a counting check (skill-used, agent-used, tool-used) counted, and the bounds it held the
+    count to: the report's trigger rates are computed from these."""
+
+    kind: Literal["skill", "agent", "tool"]
+    name: str
+    uses: int = Field(ge=0)
+    min: int = Field(ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+
 class CheckResult(Record):
     index: int
     type: str
@@ -63,6 +74,8 @@ class CheckResult(Record):
     # Trajectory checks: the ``seq`` of the transcript events that matched (the first
     # MATCHED_EVENTS_CAP), so the view can link the check to them; null for every other check.
     events: list[int] | None = None
+    # Counting checks whose count was decided (not an error): what was counted.
+    count: CountRecord | None = None
 
 
 class TrialRecord(Record):

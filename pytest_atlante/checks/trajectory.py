@@ -30,7 +30,7 @@ from pytest_atlante.checks.base import CheckContext, CheckKind, NonEmpty, Rules,
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.names import NeutralTool
 from pytest_atlante.models import StrictModel
-from pytest_atlante.records import CheckResult, tail
+from pytest_atlante.records import CheckResult, CountRecord, tail
 
 MATCHED_EVENTS_CAP = 100  # seq numbers kept in a result's ``events``
 _SHOWN_INPUT = 120  # characters of a matched call's input shown in the evidence
@@ -129,11 +129,15 @@ def evidence(events: list[Mapping[str, Any]]) -> str:
     return tail("\n".join(lines))
 
 
-def counted(index: int, check: TrajectoryCheck, subject: str, ctx: CheckContext,
-            matches: list[Mapping[str, Any]]) -> CheckResult:
-    """The verdict of a count against ``min``/``max``, shared by the three check types."""
+def counted(index: int, check: TrajectoryCheck, counting: tuple[Literal["skill", "agent", "tool"], str],
+            ctx: CheckContext, matches: list[Mapping[str, Any]]) -> CheckResult:
+    """The verdict of a count against ``min``/``max``, shared by the three check types;
+    ``counting`` is what is counted (kind and name), as the result's ``count`` records it."""
     session = ctx.session
-    label = f"{check.type} {subject}"
+    kind, name = counting
+    label = f"{check.type} {name!r}" if kind != "tool" else f"{check.type} {name}"
+    if isinstance(check, ToolUsedCheck) and check.inputMatches:
+        label += f" matching {check.inputMatches!r}"
     if session.had_session and session.events is None:
         return CheckResult(index=index, type=check.type, passed=False, error=True,
                            message=f"{label}: the trial has no transcript to count on")
@@ -149,7 +153,8 @@ def counted(index: int, check: TrajectoryCheck, subject: str, ctx: CheckContext,
                            output=evidence(matches) or None, events=_seqs(matches))
     return CheckResult(index=index, type=check.type, passed=passed,
                        message=f"{label}: {found}; wanted {wanted}",
-                       output=evidence(matches) or None, events=_seqs(matches))
+                       output=evidence(matches) or None, events=_seqs(matches),
+                       count=CountRecord(kind=kind, name=name, uses=count, min=least, max=most))
 
 
 def _wanted(least: int, most: int | None) -> str:
@@ -165,16 +170,15 @@ def _seqs(matches: list[Mapping[str, Any]]) -> list[int]:
 
 
 def run_skill(index: int, check: SkillUsedCheck, ctx: CheckContext) -> CheckResult:
-    return counted(index, check, repr(check.skill), ctx, skill_matches(check, ctx.session))
+    return counted(index, check, ("skill", check.skill), ctx, skill_matches(check, ctx.session))
 
 
 def run_agent(index: int, check: AgentUsedCheck, ctx: CheckContext) -> CheckResult:
-    return counted(index, check, repr(check.agent), ctx, agent_matches(check, ctx.session))
+    return counted(index, check, ("agent", check.agent), ctx, agent_matches(check, ctx.session))
 
 
 def run_tool(index: int, check: ToolUsedCheck, ctx: CheckContext) -> CheckResult:
-    subject = check.tool + (f" matching {check.inputMatches!r}" if check.inputMatches else "")
-    return counted(index, check, subject, ctx, tool_matches(check, ctx.session))
+    return counted(index, check, ("tool", check.tool), ctx, tool_matches(check, ctx.session))
 
 
 SKILL: CheckKind[SkillUsedCheck] = CheckKind(SkillUsedCheck, run_skill, rules)

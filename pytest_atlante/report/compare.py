@@ -19,7 +19,7 @@ from pathlib import Path
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import DIGEST_PREFIX
 from pytest_atlante.report import stats as evalstats
-from pytest_atlante.report.model import EvalReport, ScenarioRecord, mean_duration, passed_and_ran
+from pytest_atlante.report.model import EvalReport, ScenarioRecord, mean_duration, passed_and_ran, trigger_counts
 from pytest_atlante.report.reader import load_report
 from pytest_atlante.report.statrecords import (
     LABELS,
@@ -27,8 +27,11 @@ from pytest_atlante.report.statrecords import (
     ComponentChange,
     Deltas,
     DifferenceInterval,
+    Label,
     ScenarioComparison,
     SideCounts,
+    TriggerComparison,
+    UseCounts,
 )
 
 COMPARE_INPUT_CODE = "eval-compare-input"
@@ -125,14 +128,51 @@ def _label(result: ScenarioComparison, adjusted: float, tested: int) -> Scenario
     return result.model_copy(update=update)
 
 
+def _triggers(base: ScenarioRecord, new: ScenarioRecord) -> list[TriggerComparison]:
+    """The trigger rates both runs measured for a comparable scenario, each with its test."""
+    base_counts, new_counts = trigger_counts(base.trials), trigger_counts(new.trials)
+    found = []
+    for key in sorted(set(base_counts) & set(new_counts)):
+        (u_base, n_base, _), (u_new, n_new, wanted) = base_counts[key], new_counts[key]
+        interval = evalstats.newcombe_difference(u_new, n_new, u_base, n_base)
+        assert interval is not None  # a count exists only for a trial that ran
+        found.append(TriggerComparison(
+            scenario=new.name, kind=key[0], name=key[1], wanted=wanted, label="inconclusive",
+            base=UseCounts(used=u_base, trials=n_base), new=UseCounts(used=u_new, trials=n_new),
+            difference=u_new / n_new - u_base / n_base, interval=DifferenceInterval(low=interval.low, high=interval.high),
+            pValue=evalstats.fisher_two_sided(u_new, n_new, u_base, n_base), pValueTest="fisher-exact-two-sided"))
+    return found
+
+
+def _trigger_label(result: TriggerComparison, adjusted: float) -> TriggerComparison:
+    """Improved or regressed by the check's wanted direction (more use is better for ``use``, less
+    for ``no-use``); a significant change of a rate with no wanted direction stays inconclusive."""
+    assert result.difference is not None
+    label: Label = "inconclusive"
+    notes = list(result.notes)
+    if adjusted < SIGNIFICANCE and result.wanted is not None:
+        better = result.difference > 0 if result.wanted == "use" else result.difference < 0
+        label = "improved" if better else "regressed"
+    elif adjusted < SIGNIFICANCE:
+        notes.append("the rate changed, but the check wants neither use nor no use (a min/max band)")
+    elif result.difference == 0:
+        label = "unchanged"
+    return result.model_copy(update={"pValueHolm": adjusted, "label": label, "notes": notes})
+
+
 def compare_reports(base: EvalReport, new: EvalReport, *, allow_changed: bool = False) -> Comparison:
     new_by_name = {s.name: s for s in new.scenarios}
     base_names = {s.name for s in base.scenarios}
     results = [_scenario(s, new_by_name[s.name], allow_changed) for s in base.scenarios if s.name in new_by_name]
+    comparable = {r.name for r in results if r.label != "not-comparable"}
+    triggers = [t for s in base.scenarios if s.name in comparable for t in _triggers(s, new_by_name[s.name])]
+    # One Holm family: every pass-rate test and every trigger-rate test of the comparison.
     tested = [i for i, r in enumerate(results) if r.pValue is not None]
-    adjusted = evalstats.holm([results[i].pValue or 0.0 for i in tested])
-    for i, p in zip(tested, adjusted, strict=True):
-        results[i] = _label(results[i], p, len(tested))
+    family = [results[i].pValue or 0.0 for i in tested] + [t.pValue or 0.0 for t in triggers]
+    adjusted = evalstats.holm(family)
+    for i, p in zip(tested, adjusted[:len(tested)], strict=True):
+        results[i] = _label(results[i], p, len(family))
+    triggers = [_trigger_label(t, p) for t, p in zip(triggers, adjusted[len(tested):], strict=True)]
     notes = []
     for side, report in (("BASE", base), ("NEW", new)):
         if any(s.scenarioDigest is None for s in report.scenarios):
@@ -145,17 +185,17 @@ def compare_reports(base: EvalReport, new: EvalReport, *, allow_changed: bool = 
         changed=_run_changes(base, new), scenarios=results,
         onlyInBase=[s.name for s in base.scenarios if s.name not in new_by_name],
         onlyInNew=[s.name for s in new.scenarios if s.name not in base_names],
-        counts=counts, notes=notes,
+        counts=counts, notes=notes, triggers=triggers,
     )
 
 
 def exit_status(comparison: Comparison) -> int:
-    """1 when a scenario regressed; else 2 when any could not be compared (or none was); else 0.
+    """1 when a scenario's pass rate or a trigger rate regressed; else 2 when any could not be compared (or none was); else 0.
 
     A regression is a finding and wins; an incomparable scenario means the input must be fixed
     (or ``--allow-changed-scenarios`` given) before "no regression" can be claimed.
     """
-    if comparison.counts.get("regressed", 0):
+    if comparison.counts.get("regressed", 0) or any(t.label == "regressed" for t in comparison.triggers):
         return EXIT_REGRESSED
     if comparison.counts.get("not-comparable", 0) or not comparison.scenarios:
         return EXIT_INVALID
@@ -222,18 +262,33 @@ def render(comparison: Comparison, base_label: str = "BASE", new_label: str = "N
         seconds = None if d.meanDurationMs is None else d.meanDurationMs / 1000
         lines.append(f"{r.name[:28]:<28} {_signed(d.tokensPerTrial, '+9.0f'):>9} {_signed(d.costUsdPerTrial, '+9.4f'):>9} "
                      f"{_signed(seconds, '+8.1f'):>8}  {', '.join(r.changed) or '-'}")
+    if comparison.triggers:
+        lines.append(f"{'trigger rate':<28} {'base':>5} {'new':>5} {'diff':>6} {'95% CI (new-base)':>18} "
+                     f"{'p':>6} {'p Holm':>6}  {'label':<14} wanted")
+    for t in comparison.triggers:
+        subject = f"{t.scenario}: {t.kind} {t.name}"
+        diff = "-" if t.difference is None else _pct(t.difference)
+        ci = "-" if t.interval is None else f"[{t.interval.low * 100:+.0f}%, {t.interval.high * 100:+.0f}%]"
+        lines.append(f"{subject[:28]:<28} {t.base.used}/{t.base.trials:<3} {t.new.used}/{t.new.trials:<3} {diff:>6} "
+                     f"{ci:>18} {_p(t.pValue):>6} {_p(t.pValueHolm):>6}  {t.label:<14} {t.wanted or '-'}")
     for name in comparison.onlyInBase:
         lines.append(f"only in {base_label}: {name}")
     for name in comparison.onlyInNew:
         lines.append(f"only in {new_label}: {name}")
     if any(r.pValueTest for r in comparison.scenarios):
         lines.append(f"p: {P_VALUE_TESTS['fisher-exact-two-sided']}; p Holm: Holm's step-down adjustment "
-                     "of those p-values across the scenarios compared; CI: Newcombe's hybrid score interval")
+                     "of those p-values across everything compared (pass rates and trigger rates); "
+                     "CI: Newcombe's hybrid score interval")
     lines.extend(f"note: {note}" for note in comparison.notes)
     for r in comparison.scenarios:
         lines.extend(f"note: {r.name}: {note}" for note in r.notes)
+    for t in comparison.triggers:
+        lines.extend(f"note: {t.scenario}: {t.kind} {t.name}: {note}" for note in t.notes)
     counts = ", ".join(f"{n} {label}" for label, n in comparison.counts.items() if n)
-    lines.append(f"summary: {counts or 'no scenario compared'}")
+    trigger_labels = ", ".join(f"{n} {label}" for label in LABELS
+                               if (n := sum(1 for t in comparison.triggers if t.label == label)))
+    lines.append(f"summary: {counts or 'no scenario compared'}"
+                 + (f"; trigger rates: {trigger_labels}" if trigger_labels else ""))
     return lines
 
 
@@ -257,4 +312,5 @@ def compare_command(base_path: Path, new_path: Path, *, as_json: bool, allow_cha
 
 def failed_gate(comparison: Comparison) -> Sequence[str]:
     """Names of the scenarios that make ``--atlante-fail-on-regression`` fail the run."""
-    return [r.name for r in comparison.scenarios if r.label == "regressed"]
+    return ([r.name for r in comparison.scenarios if r.label == "regressed"]
+            + [f"{t.scenario} ({t.kind} {t.name} trigger rate)" for t in comparison.triggers if t.label == "regressed"])

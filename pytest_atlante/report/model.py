@@ -32,7 +32,15 @@ from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.hosts.names import HostDialect, HostName
 from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
 from pytest_atlante.report import stats as evalstats
-from pytest_atlante.report.statrecords import Comparison, PassAtK, RateInterval, SuiteStats
+from pytest_atlante.report.statrecords import (
+    Comparison,
+    PassAtK,
+    RateInterval,
+    SuiteStats,
+    TriggerKind,
+    TriggerRate,
+    Wanted,
+)
 from pytest_atlante.sandbox.isolation import IsolationRecord
 from pytest_atlante.sandbox.redact import redact_sandbox_paths
 
@@ -116,6 +124,8 @@ class ScenarioRecord(Record):
     passAtK: list[PassAtK] = Field(default_factory=list)
     verdictCounts: dict[Verdict, NonNegativeInt] = Field(default_factory=dict)
     unreliable: bool = False      # an infra-error trial: the pass rate undercounts the harness
+    # Per skill or agent a skill-used / agent-used check names: the share of trials that used it.
+    triggerRates: list[TriggerRate] = Field(default_factory=list)
     scenarioDigest: str | None = None
     harnessDigest: str | None = None
 
@@ -271,6 +281,43 @@ def passed_and_ran(trials: Sequence[TrialRecord]) -> tuple[int, int]:
     return sum(1 for t in ran if t.verdict == "pass"), len(ran)
 
 
+def wanted_use(minimum: int, maximum: int | None) -> Wanted | None:
+    """The direction a counting check wants: used (``min`` ≥ 1), never used (``max: 0``), or neither."""
+    if minimum >= 1:
+        return "use"
+    return "no-use" if maximum == 0 else None
+
+
+def trigger_counts(trials: Sequence[TrialRecord]) -> dict[tuple[TriggerKind, str], tuple[int, int, Wanted | None]]:
+    """``(kind, name) → (trials that used it, trials with a decided count, wanted)`` over the trials
+    that ran, from their skill-used / agent-used check results (the first such check per trial and
+    name counts: two checks on one name count the same events)."""
+    found: dict[tuple[TriggerKind, str], tuple[int, int, Wanted | None]] = {}
+    for trial in counted(trials):
+        seen: set[tuple[TriggerKind, str]] = set()
+        for check in trial.checks:
+            count = check.count
+            if count is None or count.kind == "tool":
+                continue
+            key: tuple[TriggerKind, str] = (count.kind, count.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            used, ran, wanted = found.get(key, (0, 0, wanted_use(count.min, count.max)))
+            found[key] = (used + (count.uses > 0), ran + 1, wanted)
+    return found
+
+
+def trigger_rates(trials: Sequence[TrialRecord]) -> list[TriggerRate]:
+    rates = []
+    for (kind, name), (used, ran, wanted) in sorted(trigger_counts(trials).items()):
+        interval = evalstats.wilson(used, ran)
+        rates.append(TriggerRate(
+            kind=kind, name=name, used=used, trials=ran, rate=used / ran, wanted=wanted,
+            interval=None if interval is None else RateInterval(low=interval.low, high=interval.high, method="wilson")))
+    return rates
+
+
 def scenario_statistics(trials: Sequence[TrialRecord]) -> dict[str, Any]:
     """The statistics fields of one ``ScenarioRecord``: interval, pass@k for k = 1..n, counts."""
     c, n = passed_and_ran(trials)
@@ -282,6 +329,7 @@ def scenario_statistics(trials: Sequence[TrialRecord]) -> dict[str, Any]:
                     for k in range(1, n + 1)],
         "verdictCounts": counts,
         "unreliable": counts["infra-error"] > 0,
+        "triggerRates": trigger_rates(trials),
     }
 
 

@@ -45,6 +45,25 @@ class SuiteStats(Record):
     harnessDigest: str | None = None
 
 
+TriggerKind = Literal["skill", "agent"]
+# What the scenario's check wants of the skill or agent: to be used (``min`` ≥ 1), never to be used
+# (``max: 0``), or neither (a band such as ``min: 0, max: 3``), which gives a rate but no direction.
+Wanted = Literal["use", "no-use"]
+
+
+class TriggerRate(Record):
+    """How often a skill or agent that a trajectory check names was used: the share of the
+    scenario's trials (that ran, with a decided count) whose session used it at least once."""
+
+    kind: TriggerKind
+    name: str
+    used: NonNegativeInt
+    trials: NonNegativeInt
+    rate: Rate
+    interval: RateInterval | None
+    wanted: Wanted | None = None
+
+
 class DifferenceInterval(Record):
     low: Difference
     high: Difference
@@ -55,6 +74,11 @@ class DifferenceInterval(Record):
 class SideCounts(Record):
     passed: NonNegativeInt
     trials: NonNegativeInt   # trials that ran
+
+
+class UseCounts(Record):
+    used: NonNegativeInt
+    trials: NonNegativeInt   # trials that ran with a decided count
 
 
 class Deltas(Record):
@@ -84,6 +108,25 @@ class ScenarioComparison(Record):
     notes: list[str] = Field(default_factory=list)
 
 
+class TriggerComparison(Record):
+    """One trigger rate of a scenario compared between the runs, tested as a pass rate is (Fisher's
+    exact test, Holm across everything compared); labelled by the check's wanted direction."""
+
+    scenario: str
+    kind: TriggerKind
+    name: str
+    wanted: Wanted | None = None
+    label: Label
+    base: UseCounts
+    new: UseCounts
+    difference: Difference | None = None
+    interval: DifferenceInterval | None = None
+    pValue: Rate | None = None
+    pValueTest: Literal["fisher-exact-two-sided"] | None = None
+    pValueHolm: Rate | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
 class ComponentChange(Record):
     component: str
     base: str | None
@@ -100,3 +143,5 @@ class Comparison(Record):
     onlyInNew: list[str] = Field(default_factory=list)
     counts: dict[Label, NonNegativeInt] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    # Trigger rates of the scenarios compared (in the same Holm family as the pass rates).
+    triggers: list[TriggerComparison] = Field(default_factory=list)

@@ -235,13 +235,28 @@ def _scenario_table(report: J) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
-def _checks(trial: J) -> str:
+def event_anchor(transcript_ident: str, seq: object) -> str:
+    """The id of a transcript event's timeline entry: what a trajectory check's links point at."""
+    return f"{transcript_ident}q{seq}"
+
+
+def _event_links(check: J, transcript_ident: str | None) -> str:
+    """A trajectory check's matched events as links into the trial's timeline (``events``: seq numbers)."""
+    seqs = [s for s in check.get("events") or [] if type(s) is int]
+    if not seqs or transcript_ident is None:
+        return ""
+    links = " ".join(f'<a class="event-link" href="#{event_anchor(transcript_ident, s)}">#{s}</a>' for s in seqs)
+    return f' <span class="note">events: {links}</span>'
+
+
+def _checks(trial: J, transcript_ident: str | None = None) -> str:
     items = []
     for c in trial.get("checks") or []:
         mark = '<span class="ok">PASS</span>' if c.get("passed") else ('<span class="bad">ERROR</span>' if c.get("error") else '<span class="bad">FAIL</span>')
         extra = " (timed out)" if c.get("timedOut") else ""
         output = f"<pre>{esc(c.get('output'))}</pre>" if c.get("output") and not c.get("passed") else ""
-        items.append(f"<li>{mark} #{esc(c.get('index'))} {esc(c.get('type'))}: {esc(c.get('message'))}{extra}{output}</li>")
+        links = _event_links(c, transcript_ident)
+        items.append(f"<li>{mark} #{esc(c.get('index'))} {esc(c.get('type'))}: {esc(c.get('message'))}{extra}{links}{output}</li>")
     return f'<ul class="checks" aria-label="checks">{"".join(items)}</ul>' if items else '<p class="note">No checks ran.</p>'
 
 
@@ -329,7 +344,11 @@ def _transcript(report_dir: Path, page_dir: Path, trial: J, ident: str) -> str:
         return f'<p class="note">{esc(problem)}</p>' if problem else ""
     body = [e for e in events if e.get("type") != "header"]
     shown = body[:EVENTS_SHOWN]
-    items = "".join(_event(e, f"{ident}e{i}") for i, e in enumerate(shown))
+    # Every entry with a numbered event carries its anchor (``<li`` starts each), so a check can
+    # link to it; only an integer seq makes an id, never text from the file.
+    items = "".join(_event(e, f"{ident}e{i}").replace("<li", f'<li id="{event_anchor(ident, e["seq"])}"', 1)
+                    if type(e.get("seq")) is int else _event(e, f"{ident}e{i}")
+                    for i, e in enumerate(shown))
     more = f'<p class="note">{len(body) - len(shown)} more events in {esc(trial.get("transcript"))}.</p>' if len(body) > len(shown) else ""
     header = events[0] if events and events[0].get("type") == "header" else {}
     cap = '<p class="note">The host stream passed the size cap; the transcript is incomplete.</p>' if header.get("truncated") else ""
@@ -337,11 +356,28 @@ def _transcript(report_dir: Path, page_dir: Path, trial: J, ident: str) -> str:
     return _toggle(ident, esc(label), f'{cap}<ol class="timeline">{items}</ol>{more}{_links(report_dir, page_dir, trial)}')
 
 
+_WANTED = {"use": "should use it", "no-use": "should not use it"}
+
+
+def _trigger_rates(scenario: J) -> str:
+    """The scenario's trigger rates: per skill or agent a counting check names, the trials that used it."""
+    rows = []
+    for r in scenario.get("triggerRates") or []:
+        if not isinstance(r, dict):
+            continue
+        interval = r.get("interval") if isinstance(r.get("interval"), dict) else {}
+        spread = f", interval {_pct(interval.get('low'))} to {_pct(interval.get('high'))}" if interval else ""
+        wanted = _WANTED.get(str(r.get("wanted")), "a min/max band")
+        rows.append(f"<li>{esc(r.get('kind'))} {esc(r.get('name'))}: used in {esc(r.get('used'))}/{esc(r.get('trials'))} "
+                    f"trials ({_pct(r.get('rate'))}{spread}); {esc(wanted)}</li>")
+    return f'<ul class="triggers" aria-label="trigger rates">{"".join(rows)}</ul>' if rows else ""
+
+
 def _trials(report: J, report_dir: Path, page_dir: Path) -> str:
     parts = ['<h2 id="trials">Trials</h2>']
     for si, s in enumerate(report.get("scenarios") or []):
         parts.append(f'<section aria-labelledby="s{si}"><h3 id="s{si}">{esc(s.get("name"))}</h3>'
-                     f'<p class="note">{esc(s.get("file"))} · {esc(s.get("source"))}</p>')
+                     f'<p class="note">{esc(s.get("file"))} · {esc(s.get("source"))}</p>{_trigger_rates(s)}')
         for ti, t in enumerate(s.get("trials") or []):
             ident = f"s{si}t{ti}"
             usage = t.get("usage") or {}
@@ -352,7 +388,8 @@ def _trials(report: J, report_dir: Path, page_dir: Path) -> str:
                      + (f", ${cost:.4f}{priced}" if isinstance(cost, (int, float)) else ""))
             error = f'<p class="error">{esc(t.get("error"))}</p>' if t.get("error") else ""
             parts.append(f'<article class="trial" aria-labelledby="{ident}h"><h4 id="{ident}h">trial {esc(t.get("trial"))} '
-                         f'{_chip(str(t.get("verdict")))} <span class="note">{facts}</span></h4>{error}{_checks(t)}'
+                         f'{_chip(str(t.get("verdict")))} <span class="note">{facts}</span></h4>{error}'
+                         f'{_checks(t, ident + "x" if t.get("transcript") else None)}'
                          f'{_diff(t, ident + "d")}{_transcript(report_dir, page_dir, t, ident + "x")}</article>')
         parts.append("</section>")
     return "".join(parts)

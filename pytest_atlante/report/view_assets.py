@@ -46,13 +46,28 @@ ol.timeline>li{padding:.2rem .6rem;margin:.15rem 0;overflow-wrap:anywhere}
 ol.timeline .kind{font-size:.8rem;color:var(--muted);margin-right:.4rem}
 ol.timeline li.crossed,ol.timeline li.abort{border-left:4px solid var(--fail);background:#fff0f0}
 ol.timeline li.sub{margin-left:1.5rem}
+ol.timeline li.linked{outline:3px solid var(--info)}
 .diff-add{color:var(--pass)}.diff-del{color:var(--fail)}
 @media (max-width:600px){main{padding:.5rem}th,td{padding:.3rem}.bar{width:3.5rem}.hide-narrow{display:none}}
 """
 
 JS = """
 (function(){
+  function reveal(id){
+    var el = document.getElementById(id);
+    for (var p = el; p; p = p.parentElement) {
+      if (p.hidden) {
+        p.hidden = false;
+        var c = document.querySelector('button[aria-controls="' + p.id + '"]');
+        if (c) { c.setAttribute('aria-expanded', 'true'); }
+      }
+    }
+    if (el) { el.classList.add('linked'); }
+  }
+  if (location.hash) { reveal(decodeURIComponent(location.hash.slice(1))); }
   document.addEventListener('click', function(ev){
+    var a = ev.target.closest('a.event-link');
+    if (a) { reveal(a.getAttribute('href').slice(1)); return; }
     var b = ev.target.closest('button[aria-controls]');
     if (b) {
       var t = document.getElementById(b.getAttribute('aria-controls'));

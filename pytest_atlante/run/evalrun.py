@@ -209,6 +209,19 @@ def _percent_interval(interval: RateInterval | None, trials: int | None = None) 
     return f"{interval.low * 100:.0f}-{interval.high * 100:.0f}%{few}"
 
 
+_WANTED = {"use": "should use it", "no-use": "should not use it", None: "a min/max band"}
+
+
+def trigger_lines(report: EvalReport) -> list[str]:
+    """One line per trigger rate (a skill or agent a counting check names): how many trials used it."""
+    lines = []
+    for scenario in report.scenarios:
+        for rate in scenario.triggerRates:
+            lines.append(f"trigger rate: {scenario.name}: {rate.kind} {rate.name} used in {rate.used}/{rate.trials} "
+                         f"trials ({rate.rate:.0%}, 95% CI {_percent_interval(rate.interval)}; {_WANTED[rate.wanted]})")
+    return lines
+
+
 def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None = None) -> list[str]:
     """The terminal summary: one row per scenario, the suite line, and the baseline comparison.
 
@@ -239,6 +252,7 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
                      f"{_percent_interval(scenario.passInterval, len(scenario.passAtK)):>9} {at_n:>6} {hat_n:>6} "
                      f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8.4f}"
                      f"{not_run}")
+    lines.extend(trigger_lines(report))
     suite = report.suite
     if suite is not None and suite.meanPassRate is not None:
         interval = ("95% CI " + _percent_interval(suite.passInterval, suite.trials) + " (trials clustered by scenario)"

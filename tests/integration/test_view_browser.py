@@ -124,3 +124,25 @@ def test_a_200_trial_report_stays_under_5_mb(tmp_path: Path) -> None:
         assert page.locator("article.trial").count() == 200
         assert problems == []
     print(f"\nview benchmark: 200 trials, {size / 1e6:.2f} MB, opened in {opened:.2f} s")
+
+
+def test_a_trajectory_checks_event_link_opens_the_transcript_at_that_event(tmp_path: Path) -> None:
+    import json
+
+    report_path = synthetic_report(tmp_path, scenarios=1, trials=1, transcript_turns=3)
+    data = json.loads(report_path.read_text())
+    trial = data["scenarios"][0]["trials"][0]
+    events = [json.loads(line) for line in (tmp_path / trial["transcript"]).read_text().splitlines()]
+    last_call = [e for e in events if e.get("type") == "tool_call"][-1]
+    trial["checks"].append({"index": 2, "type": "tool-used", "passed": True, "message": "tool-used bash: 3 times",
+                            "events": [last_call["seq"]]})
+    report_path.write_text(json.dumps(data))
+    html = write_view(report_path)
+    with browser(tmp_path / "profile") as context:
+        page, problems = open_view(context, html)
+        target = page.locator(f"#s0t0xq{last_call['seq']}")  # type: ignore[attr-defined]
+        assert not target.is_visible()  # the transcript starts folded
+        page.get_by_role("link", name=f"#{last_call['seq']}").click()  # type: ignore[attr-defined]
+        assert target.is_visible() and "tests/test_3.py" in target.inner_text()
+        assert page.get_by_role("button", name="Transcript (12 events)").get_attribute("aria-expanded") == "true"  # type: ignore[attr-defined]
+        assert problems == []

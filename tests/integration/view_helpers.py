@@ -100,5 +100,7 @@ def write_transcript(path: Path, turns: int) -> None:
             {"type": "tool_result", "turn": turn, "t": turn * 100 + 50, "id": f"c{turn}", "tool": "bash", "isError": False,
              "text": "1 passed in 0.01s", "chars": 17, "truncated": False},
         ]
+    for seq, event in enumerate(events[1:], start=1):  # numbered as real transcripts are
+        event["seq"] = seq
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(e) + "\n" for e in events))

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 from pytest_atlante.checks import NO_SESSION, TABLE, Check, SessionView
 from pytest_atlante.checks.base import CheckContext
 from pytest_atlante.checks.trajectory import MATCHED_EVENTS_CAP
-from pytest_atlante.records import CheckResult, Usage
+from pytest_atlante.records import CheckResult, CountRecord, Usage
 from pytest_atlante.sandbox.trialdir import Diff, Sandbox
 
 CHECK: TypeAdapter[Check] = TypeAdapter(Check)
@@ -53,6 +53,7 @@ def test_skill_used_counts_loads_also_inside_a_sub_agent_and_names_the_events() 
     result = judge({"type": "skill-used", "skill": "tidy"})
     assert (result.passed, result.error, result.events) == (True, False, [2, 6])
     assert result.message == "skill-used 'tidy': 2 times; wanted at least 1"
+    assert result.count == CountRecord(kind="skill", name="tidy", uses=2, min=1, max=None)
     assert result.output is not None
     assert result.output.splitlines() == ["#2 t=20ms turn 1: skill name='tidy'",
                                           "#6 t=60ms turn 3 (sub-agent c4): skill name='tidy'"]
@@ -98,7 +99,7 @@ def test_a_truncated_transcript_decides_only_what_its_kept_part_proves() -> None
     assert not judge({"type": "skill-used", "skill": "tidy", "max": 1}, cut).passed  # already over
     for undecided in ({"type": "skill-used", "skill": "tidy", "max": 2}, {"type": "skill-used", "skill": "x"}):
         result = judge(undecided, cut)
-        assert (result.passed, result.error) == (False, True)
+        assert (result.passed, result.error, result.count) == (False, True, None)
         assert "cut by the stream cap" in result.message
 
 

@@ -109,7 +109,7 @@ def test_the_budget_crossing_turn_and_the_abort_are_marked(tmp_path: Path) -> No
     transcript.write_text("\n".join(lines) + "\n")
     page = render(load_report(path), tmp_path)
     assert page.count('class="usage crossed"') == 1 and "token budget crossed in this turn" in page
-    assert '<li class="abort">' in page and "exceeded maxTokens=150" in page
+    assert 'class="abort">' in page and "exceeded maxTokens=150" in page
 
 
 def test_compare_shows_atlante_compare_against_the_baseline_side_by_side(tmp_path: Path) -> None:
@@ -135,3 +135,22 @@ def test_a_scripted_report_shows_the_scripted_model_and_host_priced_costs(tmp_pa
     report.update(scripted=False, scriptedModel=None)
     plain = render(report, tmp_path)
     assert "<dd>claude-sonnet-5</dd>" in plain and "Cost $" in plain and "not charged" not in plain
+
+
+def test_a_trajectory_check_links_to_the_transcript_events_it_matched(tmp_path: Path) -> None:
+    path = synthetic_report(tmp_path, scenarios=1, trials=1, transcript_turns=2)
+    report = load_report(path)
+    scenario = report["scenarios"][0]
+    trial = scenario["trials"][0]
+    events = [json.loads(line) for line in (tmp_path / trial["transcript"]).read_text().splitlines()]
+    call = next(e for e in events if e.get("type") == "tool_call")
+    trial["checks"].append({"index": 2, "type": "tool-used", "passed": True, "message": "tool-used write: 1 time",
+                            "events": [call["seq"], "<b>not a number</b>"]})
+    scenario["triggerRates"] = [{"kind": "skill", "name": "tidy", "used": 1, "trials": 1, "rate": 1.0,
+                                 "interval": {"low": 0.2, "high": 1.0, "method": "wilson"}, "wanted": "use"}]
+    page = render(report, tmp_path)
+    anchor = f"s0t0xq{call['seq']}"
+    assert f'<a class="event-link" href="#{anchor}">#{call["seq"]}</a>' in page
+    assert page.count(f'id="{anchor}"') == 1  # the timeline entry the link opens
+    assert "not a number" not in page.split("events:")[1].split("</span>")[0]
+    assert "skill tidy: used in 1/1 trials (100%, interval 20% to 100%); should use it" in page
