@@ -117,14 +117,15 @@ def tool_matches(check: ToolUsedCheck, session: SessionView) -> list[Mapping[str
 
 
 def evidence(events: list[Mapping[str, Any]]) -> str:
-    """One line per matched event (``#seq t=…ms turn N: tool input``), capped like command output."""
+    """One line per matched event (``#seq turn N: tool input``), capped like command output.  No
+    times: two runs of the same session give the same evidence (the view links to the event)."""
     lines = []
     for event in events:
         shown = ", ".join(f"{k}={v!r}" for k, v in _input(event).items())
         if len(shown) > _SHOWN_INPUT:
             shown = shown[:_SHOWN_INPUT] + "…"
         who = f" (sub-agent {event['agent']})" if event.get("agent") else ""
-        lines.append(f"#{event.get('seq')} t={event.get('t')}ms turn {event.get('turn')}{who}: "
+        lines.append(f"#{event.get('seq')} turn {event.get('turn')}{who}: "
                      f"{event.get('tool')} {shown}")
     return tail("\n".join(lines))
 

@@ -5,8 +5,8 @@ One project holds every kind of scenario the self-test tells apart — sound, va
 pack scenario — under ``maxSessions: 0``, which would skip every trial of an eval: the self-test
 spends no tokens and must not count against it.  Each host runs it serially; Claude Code also runs
 it with ``-n 2``, and both runs must write the same ``selftest.json`` (the xdist transport is host
-independent; OpenCode sessions are the slow ones in CI).  Only three scenarios have a script, so a
-run costs three short host sessions.
+independent; OpenCode sessions are the slow ones in CI).  Five scenarios have a script, so a run
+costs five short host sessions.
 """
 
 from __future__ import annotations
@@ -32,8 +32,14 @@ EXPECTED = {
     "sound": "sound",
     "unsolvable": "unsolvable",
     "vacuous": "vacuous",
+    # A trajectory check is one the no-op trial fails (it had no session): with it the scenario
+    # is not vacuous although its file check passes untouched; a `max: 0` check passes there, so
+    # on its own it leaves a scenario vacuous.
+    "trajectory-sound": "sound",
+    "trajectory-vacuous": "vacuous",
     PACK_SCENARIO: "sound",
 }
+V02 = {"version": "0.2", "$schema": "https://atlante.sh/schema/v0.2/eval-scenario.json"}
 VOLATILE = frozenset({"runId", "startedAt", "finishedAt", "durationMs"})
 
 
@@ -62,6 +68,14 @@ def selftest_project(root: Path, host: HostName) -> Path:
                                                              {"type": "file-contains", "path": "hello.txt", "pattern": "hello"}]),
                      "eval/scenarios/missing-command.eval.json")
     project.scenario(scenario_doc("no-script"), "eval/scenarios/no-script.eval.json")
+    project.scenario(scenario_doc("trajectory-sound", checks=[{"type": "file-exists", "path": "README.md"},
+                                                              {"type": "tool-used", "tool": "write", "min": 1}], **V02),
+                     "eval/scenarios/trajectory-sound.eval.json")
+    project.script("trajectory-sound", [write_turn("notes.txt", "noted\n"), {"text": "Done."}])
+    project.scenario(scenario_doc("trajectory-vacuous", checks=[{"type": "file-exists", "path": "README.md"},
+                                                                {"type": "skill-used", "skill": "tidy", "max": 0}], **V02),
+                     "eval/scenarios/trajectory-vacuous.eval.json")
+    project.script("trajectory-vacuous", [{"text": "Nothing to do."}])
     project.build()
     return root
 
@@ -112,7 +126,17 @@ def test_selftest_tells_every_kind_of_scenario_apart(pytester: pytest.Pytester, 
     assert missing.noop.checks[0].error and "atlante-no-such-command-7q" in missing.problems[0].message
 
     assert [p.status for p in by_name["no-script"].problems] == ["no-reference"]
-    assert report.counts == {"infra-error": 0, "check-error": 1, "unsolvable": 1, "vacuous": 1, "no-reference": 1, "sound": 2}
+
+    # The trajectory check fails the no-op trial (no session: zero writes) without an error, and
+    # passes the reference; a `max: 0` skill check passes both, so that scenario stays vacuous.
+    trajectory = by_name["trajectory-sound"]
+    assert trajectory.problems == [] and trajectory.reference is not None
+    assert [(c.passed, c.error) for c in trajectory.noop.checks] == [(True, False), (False, False)]
+    assert trajectory.noop.checks[1].message == "tool-used write: 0 times (no host session); wanted at least 1"
+    assert [c.passed for c in trajectory.reference.checks] == [True, True]
+    untriggered = by_name["trajectory-vacuous"]
+    assert [(p.status, p.trial) for p in untriggered.problems] == [("vacuous", "no-op")]
+    assert report.counts == {"infra-error": 0, "check-error": 1, "unsolvable": 1, "vacuous": 2, "no-reference": 1, "sound": 3}
 
     # One diagnostics-style line per problem, then the table; no eval report for a self-test.
     for code in ("eval-selftest-unsolvable", "eval-selftest-vacuous", "eval-selftest-check-error",

@@ -55,8 +55,8 @@ def test_skill_used_counts_loads_also_inside_a_sub_agent_and_names_the_events() 
     assert result.message == "skill-used 'tidy': 2 times; wanted at least 1"
     assert result.count == CountRecord(kind="skill", name="tidy", uses=2, min=1, max=None)
     assert result.output is not None
-    assert result.output.splitlines() == ["#2 t=20ms turn 1: skill name='tidy'",
-                                          "#6 t=60ms turn 3 (sub-agent c4): skill name='tidy'"]
+    assert result.output.splitlines() == ["#2 turn 1: skill name='tidy'",
+                                          "#6 turn 3 (sub-agent c4): skill name='tidy'"]
 
 
 @pytest.mark.parametrize(("bounds", "passed", "wanted"), [
