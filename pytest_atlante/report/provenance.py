@@ -39,6 +39,7 @@ from pytest_atlante.report.model import (
     p95_duration,
     pass_rate,
     scenario_totals,
+    trigger_rates,
     verdict_counts,
 )
 from pytest_atlante.report.reader import ReportRejected
@@ -195,6 +196,8 @@ def _check_scenario(scenario: ScenarioRecord, where: str) -> None:
     for field, computed in expected.items():
         if not _close(getattr(scenario, field), computed):
             _reject("report-inconsistent", f"{where}.{field} does not match the trials listed")
+    if scenario.triggerRates != trigger_rates(trials):
+        _reject("report-inconsistent", f"{where}.triggerRates does not match the trials listed")
     totals = scenario_totals(trials)
     if scenario.totals.tokens != totals.tokens or (
         (scenario.totals.costUsd is None) != (totals.costUsd is None)
