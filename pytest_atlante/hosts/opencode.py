@@ -94,6 +94,8 @@ CONFIG_SCHEMA_URL = "https://opencode.ai/config.json"
 
 #: The provider under which the trial's config exposes the scripted model.
 SCRIPTED_PROVIDER_ID = "atlante-scripted"
+#: The scripted provider's second model, for a harness agent's own ``model`` in a scripted run.
+SCRIPTED_AGENT_MODEL_ID = "scripted-agent-model"
 
 #: Every port-1..1023 service is off on a test machine; 9 is "discard", never an npm registry.
 CLOSED_REGISTRY = "http://127.0.0.1:9/"
@@ -151,6 +153,15 @@ def scripted_provider_config(endpoint: ScriptedEndpoint) -> dict[str, Any]:
     per million tokens, Sonnet-like) makes the reported cost non-zero, so cost budgets are testable.
     """
     model_ref = f"{SCRIPTED_PROVIDER_ID}/{endpoint.model_id}"
+
+    def model(name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "tool_call": True,
+            "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
+            "limit": {"context": 200000, "output": 8192},
+        }
+
     return {
         "model": model_ref,
         "small_model": model_ref,
@@ -159,13 +170,11 @@ def scripted_provider_config(endpoint: ScriptedEndpoint) -> dict[str, Any]:
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Atlante scripted model",
                 "options": {"baseURL": endpoint.openai_base_url, "apiKey": "atlante-scripted"},
+                # OpenCode refuses a model its provider does not list, so a harness agent with
+                # a model of its own names the second one (docs/scripted-model.md "Sub-agents").
                 "models": {
-                    endpoint.model_id: {
-                        "name": "Atlante scripted model",
-                        "tool_call": True,
-                        "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
-                        "limit": {"context": 200000, "output": 8192},
-                    }
+                    endpoint.model_id: model("Atlante scripted model"),
+                    SCRIPTED_AGENT_MODEL_ID: model("Atlante scripted agent model"),
                 },
             }
         },

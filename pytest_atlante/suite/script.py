@@ -75,8 +75,38 @@ class BashAction(_Strict):
     timeout_ms: Annotated[int, Field(gt=0, le=600_000)] | None = None
 
 
-Action = Annotated[WriteAction | EditAction | ReadAction | BashAction, Field(discriminator="type")]
-ACTION_TYPES = frozenset({"write", "edit", "read", "bash"})
+class SkillAction(_Strict):
+    """Load a harness skill through the host's skill tool (Claude Code ``Skill``, OpenCode ``skill``);
+    the host answers with the skill's SKILL.md body, which the next request carries."""
+
+    type: Literal["skill"]
+    name: Annotated[str, Field(min_length=1)]
+
+
+class TaskAction(_Strict):
+    """Delegate to a harness sub-agent through the host's task tool (Claude Code ``Agent``, OpenCode
+    ``task``).  ``turns`` are the sub-agent's own scripted turns: the server recognises the
+    sub-agent's requests by ``prompt`` (docs/scripted-model.md "Sub-agents")."""
+
+    type: Literal["task"]
+    agent: Annotated[str, Field(min_length=1)]
+    prompt: Annotated[str, Field(min_length=1)]
+    description: Annotated[str, Field(min_length=1)] | None = None
+    turns: Annotated[list[Turn], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _no_nested_delegation(self) -> TaskAction:
+        # Neither host gives a sub-agent a task tool (Claude Code drops it, OpenCode's
+        # subagent_depth is 1), so a nested task could never run.
+        if any(isinstance(action, TaskAction) for turn in self.turns for action in turn.actions):
+            raise ValueError("a sub-agent's turns cannot delegate again: neither host lets a sub-agent start one")
+        return self
+
+
+Action = Annotated[
+    WriteAction | EditAction | ReadAction | BashAction | SkillAction | TaskAction, Field(discriminator="type")
+]
+ACTION_TYPES = frozenset({"write", "edit", "read", "bash", "skill", "task"})
 
 
 class Usage(_Strict):
@@ -120,6 +150,23 @@ class Script(_Strict):
     schema_id: Literal["atlante/scripted-model-v1"] = Field(alias="schema")
     description: str | None = None
     turns: Annotated[list[Turn], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _distinct_task_prompts(self) -> Script:
+        prompts = [task.prompt for task in self.tasks()]
+        repeated = sorted({prompt for prompt in prompts if prompts.count(prompt) > 1})
+        if repeated:
+            raise ValueError(
+                f"task prompts must differ (the server tells sub-agents apart by their prompt): {repeated[0]!r} repeats"
+            )
+        return self
+
+    def tasks(self) -> list[TaskAction]:
+        """Every ``task`` action of the script, in order."""
+        return [action for turn in self.turns for action in turn.actions if isinstance(action, TaskAction)]
+
+
+TaskAction.model_rebuild()
 
 
 def _error_location(loc: tuple[int | str, ...]) -> str:

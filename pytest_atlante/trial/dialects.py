@@ -29,7 +29,14 @@ _ARGUMENT_SPELLINGS: dict[str, tuple[str, ...]] = {
     "command": ("command",),
     "description": ("description",),
     "timeout": ("timeout",),
+    "name": ("skill", "name"),  # Claude Code's Skill{skill}, OpenCode's skill{name}
+    "agent": ("subagent_type",),
+    "prompt": ("prompt",),
 }
+
+#: Host-neutral tool → the names hosts offer it under, compared case-insensitively: Claude Code
+#: offers its sub-agent tool as ``Agent`` (``Task`` in older releases), OpenCode as ``task``.
+_TOOL_SPELLINGS: dict[str, tuple[str, ...]] = {"task": ("task", "agent")}
 
 
 @dataclass(frozen=True)
@@ -105,10 +112,12 @@ def offered_tools(body: Mapping[str, Any], dialect: Dialect) -> tuple[OfferedToo
 
 
 def find_tool(tools: Sequence[OfferedTool], wanted: str) -> OfferedTool | None:
-    """The offered tool named ``wanted``, compared case-insensitively (``Write`` ~ ``write``)."""
-    for tool in tools:
-        if tool.name.lower() == wanted.lower():
-            return tool
+    """The offered tool for host-neutral ``wanted``, compared case-insensitively (``Write`` ~
+    ``write``; ``task`` ~ Claude Code's ``Agent``)."""
+    for spelling in _TOOL_SPELLINGS.get(wanted, (wanted,)):
+        for tool in tools:
+            if tool.name.lower() == spelling.lower():
+                return tool
     return None
 
 
@@ -141,6 +150,119 @@ def tool_arguments(tool: OfferedTool | None, neutral: Mapping[str, Any]) -> dict
                 arguments[spelling] = value
                 break
     return arguments
+
+
+# --------------------------------------------------------------------------- reading the history
+
+
+@dataclass(frozen=True)
+class LoadedSkill:
+    """A skill call found in a request's history and what the host sent back for it: the tool's
+    result and the text the host added beside it (Claude Code puts the SKILL.md body in a text
+    block of the same user message, OpenCode in the tool result itself; host-facts §5, §8)."""
+
+    call_id: str
+    name: str
+    text: str
+
+
+def _text_of(content: object) -> str:
+    """A string, or the ``text`` of each text block / part of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    raw = body.get("messages")
+    return [m for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []
+
+
+def first_user_text(body: Mapping[str, Any]) -> str:
+    """The text of the request's first user message (the same in both dialects): the session's
+    prompt, or, for a sub-agent, the prompt its parent delegated with."""
+    for message in _messages(body):
+        if message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return ""
+
+
+def _skill_name(arguments: object) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return ""
+    if not isinstance(arguments, dict):
+        return ""
+    for key in _ARGUMENT_SPELLINGS["name"]:
+        if isinstance(arguments.get(key), str):
+            return str(arguments[key])
+    return ""
+
+
+def _skill_calls(message: Mapping[str, Any], dialect: Dialect) -> dict[str, str]:
+    """``{call id: skill name}`` of an assistant message's skill-tool calls."""
+    calls: dict[str, str] = {}
+    if dialect == "anthropic":
+        for block in message.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("name")).lower() == "skill":
+                calls[str(block.get("id"))] = _skill_name(block.get("input"))
+        return calls
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and str(function.get("name")).lower() == "skill":
+            calls[str(call.get("id"))] = _skill_name(function.get("arguments"))
+    return calls
+
+
+def _answers(message: Mapping[str, Any], dialect: Dialect) -> tuple[dict[str, str], list[str]]:
+    """A non-assistant message's tool results (``{call id: text}``) and its other texts."""
+    content = message.get("content")
+    if dialect == "openai":
+        if message.get("role") == "tool":
+            return {str(message.get("tool_call_id")): _text_of(content)}, []
+        return {}, [_text_of(content)] if message.get("role") == "user" else []
+    results: dict[str, str] = {}
+    texts: list[str] = []
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            results[str(block.get("tool_use_id"))] = _text_of(block.get("content"))
+        elif isinstance(block, dict) and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif isinstance(block, str):
+            texts.append(block)
+    return results, texts
+
+
+def loaded_skills(body: Mapping[str, Any], dialect: Dialect) -> tuple[LoadedSkill, ...]:
+    """Every skill call in the request's history with what the host answered it with: the call's
+    result plus the other texts between it and the next assistant message."""
+    loaded: list[LoadedSkill] = []
+    pending: dict[str, str] = {}
+    answered: dict[str, list[str]] = {}
+
+    def settle() -> None:
+        for call_id, name in pending.items():
+            loaded.append(LoadedSkill(call_id, name, "\n".join(answered.get(call_id, []))))
+        pending.clear()
+        answered.clear()
+
+    for message in _messages(body):
+        if message.get("role") == "assistant":
+            settle()
+            pending.update(_skill_calls(message, dialect))
+            continue
+        if not pending:
+            continue
+        results, texts = _answers(message, dialect)
+        for call_id in pending:
+            if call_id in results or call_id in answered:
+                answered.setdefault(call_id, []).extend(([results[call_id]] if call_id in results else []) + texts)
+    settle()
+    return tuple(loaded)
 
 
 # --------------------------------------------------------------------------- SSE framing

@@ -29,9 +29,19 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, ScriptedEndpoint
-from pytest_atlante.suite.script import BashAction, EditAction, ReadAction, Script, Turn, WriteAction
+from pytest_atlante.suite.script import (
+    BashAction,
+    EditAction,
+    ReadAction,
+    Script,
+    SkillAction,
+    TaskAction,
+    Turn,
+    WriteAction,
+)
 from pytest_atlante.trial.dialects import (
     Dialect,
+    LoadedSkill,
     OfferedTool,
     Reply,
     ReplyUsage,
@@ -41,6 +51,8 @@ from pytest_atlante.trial.dialects import (
     anthropic_stream,
     fallback_tool_name,
     find_tool,
+    first_user_text,
+    loaded_skills,
     offered_tools,
     openai_completion,
     openai_error,
@@ -89,6 +101,12 @@ class RequestRecord:
     tool_calls: tuple[str, ...] = ()
     #: Actions whose tool the host did not offer; they were called anyway under a guessed name.
     unoffered_tools: tuple[str, ...] = ()
+    #: The ``agent`` of the ``task`` action whose sub-agent sent this request (its ``turn_index``
+    #: counts that sub-agent's turns); ``None`` for the main session.
+    subagent: str | None = None
+    #: Skill calls in the request's history and the text the host answered each with (the
+    #: SKILL.md body, when the host really loaded the skill).
+    skills_loaded: tuple[LoadedSkill, ...] = ()
     body: Mapping[str, Any] | None = None
 
 
@@ -204,7 +222,7 @@ class ScriptedModelServer:
     def turns_served(self) -> int:
         """Distinct scripted turns played (per session); a retried turn counts once."""
         with self._lock:
-            return len({(r.session_id, r.turn_index) for r in self._requests if r.kind == "turn"})
+            return len({(r.session_id, r.subagent, r.turn_index) for r in self._requests if r.kind == "turn"})
 
     def _record(self, **fields: Any) -> None:
         with self._lock:
@@ -259,26 +277,30 @@ class ScriptedModelServer:
         model = body.get("model") if isinstance(body.get("model"), str) else MODEL_ID
         stream = body.get("stream") is True
         message_id = f"msg_scripted_{uuid.uuid4().hex[:16]}"
+        task = self._delegated_task(body)
+        turns = self.script.turns if task is None else task.turns
         common: dict[str, Any] = {
             "method": "POST", "path": path, "dialect": dialect, "model": model, "stream": stream, "body": body,
             "session_id": _session_id(headers), "tools_offered": tuple(t.name for t in tools),
+            "subagent": None if task is None else task.agent, "skills_loaded": loaded_skills(body, dialect),
         }
         turn_index: int | None = None
         unoffered: tuple[str, ...] = ()
         if not tools:
             kind: RequestKind = "side"
             reply = Reply(message_id, str(model), SIDE_REPLY_TEXT, (), NO_USAGE)
-        elif assistant_turns >= len(self.script.turns):
+        elif assistant_turns >= len(turns):
             kind = "exhausted"
             reply = Reply(message_id, str(model), EXHAUSTED_REPLY_TEXT, (), NO_USAGE)
         else:
             kind, turn_index = "turn", assistant_turns
-            turn = self.script.turns[turn_index]
+            turn = turns[turn_index]
             if turn.error is not None:
                 self._record(kind=kind, status=turn.error.status, turn_index=turn_index, **common)
                 error = (anthropic_error if dialect == "anthropic" else openai_error)(turn.error.status, turn.error.message)
                 return _Answer(turn.error.status, "application/json", json.dumps(error).encode())
-            calls, unoffered = self._tool_calls(turn, turn_index, tools, dialect)
+            call_prefix = "" if task is None else f"s{self.script.tasks().index(task)}_"
+            calls, unoffered = self._tool_calls(turn, f"{call_prefix}t{turn_index}", tools, dialect)
             usage = turn.usage
             reply = Reply(
                 message_id,
@@ -291,8 +313,19 @@ class ScriptedModelServer:
                      tool_calls=tuple(c.name for c in reply.tool_calls), unoffered_tools=unoffered, **common)
         return _render(reply, dialect, stream, body)
 
+    def _delegated_task(self, body: Mapping[str, Any]) -> TaskAction | None:
+        """The ``task`` action whose sub-agent sent this request, if any.
+
+        A sub-agent starts a conversation of its own whose first user message is the prompt its
+        parent delegated with (both hosts, host-facts §5, §8); the main session's first message is
+        the scenario's prompt.  The longest matching prompt wins, so one prompt may contain another.
+        """
+        opening = first_user_text(body)
+        matching = [task for task in self.script.tasks() if task.prompt in opening]
+        return max(matching, key=lambda task: len(task.prompt)) if matching else None
+
     def _tool_calls(
-        self, turn: Turn, turn_index: int, tools: tuple[OfferedTool, ...], dialect: Dialect
+        self, turn: Turn, call_tag: str, tools: tuple[OfferedTool, ...], dialect: Dialect
     ) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
         prefix = "toolu_scripted" if dialect == "anthropic" else "call_scripted"
         calls: list[ToolCall] = []
@@ -303,13 +336,20 @@ class ScriptedModelServer:
                 unoffered.append(action.type)
             name = tool.name if tool is not None else fallback_tool_name(tools, action.type)
             arguments = tool_arguments(tool, self._neutral_arguments(action))
-            calls.append(ToolCall(f"{prefix}_t{turn_index}_a{index}", name, arguments))
+            calls.append(ToolCall(f"{prefix}_{call_tag}_a{index}", name, arguments))
         return tuple(calls), tuple(unoffered)
 
-    def _neutral_arguments(self, action: WriteAction | EditAction | ReadAction | BashAction) -> dict[str, Any]:
+    def _neutral_arguments(
+        self, action: WriteAction | EditAction | ReadAction | BashAction | SkillAction | TaskAction
+    ) -> dict[str, Any]:
         if isinstance(action, BashAction):
             description = action.description or f"Run {action.command}"[:80]
             return {"command": action.command, "description": description, "timeout": action.timeout_ms}
+        if isinstance(action, SkillAction):
+            return {"name": action.name}
+        if isinstance(action, TaskAction):
+            description = action.description or f"Delegate to {action.agent}"
+            return {"description": description, "prompt": action.prompt, "agent": action.agent}
         path = str(self.sandbox_root / action.path)
         if isinstance(action, WriteAction):
             return {"path": path, "content": action.content}

@@ -26,9 +26,11 @@ PROVIDER_BLOCK = {
         "npm": "@ai-sdk/openai-compatible",
         "name": "Atlante scripted model",
         "options": {"baseURL": "http://127.0.0.1:9999/v1", "apiKey": "atlante-scripted"},
-        "models": {"scripted-model": {"name": "Atlante scripted model", "tool_call": True,
-                                      "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
-                                      "limit": {"context": 200000, "output": 8192}}},
+        "models": {name: {"name": title, "tool_call": True,
+                          "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
+                          "limit": {"context": 200000, "output": 8192}}
+                   for name, title in (("scripted-model", "Atlante scripted model"),
+                                       ("scripted-agent-model", "Atlante scripted agent model"))},
     }},
 }
 SCRIPTED = ScriptedEndpoint("http://127.0.0.1:9999", "http://127.0.0.1:9999/v1")
