@@ -104,6 +104,9 @@ class RequestRecord:
     #: The ``agent`` of the ``task`` action whose sub-agent sent this request (its ``turn_index``
     #: counts that sub-agent's turns); ``None`` for the main session.
     subagent: str | None = None
+    #: Which ``task`` action that is: its index among the script's tasks, in order (``s<N>`` in
+    #: the ids of the calls its turns make).
+    task_index: int | None = None
     #: Skill calls in the request's history and the text the host answered each with (the
     #: SKILL.md body, when the host really loaded the skill).
     skills_loaded: tuple[LoadedSkill, ...] = ()
@@ -222,7 +225,7 @@ class ScriptedModelServer:
     def turns_served(self) -> int:
         """Distinct scripted turns played (per session); a retried turn counts once."""
         with self._lock:
-            return len({(r.session_id, r.subagent, r.turn_index) for r in self._requests if r.kind == "turn"})
+            return len({(r.session_id, r.task_index, r.turn_index) for r in self._requests if r.kind == "turn"})
 
     def _record(self, **fields: Any) -> None:
         with self._lock:
@@ -278,11 +281,13 @@ class ScriptedModelServer:
         stream = body.get("stream") is True
         message_id = f"msg_scripted_{uuid.uuid4().hex[:16]}"
         task = self._delegated_task(body)
+        task_index = None if task is None else self.script.tasks().index(task)
         turns = self.script.turns if task is None else task.turns
         common: dict[str, Any] = {
             "method": "POST", "path": path, "dialect": dialect, "model": model, "stream": stream, "body": body,
             "session_id": _session_id(headers), "tools_offered": tuple(t.name for t in tools),
-            "subagent": None if task is None else task.agent, "skills_loaded": loaded_skills(body, dialect),
+            "subagent": None if task is None else task.agent, "task_index": task_index,
+            "skills_loaded": loaded_skills(body, dialect),
         }
         turn_index: int | None = None
         unoffered: tuple[str, ...] = ()
@@ -299,7 +304,7 @@ class ScriptedModelServer:
                 self._record(kind=kind, status=turn.error.status, turn_index=turn_index, **common)
                 error = (anthropic_error if dialect == "anthropic" else openai_error)(turn.error.status, turn.error.message)
                 return _Answer(turn.error.status, "application/json", json.dumps(error).encode())
-            call_prefix = "" if task is None else f"s{self.script.tasks().index(task)}_"
+            call_prefix = "" if task_index is None else f"s{task_index}_"
             calls, unoffered = self._tool_calls(turn, f"{call_prefix}t{turn_index}", tools, dialect)
             usage = turn.usage
             reply = Reply(

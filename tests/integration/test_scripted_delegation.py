@@ -17,6 +17,7 @@ whose own scripted turns write a file.  What must hold, from what the CLI really
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,10 @@ from typing import Any
 import pytest
 
 from conftest import Project, config_doc, scenario_doc
+from pytest_atlante.suite.script import Script, ScriptError, load_script
+from pytest_atlante.trial.dialects import Dialect, parse_sse
+from pytest_atlante.trial.scripted import ScriptedModelServer
 from trial_helpers import logged_requests, run_eval, system_text, with_request_log
-
-pytestmark = pytest.mark.hosts
 
 SKILL_BODY = "SKILL-BODY-SENTINEL-51c2: keep every file tidy and end it with a newline."
 AGENT_BODY = "AGENT-BODY-SENTINEL-93ae: you are the helper agent; write only what you are asked."
@@ -74,6 +76,144 @@ def delegation_project(root: Path, host: str) -> Path:
     return root
 
 
+# --------------------------------------------------------------------------- script documents
+
+
+def script_diagnostics(tmp_path: Path, turns: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"schema": "atlante/scripted-model-v1", "turns": turns}))
+    with pytest.raises(ScriptError) as caught:
+        load_script(path)
+    return [(d.location, d.message) for d in caught.value.diagnostics]
+
+
+def test_skill_and_task_actions_are_validated_where_they_are_written(tmp_path: Path) -> None:
+    task = {"type": "task", "agent": "helper", "prompt": "p", "turns": [{"text": "ok"}]}
+    found = script_diagnostics(tmp_path, [
+        {"actions": [{"type": "skill"}, {"type": "skill", "name": "tidy", "args": "x"}]},
+        {"actions": [{"type": "task", "agent": "helper", "prompt": "p"}]},
+        {"actions": [{**task, "turns": [{"actions": [{"type": "write", "path": "/etc/passwd", "content": ""}]}]}]},
+        {"actions": [{**task, "turns": [{"actions": [task]}]}]},
+    ])
+    assert [location for location, _ in found] == [
+        "$.turns[0].actions[0].name",
+        "$.turns[0].actions[1].args",
+        "$.turns[1].actions[0].turns",
+        "$.turns[2].actions[0].turns[0].actions[0].path",  # inside the sub-agent's own turns
+        "$.turns[3].actions[0]",
+    ]
+    assert "cannot delegate again" in found[-1][1]
+    repeated = script_diagnostics(tmp_path, [{"actions": [task, {**task, "agent": "other"}]}, {"text": "done"}])
+    assert repeated == [("$", "task prompts must differ (the server tells sub-agents apart by their prompt): 'p' repeats")]
+
+
+# --------------------------------------------------------------------------- the wire, both dialects
+
+WIRE_SCRIPT = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": [
+    {"actions": [{"type": "skill", "name": "tidy"}]},
+    {"actions": [{"type": "task", "agent": "helper", "prompt": "Write notes", "turns": [
+        {"actions": [{"type": "write", "path": "notes.txt", "content": "short\n"}]}, {"text": "short done"}]},
+        {"type": "task", "agent": "helper", "prompt": "Write notes twice", "description": "Twice", "turns": [
+            {"text": "long done"}]}]},
+    {"text": "Done."},
+]})
+# The tools each host offers its main session and its sub-agent (argument names as measured).
+WIRE_TOOLS: dict[Dialect, list[dict[str, Any]]] = {
+    "anthropic": [{"name": name, "input_schema": {"properties": {p: {} for p in props}}} for name, props in [
+        ("Skill", ["skill", "args"]), ("Agent", ["description", "prompt", "subagent_type", "model"]),
+        ("Write", ["file_path", "content"])]],
+    "openai": [{"type": "function", "function": {"name": name, "parameters": {"properties": {p: {} for p in props}}}}
+               for name, props in [("skill", ["name"]), ("task", ["description", "prompt", "subagent_type", "task_id"]),
+                                   ("write", ["filePath", "content"])]],
+}
+ROUTES: dict[Dialect, str] = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}
+
+
+def assistant(dialect: Dialect, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    if dialect == "anthropic":
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": name, "input": arguments}]}
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+
+def answer(dialect: Dialect, call_id: str, result: str, beside: str | None = None) -> list[dict[str, Any]]:
+    """The host's answer to a call: a tool result and, as Claude Code does for a skill, a text beside it."""
+    if dialect == "anthropic":
+        blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": result}]
+        return [{"role": "user", "content": blocks + ([{"type": "text", "text": beside}] if beside else [])}]
+    return [{"role": "tool", "tool_call_id": call_id, "content": result}] + \
+        ([{"role": "user", "content": beside}] if beside else [])
+
+
+def opening(dialect: Dialect, prompt: str) -> list[dict[str, Any]]:
+    # Claude Code puts system reminders before the prompt in the first user message; OpenCode
+    # sends the system prompt as a message of its own.
+    if dialect == "anthropic":
+        return [{"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"},
+                                              {"type": "text", "text": prompt}]}]
+    return [{"role": "system", "content": "You are the helper."}, {"role": "user", "content": prompt}]
+
+
+def calls_of(server: ScriptedModelServer, dialect: Dialect, messages: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """POST one streaming model request; the (id, tool, arguments) of the calls in the reply."""
+    body = {"model": "m", "stream": True, "tools": WIRE_TOOLS[dialect], "messages": messages}
+    request = urllib.request.Request(server.anthropic_base_url + ROUTES[dialect], data=json.dumps(body).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        frames = parse_sse(response.read())
+    if dialect == "anthropic":
+        starts = [json.loads(d)["content_block"] for e, d in frames if e == "content_block_start"]
+        deltas = [json.loads(d)["delta"] for e, d in frames if e == "content_block_delta"]
+        return [(b["id"], b["name"], json.loads(d["partial_json"])) for b, d in zip(starts, deltas, strict=True)
+                if b["type"] == "tool_use"]
+    chunks = [json.loads(d) for _, d in frames if d != "[DONE]"]
+    return [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for chunk in chunks for choice in chunk["choices"] for c in choice["delta"].get("tool_calls", [])]
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "openai"])
+def test_skill_and_task_calls_and_the_sub_agents_own_turns(tmp_path: Path, dialect: Dialect) -> None:
+    skill_tool, task_tool, write_tool = (t.get("name") or t["function"]["name"] for t in WIRE_TOOLS[dialect])
+    with ScriptedModelServer(WIRE_SCRIPT, sandbox_root=tmp_path) as server:
+        main = opening(dialect, "Tidy up and delegate the notes.")
+        ((skill_id, name, arguments),) = calls_of(server, dialect, main)
+        assert (name, arguments) == (skill_tool, {"skill" if dialect == "anthropic" else "name": "tidy"})
+        main += [assistant(dialect, skill_id, name, arguments),
+                 *answer(dialect, skill_id, "Launching skill: tidy", beside="SKILL BODY: keep it tidy")]
+        delegations = calls_of(server, dialect, main)
+        assert [(tool, args) for _, tool, args in delegations] == [
+            (task_tool, {"description": "Delegate to helper", "prompt": "Write notes", "subagent_type": "helper"}),
+            (task_tool, {"description": "Twice", "prompt": "Write notes twice", "subagent_type": "helper"}),
+        ]
+        # Each sub-agent opens with its own prompt and gets its own turns; the longer prompt wins
+        # over the one it contains.
+        short = opening(dialect, "Write notes")
+        ((write_id, tool, write_args),) = calls_of(server, dialect, short)
+        assert (tool, write_args) == (write_tool, {("file_path" if dialect == "anthropic" else "filePath"):
+                                                   str(tmp_path.resolve() / "notes.txt"), "content": "short\n"})
+        short += [assistant(dialect, write_id, tool, write_args), *answer(dialect, write_id, "ok")]
+        assert calls_of(server, dialect, short) == []
+        assert calls_of(server, dialect, opening(dialect, "Write notes twice")) == []
+        main += [assistant(dialect, delegations[0][0], task_tool, delegations[0][2]), *answer(dialect, delegations[0][0], "done")]
+        assert calls_of(server, dialect, main) == []
+    records = server.requests
+    assert [(r.subagent, r.task_index, r.turn_index, r.kind) for r in records] == [
+        (None, None, 0, "turn"), (None, None, 1, "turn"), ("helper", 0, 0, "turn"), ("helper", 0, 1, "turn"),
+        ("helper", 1, 0, "turn"), (None, None, 2, "turn")]
+    assert write_id.endswith("scripted_s0_t0_a0") and skill_id.endswith("scripted_t0_a0")
+    assert server.turns_served == 6  # the main session's turn 0 and each sub-agent's are distinct
+    assert records[0].skills_loaded == ()
+    for record in (records[1], records[-1]):  # every later main request carries the answer
+        (loaded,) = record.skills_loaded
+        assert (loaded.call_id, loaded.name) == (skill_id, "tidy")
+        assert loaded.text == "Launching skill: tidy\nSKILL BODY: keep it tidy"
+    assert [r.skills_loaded for r in records[2:5]] == [(), (), ()]  # sub-agents never loaded it
+
+
+# --------------------------------------------------------------------------- the real CLIs
+
+
+@pytest.mark.hosts
 @pytest.mark.parametrize("host", ["claude-code", "opencode"])
 def test_scripted_skill_and_subagent_run_through_the_real_cli(
     pytester: pytest.Pytester, tmp_path: Path, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch,

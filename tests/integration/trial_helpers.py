@@ -647,7 +647,7 @@ def pytest_configure(config: pytest.Config) -> None:
         requests = [
             {"kind": r.kind, "path": r.path, "turn_index": r.turn_index, "model": r.model,
              "tools_offered": list(r.tools_offered), "tool_calls": list(r.tool_calls),
-             "unoffered_tools": list(r.unoffered_tools), "subagent": r.subagent,
+             "unoffered_tools": list(r.unoffered_tools), "subagent": r.subagent, "task_index": r.task_index,
              "skills_loaded": [{"name": s.name, "call_id": s.call_id, "text": s.text} for s in r.skills_loaded],
              "body": r.body}
             for r in server.requests
