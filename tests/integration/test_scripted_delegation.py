@@ -5,7 +5,8 @@ main session loads the harness skill ``tidy`` and then delegates to the harness 
 whose own scripted turns write a file.  What must hold, from what the CLI really sent:
 
 - the skill was really loaded: the request after the skill call carries the SKILL.md body as the
-  host's answer to that call (``skills_loaded``);
+  host's answer to that call (``skills_loaded``), and a call for a skill the harness lacks brings
+  none (the host answers it with an error);
 - the sub-agent really ran as ``helper``: its requests are told apart from the main session's,
   their system prompt holds the agent's body, the tools they offer are exactly the agent's
   restricted set and the model is the agent's;
@@ -52,6 +53,7 @@ SUBAGENT_TURNS: list[dict[str, Any]] = [
 ]
 MAIN_TURNS: list[dict[str, Any]] = [
     {"text": "Loading the house style.", "actions": [{"type": "skill", "name": "tidy"}]},
+    {"text": "And a skill the harness lacks.", "actions": [{"type": "skill", "name": "absent"}]},
     {"text": "Delegating the notes.", "actions": [
         {"type": "task", "agent": "helper", "prompt": SUBAGENT_PROMPT, "description": "Write the notes",
          "turns": SUBAGENT_TURNS}]},
@@ -228,16 +230,20 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     requests = [r for r in logged_requests(log_dir)["delegates-1"] if r["kind"] == "turn"]
     main = [r for r in requests if r["subagent"] is None]
     sub = [r for r in requests if r["subagent"] is not None]
-    assert [r["turn_index"] for r in main] == [0, 1, 2] and [r["tool_calls"] for r in main] == \
-        [[MAIN_TOOL[host, "skill"]], [MAIN_TOOL[host, "task"]], []]
+    assert [r["turn_index"] for r in main] == [0, 1, 2, 3] and [r["tool_calls"] for r in main] == \
+        [[MAIN_TOOL[host, "skill"]], [MAIN_TOOL[host, "skill"]], [MAIN_TOOL[host, "task"]], []]
     assert [(r["subagent"], r["turn_index"], r["tool_calls"]) for r in sub] == \
         [("helper", 0, [MAIN_TOOL[host, "write"]]), ("helper", 1, [])]
 
-    # The skill was loaded: every request after the call carries the body as the host's answer to it.
+    # The skill was loaded: every request after the call carries the body as the host's answer to
+    # it; the call for a skill the harness lacks brings no body (the host answers it with an error).
     assert main[0]["skills_loaded"] == []
+    assert [s["name"] for s in main[1]["skills_loaded"]] == ["tidy"]
     for later in main[1:]:
-        (loaded,) = later["skills_loaded"]
-        assert loaded["name"] == "tidy" and SKILL_BODY in loaded["text"], loaded
+        tidy, *absent = later["skills_loaded"]
+        assert tidy["name"] == "tidy" and SKILL_BODY in tidy["text"], tidy
+        assert all(a["name"] == "absent" and "absent" in a["text"] and SKILL_BODY not in a["text"] for a in absent)
+    assert [s["name"] for s in main[-1]["skills_loaded"]] == ["tidy", "absent"]
     assert not any(SKILL_BODY in system_text(r) for r in main)  # only the call brought it in
 
     # The sub-agent ran as the helper: its prompt, its body, its tools, its model.
@@ -255,9 +261,12 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     assert trial.transcript is not None
     events = [json.loads(line) for line in (tmp_path / "out" / trial.transcript).read_text().splitlines()[1:]]
     calls = [e for e in events if e["type"] == "tool_call"]
-    skill_call, task_call = (e for e in calls if e["tool"] in ("skill", "task"))
+    skill_call, absent_call, task_call = (e for e in calls if e["tool"] in ("skill", "task"))
     assert (skill_call["tool"], skill_call["hostTool"], skill_call["input"]["name"], skill_call["agent"]) == \
         ("skill", MAIN_TOOL[host, "skill"], "tidy", None)
+    assert (absent_call["tool"], absent_call["input"]["name"]) == ("skill", "absent")
+    (absent_result,) = [e for e in events if e["type"] == "tool_result" and e["id"] == absent_call["id"]]
+    assert absent_result["isError"]  # a call is not a load: the result tells them apart
     assert (task_call["tool"], task_call["hostTool"], task_call["input"]["agent"], task_call["agent"]) == \
         ("task", MAIN_TOOL[host, "task"], "helper", None)
     assert task_call["input"]["prompt"] == SUBAGENT_PROMPT
@@ -269,4 +278,4 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
         (inner,) = [e for e in calls if e["agent"] is not None]
         assert (inner["tool"], inner["agent"], inner["input"]["path"]) == ("write", task_call["id"], "./notes.txt")
     else:  # OpenCode does not stream a sub-agent's calls (host-facts §8)
-        assert [e["agent"] for e in calls] == [None, None]
+        assert [e["agent"] for e in calls] == [None, None, None]
