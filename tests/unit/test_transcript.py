@@ -73,6 +73,38 @@ def test_claude_skill_and_subagent_calls_are_marked_with_their_agent() -> None:
     assert [(s["agent"], s["status"]) for s in subagents] == [("reviewer", "started"), (None, "completed")]
 
 
+@pytest.mark.parametrize(("name", "host", "skill_tool", "task_tool"), [
+    ("claude-2.1.197-scripted-skill-task-stream.jsonl", "claude-code", "Skill", "Agent"),
+    ("opencode-1.18.33-scripted-skill-task-stream.jsonl", "opencode", "skill", "task"),
+])
+def test_skill_loads_and_delegations_have_one_shape_on_both_hosts(name: str, host: str, skill_tool: str, task_tool: str) -> None:
+    """The shapes docs/transcripts.md "Skills and sub-agents" promises, from the host streams of the
+    scripted run in tests/integration/test_scripted_delegation.py (a skill loaded, a skill the
+    harness lacks, a delegation to ``helper`` whose turn writes notes.txt)."""
+    transcript = events(name, host)
+    calls = of_type(transcript, "tool_call")
+    main = [c for c in calls if c["agent"] is None]
+    assert [(c["tool"], c["hostTool"]) for c in main] == [("skill", skill_tool), ("skill", skill_tool), ("task", task_tool)]
+    tidy, absent, task = main
+    assert (tidy["input"], absent["input"]) == ({"name": "tidy"}, {"name": "absent"})
+    assert task["input"] == {"description": "Write the notes", "prompt": "Write notes.txt saying delegated, then report back.",
+                             "agent": "helper"}
+    results = {r["id"]: r for r in of_type(transcript, "tool_result")}
+    assert [(results[c["id"]]["tool"], results[c["id"]]["isError"]) for c in main] == \
+        [("skill", False), ("skill", True), ("task", False)]
+    assert ("SKILL-BODY-SENTINEL-51c2" in results[tidy["id"]]["text"]) is (host == "opencode")  # Claude: beside it
+    assert "Wrote notes.txt." in results[task["id"]]["text"]
+    subagents = of_type(transcript, "subagent")
+    inner = [c for c in calls if c["agent"] is not None]
+    if host == "claude-code":
+        assert [(s["id"], s["agent"], s["status"]) for s in subagents] == \
+            [(task["id"], "helper", "started"), (task["id"], None, "completed")]
+        assert [(c["tool"], c["agent"], c["input"]["path"]) for c in inner] == [("write", task["id"], "./notes.txt")]
+    else:
+        ((session, agent, status),) = [(s["id"], s["agent"], s["status"]) for s in subagents]
+        assert session.startswith("ses_") and (agent, status) == ("helper", "completed") and inner == []
+
+
 def test_claude_sigint_abort_keeps_the_error_result() -> None:
     transcript = events("claude-2.1.197-sigint-stream.jsonl", "claude-code", abort={"reason": "timeout", "message": "m"})
     (result,) = of_type(transcript, "result")
