@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -367,8 +368,9 @@ class ClaudeCodeHost:
         return ClaudeStreamMonitor()
 
     def stream_path_forms(self, path: str) -> tuple[str, ...]:
-        # Claude Code names its per-project store after the cwd with every "/" made "-" (host-facts §4).
-        return (path.rstrip("/").replace("/", "-"),) if path.strip("/") else ()
+        # Claude Code names its per-project store after the cwd with every character but a letter
+        # or digit made "-" (host-facts §4): "/", and also "_", ".", " ", "+" of a TMPDIR.
+        return (re.sub(r"[^A-Za-z0-9]", "-", path.rstrip("/")),) if path.strip("/") else ()
 
     def transcript_events(self, lines: Iterable[tuple[int, str]], builder: TranscriptBuilder) -> None:
         transcript_events(lines, builder)

@@ -205,3 +205,9 @@ def test_each_host_names_its_own_spellings_of_a_trial_path() -> None:
     store = "/tmp/atlante-eval-x/t-1/home/.claude/projects/-tmp-atlante-eval-x-t-1-sandbox/s.jsonl"
     redact = Redactor(Secrets(), [root, "/tmp/atlante-eval-x/t-1/home"], host_for("claude-code").stream_path_forms(root))
     assert redact(f"stored in {store}") == "stored in ./.claude/projects/<sandbox>/s.jsonl"
+    # Not only "/": every character but a letter or digit (measured: ".", "_", " " and "+").
+    odd = "/work/t_1/m.x_y z+q/sandbox"
+    assert host_for("claude-code").stream_path_forms(odd) == ("-work-t-1-m-x-y-z-q-sandbox",)
+    redact = Redactor(Secrets(), [odd], host_for("claude-code").stream_path_forms(odd))
+    assert redact("memory in /h/.claude/projects/-work-t-1-m-x-y-z-q-sandbox/memory/") == \
+        "memory in /h/.claude/projects/<sandbox>/memory/"
