@@ -8,7 +8,9 @@ The host really runs the tools, so a scenario's checks see real effects on disk.
 Which turn to play is derived from the request alone — the number of assistant messages already in
 ``messages`` — so a host's retry gets the same turn again and parallel sessions do not disturb each
 other. Requests that offer no tools (OpenCode's title generator) are side requests: they get a short
-title and consume no turn. The script document itself (``Script``, ``load_script``) is
+title and consume no turn. A sub-agent started by a ``task`` action is recognised by the delegated
+prompt opening its conversation and is played that action's own turns; each request also records
+the skill calls in its history with what the host answered them with (the SKILL.md body). The script document itself (``Script``, ``load_script``) is
 ``suite/script.py``; see ``docs/scripted-model.md`` for the format.  Each host's wiring (Claude
 Code's environment, OpenCode's provider block) is its adapter's, from :attr:`ScriptedModelServer.endpoint`.
 """
