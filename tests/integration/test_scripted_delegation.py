@@ -1,6 +1,6 @@
 """Scripted ``skill`` and ``task`` actions through both real CLIs (docs/scripted-model.md).
 
-One eval run per host, with the scripted server's requests logged (``trial_helpers``' spy): the
+One eval run per host (Claude Code also on its newest release), with the scripted server's requests logged (``trial_helpers``' spy): the
 main session loads the harness skill ``tidy`` and then delegates to the harness agent ``helper``,
 whose own scripted turns write a file.  What must hold, from what the CLI really sent:
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Project, config_doc, scenario_doc
+from conftest import Project, claude_path, config_doc, scenario_doc
 from pytest_atlante.suite.script import Script, ScriptError, load_script
 from pytest_atlante.trial.dialects import Dialect, parse_sse
 from pytest_atlante.trial.scripted import ScriptedModelServer
@@ -36,12 +36,13 @@ AGENT_BODY = "AGENT-BODY-SENTINEL-93ae: you are the helper agent; write only wha
 SUBAGENT_PROMPT = "Write notes.txt saying delegated, then report back."
 SCENARIO_PROMPT = "Tidy the project, then have the helper write the notes."
 AGENT_TOOLS = ["read", "write"]  # the helper's restricted tools, host-neutral
-# The agent's model, per host: Claude Code takes an alias it resolves itself, OpenCode a
-# provider/model reference (only the scripted provider exists in a scripted run).
-AGENT_MODEL = {"claude-code": "haiku", "opencode": "atlante-scripted/scripted-agent-model"}
+# The agent's model, per host: Claude Code takes a model id (a full one: an alias such as ``haiku``
+# resolves differently per release), OpenCode a provider/model reference (only the scripted
+# provider exists in a scripted run).
+AGENT_MODEL = {"claude-code": "claude-haiku-4-5-20251001", "opencode": "atlante-scripted/scripted-agent-model"}
 # What the sub-agent's requests must carry for them (measured, docs/host-facts.md §5 and §8):
-# Claude Code resolves the alias; OpenCode's permissions cannot tell ``write`` from ``edit`` (one
-# ``edit`` key) and the rendered agent leaves ``todowrite`` alone.
+# OpenCode's permissions cannot tell ``write`` from ``edit`` (one ``edit`` key) and the rendered
+# agent leaves ``todowrite`` alone.
 SUBAGENT_MODEL = {"claude-code": "claude-haiku-4-5-20251001", "opencode": "scripted-agent-model"}
 SUBAGENT_OFFERED = {"claude-code": {"Read", "Write"}, "opencode": {"read", "write", "edit", "todowrite"}}
 MAIN_TOOL = {("claude-code", "skill"): "Skill", ("claude-code", "task"): "Agent", ("claude-code", "write"): "Write",
@@ -216,15 +217,17 @@ def test_skill_and_task_calls_and_the_sub_agents_own_turns(tmp_path: Path, diale
 
 
 @pytest.mark.hosts
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize(("host", "release"), [("claude-code", "pinned"), ("claude-code", "newest"), ("opencode", "pinned")])
 def test_scripted_skill_and_subagent_run_through_the_real_cli(
     pytester: pytest.Pytester, tmp_path: Path, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch,
-    private_tmp: Path, host: str,
+    private_tmp: Path, host: str, release: str,
 ) -> None:
-    monkeypatch.setenv("PATH", hosts_path())
+    path, version = claude_path(release, hosts_path())
+    monkeypatch.setenv("PATH", path)
     log_dir = tmp_path / "requests"
     plugin_args = with_request_log(monkeypatch, log_dir)
     run = run_eval(pytester, delegation_project(tmp_path / "project", host), tmp_path / "out", *plugin_args)
+    assert run.report.host is not None and run.report.host.version == (version if host == "claude-code" else "1.18.33")
     trial = run.trial("delegates")
     assert trial.verdict == "pass", run.output()  # notes.txt, written by the sub-agent's own turn
     requests = [r for r in logged_requests(log_dir)["delegates-1"] if r["kind"] == "turn"]
