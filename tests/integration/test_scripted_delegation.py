@@ -1,8 +1,8 @@
 """Scripted ``skill`` and ``task`` actions through both real CLIs (docs/scripted-model.md).
 
 One eval run per host (Claude Code also on its newest release), with the scripted server's requests logged (``trial_helpers``' spy): the
-main session loads the harness skill ``tidy`` and then delegates to the harness agent ``helper``,
-whose own scripted turns write a file.  What must hold, from what the CLI really sent:
+main session loads the harness skill ``tidy`` (and calls one the harness lacks), then delegates
+to the harness agent ``helper``, whose own scripted turns load ``tidy`` too and write a file.  What must hold, from what the CLI really sent:
 
 - the skill was really loaded: the request after the skill call carries the SKILL.md body as the
   host's answer to that call (``skills_loaded``), and a call for a skill the harness lacks brings
@@ -35,7 +35,7 @@ SKILL_BODY = "SKILL-BODY-SENTINEL-51c2: keep every file tidy and end it with a n
 AGENT_BODY = "AGENT-BODY-SENTINEL-93ae: you are the helper agent; write only what you are asked."
 SUBAGENT_PROMPT = "Write notes.txt saying delegated, then report back."
 SCENARIO_PROMPT = "Tidy the project, then have the helper write the notes."
-AGENT_TOOLS = ["read", "write"]  # the helper's restricted tools, host-neutral
+AGENT_TOOLS = ["read", "write", "skill"]  # the helper's restricted tools, host-neutral
 # The agent's model, per host: Claude Code takes a model id (a full one: an alias such as ``haiku``
 # resolves differently per release), OpenCode a provider/model reference (only the scripted
 # provider exists in a scripted run).
@@ -44,11 +44,12 @@ AGENT_MODEL = {"claude-code": "claude-haiku-4-5-20251001", "opencode": "atlante-
 # OpenCode's permissions cannot tell ``write`` from ``edit`` (one ``edit`` key) and the rendered
 # agent leaves ``todowrite`` alone.
 SUBAGENT_MODEL = {"claude-code": "claude-haiku-4-5-20251001", "opencode": "scripted-agent-model"}
-SUBAGENT_OFFERED = {"claude-code": {"Read", "Write"}, "opencode": {"read", "write", "edit", "todowrite"}}
+SUBAGENT_OFFERED = {"claude-code": {"Read", "Write", "Skill"}, "opencode": {"read", "write", "edit", "skill", "todowrite"}}
 MAIN_TOOL = {("claude-code", "skill"): "Skill", ("claude-code", "task"): "Agent", ("claude-code", "write"): "Write",
              ("opencode", "skill"): "skill", ("opencode", "task"): "task", ("opencode", "write"): "write"}
 
 SUBAGENT_TURNS: list[dict[str, Any]] = [
+    {"text": "Reading the house style first.", "actions": [{"type": "skill", "name": "tidy"}]},
     {"text": "Writing the notes.", "actions": [{"type": "write", "path": "notes.txt", "content": "delegated\n"}]},
     {"text": "Wrote notes.txt."},
 ]
@@ -236,7 +237,7 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     assert [r["turn_index"] for r in main] == [0, 1, 2, 3] and [r["tool_calls"] for r in main] == \
         [[MAIN_TOOL[host, "skill"]], [MAIN_TOOL[host, "skill"]], [MAIN_TOOL[host, "task"]], []]
     assert [(r["subagent"], r["turn_index"], r["tool_calls"]) for r in sub] == \
-        [("helper", 0, [MAIN_TOOL[host, "write"]]), ("helper", 1, [])]
+        [("helper", 0, [MAIN_TOOL[host, "skill"]]), ("helper", 1, [MAIN_TOOL[host, "write"]]), ("helper", 2, [])]
 
     # The skill was loaded: every request after the call carries the body as the host's answer to
     # it; the call for a skill the harness lacks brings no body (the host answers it with an error).
@@ -249,7 +250,11 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     assert [s["name"] for s in main[-1]["skills_loaded"]] == ["tidy", "absent"]
     assert not any(SKILL_BODY in system_text(r) for r in main)  # only the call brought it in
 
-    # The sub-agent ran as the helper: its prompt, its body, its tools, its model.
+    # The sub-agent ran as the helper: its prompt, its body, its tools, its model; it loaded the
+    # skill in its own conversation.
+    assert sub[0]["skills_loaded"] == []
+    assert all([s["name"] for s in r["skills_loaded"]] == ["tidy"] and SKILL_BODY in r["skills_loaded"][0]["text"]
+               for r in sub[1:])
     for request in sub:
         assert SUBAGENT_PROMPT in json.dumps(request["body"]["messages"][:2])
         assert AGENT_BODY in system_text(request)
@@ -264,7 +269,7 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     assert trial.transcript is not None
     events = [json.loads(line) for line in (tmp_path / "out" / trial.transcript).read_text().splitlines()[1:]]
     calls = [e for e in events if e["type"] == "tool_call"]
-    skill_call, absent_call, task_call = (e for e in calls if e["tool"] in ("skill", "task"))
+    skill_call, absent_call, task_call = (e for e in calls if e["tool"] in ("skill", "task") and e["agent"] is None)
     assert (skill_call["tool"], skill_call["hostTool"], skill_call["input"]["name"], skill_call["agent"]) == \
         ("skill", MAIN_TOOL[host, "skill"], "tidy", None)
     assert (absent_call["tool"], absent_call["input"]["name"]) == ("skill", "absent")
@@ -277,8 +282,10 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     assert skill_result["tool"] == "skill" and not skill_result["isError"]
     (task_result,) = [e for e in events if e["type"] == "tool_result" and e["id"] == task_call["id"]]
     assert task_result["tool"] == "task" and not task_result["isError"]
+    inner = [e for e in calls if e["agent"] is not None]
     if host == "claude-code":  # the sub-agent's own calls are streamed, under its parent call's id
-        (inner,) = [e for e in calls if e["agent"] is not None]
-        assert (inner["tool"], inner["agent"], inner["input"]["path"]) == ("write", task_call["id"], "./notes.txt")
-    else:  # OpenCode does not stream a sub-agent's calls (host-facts §8)
-        assert [e["agent"] for e in calls] == [None, None, None]
+        assert [(e["tool"], e["agent"], e["input"]) for e in inner] == [
+            ("skill", task_call["id"], {"name": "tidy"}),
+            ("write", task_call["id"], {"path": "./notes.txt", "content": "delegated\n"})]
+    else:  # OpenCode does not stream a sub-agent's calls (host-facts §8): its skill load is not there
+        assert inner == [] and len(calls) == 3
