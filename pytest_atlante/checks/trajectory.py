@@ -1,13 +1,18 @@
 """The ``skill-used``, ``agent-used`` and ``tool-used`` checks: how often the session did something,
 counted on the trial's host-neutral transcript, so the same check means the same on every host.
 
-All three count ``tool_call`` events (``docs/transcripts.md``): a skill load is a call of the
-neutral ``skill`` tool with ``input.name``, a delegation a call of ``task`` with ``input.agent``,
-and ``tool-used`` counts calls of one neutral tool, optionally only those with an input string
-that ``inputMatches`` (``re.search``, compiled at validation).  Calls made inside a sub-agent count
-too: the harness used the skill either way.
+All three count the main session's ``tool_call`` events (``docs/transcripts.md``, "Skills and
+sub-agents"): a skill load is a call of the neutral ``skill`` tool with ``input.name``, a delegation
+a call of ``task`` with ``input.agent``, and ``tool-used`` counts calls of one neutral tool,
+optionally only those with an input string that ``inputMatches`` (``re.search``, compiled at
+validation).
 
 Rules chosen where the scenario reference leaves room:
+- only the main session's calls count (``agent: null``): Claude Code streams a sub-agent's own calls
+  and OpenCode does not, so counting them would make one check mean two things;
+- a skill load or a delegation counts only when its ``tool_result`` is not an error (the host
+  refused an unknown skill or agent: nothing was loaded); ``tool-used`` counts every call, refused
+  or not, so ``max: 0`` also catches an attempt the policy denied;
 - ``min`` defaults to 1, or to 0 when ``max`` is 0 (``{"max": 0}`` reads "must not happen");
 - a transcript cut by the stream cap only gives a lower bound, so a count it cannot decide (too
   few for ``min`` or not more than ``max``) is an error check, never a guess;
@@ -79,9 +84,17 @@ def rules(check: TrajectoryCheck, where: str, found: Rules) -> None:
 
 
 def _tool_calls(session: SessionView, tool: str) -> Iterator[Mapping[str, Any]]:
+    """The main session's calls of ``tool``."""
     for event in session.events or ():
-        if event.get("type") == "tool_call" and event.get("tool") == tool:
+        if event.get("type") == "tool_call" and event.get("tool") == tool and event.get("agent") is None:
             yield event
+
+
+def _succeeded(session: SessionView, calls: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The calls whose result came back without an error (the host did what was asked)."""
+    ok = {e.get("id") for e in session.events or ()
+          if e.get("type") == "tool_result" and e.get("isError") is False and e.get("id") is not None}
+    return [call for call in calls if call.get("id") in ok]
 
 
 def _input(event: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -102,11 +115,11 @@ def _strings(value: object) -> Iterator[str]:
 
 
 def skill_matches(check: SkillUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
-    return [e for e in _tool_calls(session, "skill") if _input(e).get("name") == check.skill]
+    return _succeeded(session, [e for e in _tool_calls(session, "skill") if _input(e).get("name") == check.skill])
 
 
 def agent_matches(check: AgentUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
-    return [e for e in _tool_calls(session, "task") if _input(e).get("agent") == check.agent]
+    return _succeeded(session, [e for e in _tool_calls(session, "task") if _input(e).get("agent") == check.agent])
 
 
 def tool_matches(check: ToolUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
@@ -124,8 +137,7 @@ def evidence(events: list[Mapping[str, Any]]) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in _input(event).items())
         if len(shown) > _SHOWN_INPUT:
             shown = shown[:_SHOWN_INPUT] + "…"
-        who = f" (sub-agent {event['agent']})" if event.get("agent") else ""
-        lines.append(f"#{event.get('seq')} turn {event.get('turn')}{who}: "
+        lines.append(f"#{event.get('seq')} turn {event.get('turn')}: "
                      f"{event.get('tool')} {shown}")
     return tail("\n".join(lines))
 

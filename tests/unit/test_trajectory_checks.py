@@ -25,15 +25,26 @@ def call(seq: int, tool: str, turn: int = 1, within: str | None = None, **inputs
             "hostTool": tool.title(), "input": inputs, "agent": within}
 
 
+def result(seq: int, of: int, tool: str, error: bool = False, within: str | None = None) -> dict[str, Any]:
+    return {"seq": seq, "t": seq * 10, "type": "tool_result", "turn": 1, "id": f"c{of}", "tool": tool,
+            "isError": error, "text": "", "chars": 0, "truncated": False, "agent": within}
+
+
 EVENTS: tuple[dict[str, Any], ...] = (
     {"seq": 1, "t": 5, "type": "text", "turn": 1, "text": "Loading the skill.", "agent": None},
-    call(2, "skill", name="tidy"),
-    call(3, "bash", turn=2, command="rm -rf build && make"),
-    call(4, "task", turn=2, agent="helper", prompt="write the file"),
-    call(5, "write", turn=3, within="c4", path="hello.txt", content="hello"),
-    call(6, "skill", turn=3, within="c4", name="tidy"),
-    call(7, "bash", turn=3, command="ls"),
-    {"seq": 8, "t": 90, "type": "result", "turn": 3, "usage": {}, "costUsd": 0.01, "turns": 3, "stopReason": "end_turn",
+    call(2, "skill", name="tidy"), result(3, 2, "skill"),
+    call(4, "bash", turn=2, command="rm -rf build && make"), result(5, 4, "bash", error=True),  # denied: still a call
+    call(6, "task", turn=2, agent="helper", prompt="write the file"),
+    # The sub-agent's own calls (Claude Code streams them, OpenCode does not): never counted.
+    call(7, "write", turn=3, within="c6", path="hello.txt", content="hello"), result(8, 7, "write", within="c6"),
+    call(9, "skill", turn=3, within="c6", name="tidy"), result(10, 9, "skill", within="c6"),
+    result(11, 6, "task"),
+    call(12, "skill", turn=3, name="tidy"), result(13, 12, "skill"),
+    call(14, "skill", turn=3, name="missing"), result(15, 14, "skill", error=True),  # unknown skill: not loaded
+    call(16, "task", turn=3, agent="reviewer"), result(17, 16, "task", error=True),
+    call(18, "bash", turn=3, command="ls"), result(19, 18, "bash"),
+    call(20, "write", turn=3, path="hello.txt", content="hello"), result(21, 20, "write"),
+    {"seq": 22, "t": 90, "type": "result", "turn": 3, "usage": {}, "costUsd": 0.01, "turns": 3, "stopReason": "end_turn",
      "isError": False},
 )
 USAGE = Usage(inputTokens=1000, outputTokens=200, cacheReadTokens=300, cacheWriteTokens=0)
@@ -49,14 +60,20 @@ def judge(spec: dict[str, Any], session: SessionView = SESSION) -> CheckResult:
     return TABLE[type(check)].run(0, check, ctx)
 
 
-def test_skill_used_counts_loads_also_inside_a_sub_agent_and_names_the_events() -> None:
-    result = judge({"type": "skill-used", "skill": "tidy"})
-    assert (result.passed, result.error, result.events) == (True, False, [2, 6])
-    assert result.message == "skill-used 'tidy': 2 times; wanted at least 1"
-    assert result.count == CountRecord(kind="skill", name="tidy", uses=2, min=1, max=None)
-    assert result.output is not None
-    assert result.output.splitlines() == ["#2 turn 1: skill name='tidy'",
-                                          "#6 turn 3 (sub-agent c4): skill name='tidy'"]
+def test_skill_used_counts_the_main_sessions_loads_and_names_the_events() -> None:
+    checked = judge({"type": "skill-used", "skill": "tidy"})
+    assert (checked.passed, checked.error, checked.events) == (True, False, [2, 12])  # not the sub-agent's #9
+    assert checked.message == "skill-used 'tidy': 2 times; wanted at least 1"
+    assert checked.count == CountRecord(kind="skill", name="tidy", uses=2, min=1, max=None)
+    assert checked.output is not None
+    assert checked.output.splitlines() == ["#2 turn 1: skill name='tidy'", "#12 turn 3: skill name='tidy'"]
+
+
+def test_a_call_the_host_refused_is_no_load_and_no_delegation() -> None:
+    assert judge({"type": "skill-used", "skill": "missing", "max": 0}).passed
+    assert judge({"type": "agent-used", "agent": "reviewer", "max": 0}).passed
+    # tool-used counts attempts: the skill calls the host refused are skill calls all the same.
+    assert judge({"type": "tool-used", "tool": "skill"}).events == [2, 12, 14]
 
 
 @pytest.mark.parametrize(("bounds", "passed", "wanted"), [
@@ -67,9 +84,9 @@ def test_skill_used_counts_loads_also_inside_a_sub_agent_and_names_the_events() 
     ({"max": 5}, True, "at least 1 and at most 5"),
 ])
 def test_min_and_max_bound_the_count_inclusively(bounds: dict[str, int], passed: bool, wanted: str) -> None:
-    result = judge({"type": "skill-used", "skill": "tidy", **bounds})
-    assert (result.passed, result.error) == (passed, False)
-    assert result.message.endswith(f"wanted {wanted}")
+    checked = judge({"type": "skill-used", "skill": "tidy", **bounds})
+    assert (checked.passed, checked.error) == (passed, False)
+    assert checked.message.endswith(f"wanted {wanted}")
 
 
 def test_a_skill_that_never_loaded_fails_min_and_passes_max_zero() -> None:
@@ -80,34 +97,34 @@ def test_a_skill_that_never_loaded_fails_min_and_passes_max_zero() -> None:
 
 
 def test_agent_used_counts_task_calls_naming_the_agent() -> None:
-    assert judge({"type": "agent-used", "agent": "helper", "min": 1, "max": 1}).events == [4]
+    assert judge({"type": "agent-used", "agent": "helper", "min": 1, "max": 1}).events == [6]
     assert not judge({"type": "agent-used", "agent": "reviewer"}).passed
 
 
 def test_tool_used_matches_any_input_string_with_a_regular_expression() -> None:
-    assert judge({"type": "tool-used", "tool": "bash"}).events == [3, 7]
+    assert judge({"type": "tool-used", "tool": "bash"}).events == [4, 18]
     destructive = judge({"type": "tool-used", "tool": "bash", "inputMatches": r"\brm\s+-rf\b", "max": 0})
-    assert (destructive.passed, destructive.events) == (False, [3])
+    assert (destructive.passed, destructive.events) == (False, [4])
     assert destructive.message == "tool-used bash matching '\\\\brm\\\\s+-rf\\\\b': 1 time; wanted none"
-    assert judge({"type": "tool-used", "tool": "write", "inputMatches": "^hello$"}).events == [5]
+    assert judge({"type": "tool-used", "tool": "write", "inputMatches": "^hello$"}).events == [20]
 
 
 def test_a_truncated_transcript_decides_only_what_its_kept_part_proves() -> None:
-    cut = SessionView(had_session=True, events=(*EVENTS, {"seq": 9, "t": 95, "type": "truncated", "turn": 3,
+    cut = SessionView(had_session=True, events=(*EVENTS, {"seq": 23, "t": 95, "type": "truncated", "turn": 3,
                                                           "droppedLines": 40}), usage=USAGE)
     assert judge({"type": "skill-used", "skill": "tidy"}, cut).passed  # two seen: at least one, whatever was cut
     assert not judge({"type": "skill-used", "skill": "tidy", "max": 1}, cut).passed  # already over
     for undecided in ({"type": "skill-used", "skill": "tidy", "max": 2}, {"type": "skill-used", "skill": "x"}):
-        result = judge(undecided, cut)
-        assert (result.passed, result.error, result.count) == (False, True, None)
-        assert "cut by the stream cap" in result.message
+        checked = judge(undecided, cut)
+        assert (checked.passed, checked.error, checked.count) == (False, True, None)
+        assert "cut by the stream cap" in checked.message
 
 
 def test_a_session_without_a_transcript_makes_them_error_checks() -> None:
     lost = SessionView(had_session=True, events=None, usage=USAGE, cost_usd=0.01, duration_ms=10)
     for spec in ({"type": "skill-used", "skill": "tidy", "max": 0}, {"type": "usage-within", "turns": 5}):
-        result = judge(spec, lost)
-        assert (result.passed, result.error) == (False, True), spec
+        checked = judge(spec, lost)
+        assert (checked.passed, checked.error) == (False, True), spec
     # A bound that needs no transcript still has its figure.
     assert judge({"type": "usage-within", "totalTokens": 2000}, lost).passed
 
@@ -133,9 +150,9 @@ def test_usage_within_compares_every_bound_inclusively() -> None:
 
 def test_usage_within_is_an_error_when_the_host_reported_no_figure() -> None:
     unreported = SessionView(had_session=True, events=EVENTS, usage=None, cost_usd=None, duration_ms=10)
-    result = judge({"type": "usage-within", "totalTokens": 10, "costUsd": 1.0, "durationMs": 100}, unreported)
-    assert (result.passed, result.error) == (False, True)
-    assert result.message == ("usage-within: cannot tell; totalTokens: the host reported no usage; "
+    checked = judge({"type": "usage-within", "totalTokens": 10, "costUsd": 1.0, "durationMs": 100}, unreported)
+    assert (checked.passed, checked.error) == (False, True)
+    assert checked.message == ("usage-within: cannot tell; totalTokens: the host reported no usage; "
                               "costUsd: the host reported no cost; durationMs 10 ≤ 100")
 
 
@@ -147,7 +164,7 @@ def test_turns_fall_back_to_the_highest_turn_without_a_result_event() -> None:
 
 def test_the_matched_event_list_is_capped() -> None:
     many = tuple(call(seq, "bash", command="true") for seq in range(1, MATCHED_EVENTS_CAP + 50))
-    result = judge({"type": "tool-used", "tool": "bash"}, SessionView(had_session=True, events=many))
-    assert result.events == list(range(1, MATCHED_EVENTS_CAP + 1))
-    assert result.output is not None and len(result.output) <= 2000
-    assert result.message.startswith(f"tool-used bash: {MATCHED_EVENTS_CAP + 49} times")
+    checked = judge({"type": "tool-used", "tool": "bash"}, SessionView(had_session=True, events=many))
+    assert checked.events == list(range(1, MATCHED_EVENTS_CAP + 1))
+    assert checked.output is not None and len(checked.output) <= 2000
+    assert checked.message.startswith(f"tool-used bash: {MATCHED_EVENTS_CAP + 49} times")
