@@ -178,7 +178,7 @@ def _scenario_text(starter: _Starter) -> str:
     task: dict[str, object] = {"fixture": f"{FIXTURE_DIR}/{starter.name}", "prompt": starter.prompt}
     if starter.agent is not None:
         task["agent"] = starter.agent
-    doc: dict[str, object] = {"$schema": SCENARIO_SCHEMA_URI, "version": "0.1", "name": starter.name}
+    doc: dict[str, object] = {"$schema": SCENARIO_SCHEMA_URI, "version": "0.2", "name": starter.name}
     if starter.description:
         doc["description"] = starter.description
     doc.update(task=task, checks=starter.checks)

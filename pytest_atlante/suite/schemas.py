@@ -1,7 +1,7 @@
 """JSON Schemas of the documents a user writes, generated from their pydantic models (docs/design.md §11).
 
 One schema per version of ``atlante.jsonc`` (``config-v0.1``, ``config-v0.2``) and of scenario
-documents (``eval-scenario-v0.1``), each with the ``$id`` the documents' ``$schema`` names.  The
+documents (``eval-scenario-v0.1``, ``eval-scenario-v0.2``), each with the ``$id`` the documents' ``$schema`` names.  The
 generated files ship in the package (``pytest_atlante/suite/schema-files/``), so an editor maps those URIs to
 them offline; ``atlante schema NAME`` prints one and ``atlante schema --list`` names each file.
 
@@ -32,7 +32,8 @@ from pydantic import BaseModel
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.hosts.names import HOST_NAMES, min_config_version
 from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, ProjectConfig
-from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URI, Scenario
+from pytest_atlante.checks import TRAJECTORY_TYPES
+from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS, Scenario
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # Data beside this module (a hyphenated directory: never importable, only read as package data).
@@ -55,11 +56,11 @@ class SchemaEntry:
 SCHEMAS: dict[str, SchemaEntry] = {
     **{f"config-v{v}": SchemaEntry(f"config-v{v}", uri, ProjectConfig, v, f"atlante.jsonc, version {v}")
        for v, uri in sorted(CONFIG_SCHEMA_URIS.items())},
-    "eval-scenario-v0.1": SchemaEntry("eval-scenario-v0.1", SCENARIO_SCHEMA_URI, Scenario, "0.1",
-                                      "atlante scenario document, version 0.1"),
+    **{f"eval-scenario-v{v}": SchemaEntry(f"eval-scenario-v{v}", uri, Scenario, v, f"atlante scenario document, version {v}")
+       for v, uri in sorted(SCENARIO_SCHEMA_URIS.items())},
 }
 #: Short names for the newest of each document kind.
-ALIASES = {"config": f"config-v{max(CONFIG_SCHEMA_URIS)}", "scenario": "eval-scenario-v0.1"}
+ALIASES = {"config": f"config-v{max(CONFIG_SCHEMA_URIS)}", "scenario": f"eval-scenario-v{max(SCENARIO_SCHEMA_URIS)}"}
 
 
 def entry_for(name: str) -> SchemaEntry:
@@ -81,6 +82,22 @@ def _config_rules(schema: dict[str, Any], version: str) -> None:
         {"required": ["scenarios"], "properties": {"scenarios": {"type": "string"}}},
         {"required": ["include"], "properties": {"include": {"type": "array", "minItems": 1}}},
     ]
+
+
+def _scenario_rules(schema: dict[str, Any], version: str) -> None:
+    """A version 0.1 document admits only the file and command checks (``scenario.version_diagnostics``):
+    the trajectory check types are left out of its ``checks`` union; in 0.2 a ``usage-within`` check
+    names at least one bound (``UsageWithinCheck._some_bound``)."""
+    if version != "0.1":
+        usage = schema["$defs"]["UsageWithinCheck"]
+        usage["anyOf"] = [{"required": [name]} for name in usage["properties"] if name != "type"]
+        return
+    items = schema["properties"]["checks"]["items"]
+    mapping = items["discriminator"]["mapping"]
+    dropped = {mapping.pop(kind) for kind in TRAJECTORY_TYPES}
+    items["oneOf"] = [ref for ref in items["oneOf"] if ref["$ref"] not in dropped]
+    for ref in dropped:
+        schema["$defs"].pop(ref.rsplit("/", 1)[1], None)
 
 
 def _close_pattern_maps(node: object) -> None:
@@ -108,6 +125,8 @@ def generate(name: str) -> dict[str, Any]:
         properties["$schema"] = {"anyOf": [properties["$schema"], {"type": "null"}]}
     if entry.model is ProjectConfig:
         _config_rules(schema, entry.version)
+    else:
+        _scenario_rules(schema, entry.version)
     _close_pattern_maps(schema)
     return {"$schema": DRAFT, "$id": entry.uri, "title": entry.title, **schema}
 

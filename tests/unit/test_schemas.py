@@ -18,9 +18,10 @@ from conftest import scenario_doc
 from pytest_atlante.cli import main
 from pytest_atlante.suite import schemas
 from pytest_atlante.suite.config import load_project_config
-from pytest_atlante.suite.scenario import Scenario
+from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS, Scenario, version_diagnostics
 
 V01, V02 = "https://atlante.sh/schema/v0.1/config.json", "https://atlante.sh/schema/v0.2/config.json"
+V02S = SCENARIO_SCHEMA_URIS["0.2"]
 
 
 @pytest.mark.parametrize("name", list(schemas.SCHEMAS))
@@ -115,7 +116,15 @@ SCENARIOS: list[tuple[str, dict[str, Any], bool]] = [
                 {"type": "diff-allowlist", "allow": ["a"]}]), True),
     ("no $schema", without("$schema"), False),
     ("another $schema", scenario_doc(**{"$schema": V02}), False),
-    ("version 0.2", scenario_doc(version="0.2"), False),
+    ("version 0.2 with the 0.1 $schema", scenario_doc(version="0.2"), False),
+    ("version 0.2 with every trajectory check", scenario_doc(version="0.2", **{"$schema": V02S}, checks=[
+        {"type": "skill-used", "skill": "tidy", "max": 0}, {"type": "agent-used", "agent": "helper", "min": 1},
+        {"type": "tool-used", "tool": "bash", "inputMatches": "^ls"}, {"type": "usage-within", "turns": 3}]), True),
+    ("a trajectory check in version 0.1", scenario_doc(checks=[{"type": "skill-used", "skill": "tidy"}]), False),
+    ("usage-within without a bound", scenario_doc(version="0.2", **{"$schema": V02S},
+                                                  checks=[{"type": "usage-within"}]), False),
+    ("tool-used with a host's tool name", scenario_doc(version="0.2", **{"$schema": V02S},
+                                                       checks=[{"type": "tool-used", "tool": "Bash"}]), False),
     ("name not a slug", scenario_doc(name="Writes Hello"), False),
     ("no checks", scenario_doc(checks=[]), False),
     ("unknown check type", scenario_doc(checks=[{"type": "vibes"}]), False),
@@ -129,14 +138,17 @@ SCENARIOS: list[tuple[str, dict[str, Any], bool]] = [
 
 
 @pytest.mark.parametrize(("doc", "valid"), [(d, v) for _, d, v in SCENARIOS], ids=[i for i, _, _ in SCENARIOS])
-def test_scenario_schema_and_model_agree(doc: dict[str, Any], valid: bool) -> None:
+@pytest.mark.parametrize("version", ["0.1", "0.2"])
+def test_scenario_schema_and_model_agree(doc: dict[str, Any], valid: bool, version: str) -> None:
+    """Each version's schema against the model and its version rules (``$schema`` names the version;
+    the trajectory check types need 0.2)."""
     from pydantic import ValidationError
 
     try:
-        Scenario.model_validate(doc)
-        model_valid = True
+        model_valid = not version_diagnostics(Scenario.model_validate(doc), "s.json")
     except ValidationError:
         model_valid = False
     assert model_valid == valid
-    schema = json.loads(schemas.shipped_text("eval-scenario-v0.1"))
-    assert Draft202012Validator(schema).is_valid(doc) == valid, list(Draft202012Validator(schema).iter_errors(doc))
+    schema = json.loads(schemas.shipped_text(f"eval-scenario-v{version}"))
+    expected = valid and doc.get("version") == version
+    assert Draft202012Validator(schema).is_valid(doc) == expected, list(Draft202012Validator(schema).iter_errors(doc))
