@@ -78,3 +78,60 @@ def test_trajectory_checks_agree_with_the_transcript_on_each_host(
         "agent-used 'helper': 0 times; wanted at least 1",
     ]
     assert failing.checks[3].message == "usage-within: turns 4 > 3"
+
+
+SUBAGENT_PROMPT = "Write notes.txt saying delegated, then report back."
+DELEGATING = [
+    {"text": "Loading the house style.", "actions": [{"type": "skill", "name": "tidy"}]},
+    {"text": "Delegating the notes.", "actions": [
+        {"type": "task", "agent": "helper", "prompt": SUBAGENT_PROMPT, "description": "Write the notes", "turns": [
+            {"text": "House style first.", "actions": [{"type": "skill", "name": "tidy"}]},
+            {"text": "Writing.", "actions": [{"type": "write", "path": "notes.txt", "content": "delegated\n"}]},
+            {"text": "Wrote notes.txt."}]}]},
+    DONE,
+]
+HARNESS_CASES = [
+    TrialCase("uses-skill-and-agent", DELEGATING, [
+        # The main session loaded tidy once; the sub-agent's own load and write are not counted on
+        # either host (OpenCode does not stream them), so these agree across hosts.
+        {"type": "skill-used", "skill": "tidy", "min": 1, "max": 1},
+        {"type": "agent-used", "agent": "helper", "min": 1, "max": 1},
+        {"type": "tool-used", "tool": "write", "max": 0},
+        {"type": "tool-used", "tool": "task", "inputMatches": "notes\\.txt"},
+        {"type": "file-contains", "path": "notes.txt", "pattern": "delegated"},
+    ], "pass", ("pass",) * 5, version="0.2"),
+    TrialCase("leaves-the-harness-alone", [write_turn("notes.txt", "by hand\n"), DONE], [
+        {"type": "skill-used", "skill": "tidy", "max": 0},
+        {"type": "agent-used", "agent": "helper", "max": 0},
+        {"type": "skill-used", "skill": "tidy"},
+    ], "fail", ("pass", "pass", "fail"), version="0.2"),
+]
+
+
+@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+def test_skill_and_agent_checks_on_a_scripted_delegation(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, host: HostName
+) -> None:
+    project = write_project(tmp_path / "project", host, HARNESS_CASES)
+    config = json.loads((project / "atlante.jsonc").read_text())
+    config["harness"]["agents"]["helper"]["tools"] = ["read", "write", "skill"]
+    (project / "atlante.jsonc").write_text(json.dumps(config))
+    from pytest_atlante.suite.build import build
+
+    build(project)
+    run = run_eval(pytester, project, tmp_path / "out")
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, HARNESS_CASES) == expected_table(HARNESS_CASES)
+    trial = run.trial("uses-skill-and-agent")
+    assert [c.message for c in trial.checks[:2]] == ["skill-used 'tidy': 1 time; wanted exactly 1",
+                                                      "agent-used 'helper': 1 time; wanted exactly 1"]
+    # The counted events are the transcript's main-session skill and task calls.
+    assert trial.transcript is not None
+    events = {e["seq"]: e for e in (json.loads(line) for line in (run.out / trial.transcript).read_text().splitlines()[1:])}
+    [skill_seq], [task_seq] = trial.checks[0].events or [], trial.checks[1].events or []
+    assert (events[skill_seq]["tool"], events[skill_seq]["input"]["name"], events[skill_seq]["agent"]) == ("skill", "tidy", None)
+    assert (events[task_seq]["tool"], events[task_seq]["input"]["agent"]) == ("task", "helper")
+    rates = {s.name: [(r.kind, r.name, r.used, r.trials, r.wanted) for r in s.triggerRates] for s in run.report.scenarios}
+    assert rates == {"uses-skill-and-agent": [("agent", "helper", 1, 1, "use"), ("skill", "tidy", 1, 1, "use")],
+                     # the first check on a name gives the direction: `max: 0`
+                     "leaves-the-harness-alone": [("agent", "helper", 0, 1, "no-use"), ("skill", "tidy", 0, 1, "no-use")]}
