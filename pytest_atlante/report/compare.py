@@ -263,14 +263,15 @@ def render(comparison: Comparison, base_label: str = "BASE", new_label: str = "N
         lines.append(f"{r.name[:28]:<28} {_signed(d.tokensPerTrial, '+9.0f'):>9} {_signed(d.costUsdPerTrial, '+9.4f'):>9} "
                      f"{_signed(seconds, '+8.1f'):>8}  {', '.join(r.changed) or '-'}")
     if comparison.triggers:
-        lines.append(f"{'trigger rate':<28} {'base':>5} {'new':>5} {'diff':>6} {'95% CI (new-base)':>18} "
-                     f"{'p':>6} {'p Holm':>6}  {'label':<14} wanted")
+        lines.append(f"{'trigger rate (scenario: skill or agent)':<40} {'base':>5} {'new':>5} {'diff':>6} "
+                     f"{'95% CI (new-base)':>18} {'p':>6} {'p Holm':>6}  {'label':<14} wanted")
     for t in comparison.triggers:
         subject = f"{t.scenario}: {t.kind} {t.name}"
+        base, new = f"{t.base.used}/{t.base.trials}", f"{t.new.used}/{t.new.trials}"
         diff = "-" if t.difference is None else _pct(t.difference)
         ci = "-" if t.interval is None else f"[{t.interval.low * 100:+.0f}%, {t.interval.high * 100:+.0f}%]"
-        lines.append(f"{subject[:28]:<28} {t.base.used}/{t.base.trials:<3} {t.new.used}/{t.new.trials:<3} {diff:>6} "
-                     f"{ci:>18} {_p(t.pValue):>6} {_p(t.pValueHolm):>6}  {t.label:<14} {t.wanted or '-'}")
+        lines.append(f"{subject[:40]:<40} {base:>5} {new:>5} {diff:>6} {ci:>18} {_p(t.pValue):>6} "
+                     f"{_p(t.pValueHolm):>6}  {t.label:<14} {t.wanted or '-'}")
     for name in comparison.onlyInBase:
         lines.append(f"only in {base_label}: {name}")
     for name in comparison.onlyInNew:

@@ -1,0 +1,57 @@
+"""The example trigger suite (example_project/trigger-suite, run by scripts/demo) through both real
+CLIs: every should-trigger query loads the release-notes skill and no other does, the report's
+trigger rates say so, and `atlante compare` of the two hosts' reports finds them unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+from pytest_atlante.report.model import EvalReport
+from pytest_atlante.suite.build import build
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(900)]
+
+EXPECTED_RATES = {
+    "notes-for-1-1": ("use", 2), "summarise-for-users": ("use", 2),
+    "fix-the-typo": ("no-use", 0), "explain-greet": ("no-use", 0),
+}
+
+
+def atlante(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_atlante.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=800, check=False)
+
+
+def test_the_trigger_suite_measures_the_same_trigger_rates_on_both_hosts(
+    tmp_path: Path, hosts_path: Callable[[], str], private_tmp: Path
+) -> None:
+    suite = tmp_path / "trigger-suite"
+    shutil.copytree(REPO_ROOT / "example_project" / "trigger-suite", suite, ignore=shutil.ignore_patterns(".atlante"))
+    build(suite)
+    env = {**os.environ, "PATH": hosts_path()}
+    reports = {}
+    for host in ("claude-code", "opencode"):
+        out = tmp_path / f"out-{host}"
+        run = atlante("eval", "--atlante-scripted", "--atlante-host", host, "--atlante-out", str(out), "-q",
+                      "-p", "no:cacheprovider", cwd=suite, env=env)
+        assert run.returncode == 0, run.stdout + run.stderr
+        report = EvalReport.model_validate_json((out / "report.json").read_text())
+        rates = {s.name: [(r.kind, r.name, r.wanted, r.used, r.trials) for r in s.triggerRates] for s in report.scenarios}
+        assert rates == {name: [("skill", "release-notes", wanted, used, 2)] for name, (wanted, used) in EXPECTED_RATES.items()}
+        assert "trigger rate: notes-for-1-1: skill release-notes used in 2/2 trials (100%" in run.stdout
+        reports[host] = out / "report.json"
+    compared = atlante("compare", "--json", str(reports["claude-code"]), str(reports["opencode"]), cwd=suite, env=env)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    comparison = json.loads(compared.stdout)
+    assert sorted((t["scenario"], t["label"], t["wanted"]) for t in comparison["triggers"]) == sorted(
+        (name, "unchanged", wanted) for name, (wanted, _) in EXPECTED_RATES.items())
+    assert {c["component"] for c in comparison["changed"]} >= {"host"}
