@@ -235,7 +235,6 @@ class Host(Protocol):
         self, info: HostInfo, parent_env: Mapping[str, str], user_home: Path, model: str | None
     ) -> list[Diagnostic]: ...
 
-    names_agents: bool  # whether an agent file's frontmatter ``name`` is what the CLI selects it by
     instructions_file: str  # the memory file it loads from the project root: CLAUDE.md, AGENTS.md
 
     def knows_tool(self, name: str) -> bool:

@@ -235,7 +235,6 @@ class ClaudeCodeHost:
     def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
         return []
 
-    names_agents = True  # the agent is the frontmatter's `name`
     instructions_file = "CLAUDE.md"
 
     def knows_tool(self, name: str) -> bool:

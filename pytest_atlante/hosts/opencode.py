@@ -81,8 +81,9 @@ ALLOWLIST_KEYS = frozenset({"list", "lsp", "todowrite", "todoread", "question", 
 OWN_TOOLS = frozenset({"read", "write", "edit", "bash", "glob", "grep", "list", "patch", "skill", "task",
                        "todowrite", "todoread", "webfetch", "websearch", "question", "lsp"})
 # Fields of each kind of native file in OpenCode (host-facts §8: the agent schema; its skill and
-# command docs). Unknown agent fields would land in the agent's ``options``: never carried over.
-AGENT_FIELDS = frozenset({"description", "mode", "model", "variant", "temperature", "top_p", "prompt", "tools",
+# command docs; `name`, which names the agent when given, host-facts §11). Unknown agent fields
+# would land in the agent's ``options``: never carried over.
+AGENT_FIELDS = frozenset({"name", "description", "mode", "model", "variant", "temperature", "top_p", "prompt", "tools",
                           "disable", "hidden", "options", "color", "steps", "maxSteps", "permission"})
 SKILL_FIELDS = frozenset({"name", "description", "license", "compatibility", "metadata"})
 _HEX_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
@@ -262,7 +263,6 @@ class OpenCodeHost:
                                "set eval.model to a provider/model your stored OpenCode credentials cover")]
         return []
 
-    names_agents = False  # an agent is named by its file; a `name` field is just an option
     instructions_file = "AGENTS.md"
 
     def knows_tool(self, name: str) -> bool:

@@ -37,6 +37,7 @@ NativeKind = Literal["agent", "skill", "command", "instructions"]
 INSTRUCTION_FILES: dict[HostName, str] = {"claude-code": "CLAUDE.md", "opencode": "AGENTS.md"}
 
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,10 @@ class NativeHarness:
 
 
 def slug_for(stem: str) -> str:
-    """A harness name (``a-z0-9-``) for a file stem: ``Code_Reviewer`` → ``code-reviewer``."""
-    return _SLUG_UNSAFE.sub("-", stem.lower()).strip("-") or "unnamed"
+    """A harness name (``a-z0-9-``) for a name or file stem: ``Code_Reviewer``, ``CodeReviewer`` →
+    ``code-reviewer``."""
+    words = _CAMEL.sub("-", stem)
+    return _SLUG_UNSAFE.sub("-", words.lower()).strip("-") or "unnamed"
 
 
 def _named(path: Path, fallback: str) -> str:
@@ -84,8 +87,8 @@ def _layout_parts(root: Path, base: str, host: HostName, dirs: dict[NativeKind, 
             if kind == "skill":
                 found = [(p.parent, _named(p, p.parent.name)) for p in _files(directory, "*/SKILL.md")]
             elif kind == "agent":
-                # Both CLIs load nested agent files (host-facts §11); Claude Code by their `name`.
-                found = [(p, _named(p, p.stem) if host == "claude-code" else p.stem) for p in _files(directory, "**/*.md")]
+                # Both CLIs load nested agent files and name an agent by its `name` (host-facts §11).
+                found = [(p, _named(p, p.stem)) for p in _files(directory, "**/*.md")]
             else:
                 # Nested commands are namespaced by their directory (host-facts §11); the build keeps it.
                 found = [(p, p.stem) for p in _files(directory, "**/*.md")]

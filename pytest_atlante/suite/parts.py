@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite import frontmatter
 from pytest_atlante.suite.config import AgentSource, CommandSource, Harness, PerHost, SkillSource
 from pytest_atlante.suite.frontmatter import FrontmatterError, NativeFile
+from pytest_atlante.suite.scenario import SLUG_PATTERN
 
 INVALID = "eval-harness-invalid"
 CONFLICT = "eval-harness-conflict"
@@ -177,8 +179,7 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     rel = origin.rel(path)
     source_host = _source_host(agent.host, rel, origin.base, path)
     agree = _Agreement(origin, where, native, path, out)
-    if source_host is None or host_for(source_host).names_agents:
-        agree.text("name", name, required=False)  # the name the CLI selects it by (--agent)
+    native_fields = _agent_name(native, name, rel, agree, out)
     description = agree.text("description", agent.description)
     fields = native.fields or {}
     model, dropped_model = model_for(agent.model, host)
@@ -207,12 +208,28 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
         tools = tools if tools is not None else found
     if description is None:
         return
-    spec = AgentSpec(description, model, tools, _source(native, source_host, rel), dropped_model)
+    source = NativeSource(source_host, native_fields, rel) if native_fields is not None else None
+    spec = AgentSpec(description, model, tools, source, dropped_model)
     rendered = host.agent_frontmatter(name, spec)
     out.warnings += rendered.dropped
     own = source_host == host.name
     text = frontmatter.render(native if own else None, rendered.fields, native.body)
     out.outputs[f"{host.owned_dir}/agents/{name}.md"] = text.encode()
+
+
+def _agent_name(native: NativeFile, name: str, rel: str, agree: _Agreement, out: Rendered) -> dict[str, object] | None:
+    """Both CLIs select an agent by its frontmatter ``name`` (host-facts §5, §11), a scenario by
+    the harness name: a slug there must be the harness name; anything else (``PatternAnalyst``)
+    no scenario could select, so the built file carries the harness name instead, said so."""
+    fields = native.fields
+    found = frontmatter.as_text(fields.get("name")) if fields is not None and "name" in fields else None
+    if fields is None or found is None or found == name:
+        return fields
+    if re.fullmatch(SLUG_PATTERN, found):
+        agree.text("name", name, required=False)
+        return fields
+    out.warnings.append(f"{rel}: its name {found!r} is no harness name (a-z, 0-9, -); the built agent is {name!r}")
+    return fields | {"name": name}
 
 
 def add_command(host: Host, origin: Origin, name: str, command: CommandSource, out: Rendered) -> None:

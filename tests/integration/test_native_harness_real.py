@@ -44,7 +44,7 @@ def test_claude_code_runs_the_adopted_agent_with_its_tools_and_model(tmp_path: P
     session = session_with(tmp_path, "claude-code", "debugger", hosts_path())
     init = json.loads(session.stdout_lines[0])
     assert init["type"] == "system" and init["subtype"] == "init"
-    assert "debugger" in init["agents"] and "codebase-pattern-analyst" in init["agents"]
+    assert "debugger" in init["agents"] and "pattern-analyst" in init["agents"]
     assert "skill-creator" in init["skills"]
     assert "team-review" in init["slash_commands"]
     # The debugger's frontmatter: `tools: Read, Write, Edit, Bash, Glob, Grep`, `model: sonnet`.
@@ -136,3 +136,14 @@ def test_a_harness_agent_cannot_loosen_the_containment_policy(tmp_path: Path, ho
     assert (session.sandbox / "victim" / "keep.txt").read_text() == "precious\n"
     offered = turn_tools(session)
     assert offered and all(web_tool not in tools for tools in offered), offered
+
+
+def test_opencode_loads_the_built_skill_and_its_own_agent(tmp_path: Path, hosts_path: Callable[[], str]) -> None:
+    """Without --agent: the skill tool offers skill-creator, the task tool the OpenCode-format sub-agent."""
+    (tmp_path / "trial").mkdir()
+    session = session_with(tmp_path, "opencode", "", hosts_path())
+    assert session.returncode == 0, session.stderr[-2000:]
+    turn = next(r for r in session.requests if r.kind == "turn")
+    text = json.dumps(turn.body)
+    assert "skill-creator" in text and "Create new skills, modify and improve existing skills" in text
+    assert "- pattern-analyst: Codebase pattern analysis agent" in text  # named as built, not PatternAnalyst

@@ -44,8 +44,8 @@ def test_init_adopts_the_public_files(tmp_path: Path) -> None:
     section = adopt(tmp_path)
     assert section == {
         "agents": {"debugger": {"prompt": ".claude/agents/debugger.md", "host": "claude-code"},
-                   "codebase-pattern-analyst": {"prompt": ".opencode/agent/codebase-pattern-analyst.md",
-                                                "host": "opencode"}},
+                   # its frontmatter says `name: PatternAnalyst`, which names it in OpenCode too
+                   "pattern-analyst": {"prompt": ".opencode/agent/codebase-pattern-analyst.md", "host": "opencode"}},
         "skills": {"skill-creator": {"dir": ".claude/skills/skill-creator", "host": "claude-code"}},
         "commands": {"team-review": {"file": ".claude/commands/team-review.md", "host": "claude-code"}},
         "instructions": "CLAUDE.md",
@@ -76,7 +76,12 @@ def test_building_for_the_same_host_gives_back_what_it_loads(tmp_path: Path) -> 
         "run_eval", "run_loop")}
     assert (claude / "CLAUDE.md").read_bytes() == (tmp_path / "CLAUDE.md").read_bytes()
     opencode = tree_dir(tmp_path, "opencode")
-    assert (opencode / ".opencode/agents/codebase-pattern-analyst.md").read_bytes() == OPENCODE_AGENT.read_bytes()
+    # The same file, but for the name: `PatternAnalyst` is no harness name a scenario could select.
+    fields, body = as_loaded(opencode / ".opencode/agents/pattern-analyst.md")
+    original_fields, original_body = as_loaded(OPENCODE_AGENT)
+    assert body == original_body
+    assert fields == original_fields | {"name": "pattern-analyst"}  # type: ignore[operator]
+    assert any("its name 'PatternAnalyst' is no harness name" in w for w in manifest(tmp_path, "opencode")["warnings"])
     assert (opencode / "AGENTS.md").read_bytes() == (tmp_path / "CLAUDE.md").read_bytes()
     for text in (p.read_text() for p in (claude / ".claude/agents").glob("*.md")):
         assert text.count("\n---\n") == 1 and text.startswith("---\n")  # never two frontmatter blocks
@@ -102,10 +107,10 @@ def test_building_for_the_other_host_translates_and_names_every_loss(tmp_path: P
     assert any("team-review.md: field 'argument-hint' dropped for opencode" in w for w in warnings), warnings
 
     claude = tree_dir(tmp_path, "claude-code")
-    fields, body = as_loaded(claude / ".claude/agents/codebase-pattern-analyst.md")
+    fields, body = as_loaded(claude / ".claude/agents/pattern-analyst.md")
     assert body == as_loaded(OPENCODE_AGENT)[1]
     # its `tools` map turns bash, edit and write off; what is left is what Claude Code gets
-    assert fields == {"name": "codebase-pattern-analyst",
+    assert fields == {"name": "pattern-analyst",
                       "description": "Codebase pattern analysis agent for finding similar implementations",
                       "tools": "Read, Glob, Grep, Skill, Task"}
     warnings = manifest(tmp_path, "claude-code")["warnings"]

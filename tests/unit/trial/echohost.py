@@ -76,7 +76,6 @@ class EchoHost:
                                model: str | None) -> list[Diagnostic]:
         return []
 
-    names_agents = False
     instructions_file = "ECHO.md"
 
     def knows_tool(self, name: str) -> bool:
