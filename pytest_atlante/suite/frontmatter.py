@@ -16,6 +16,10 @@ from typing import cast
 import yaml
 
 OPEN = "---"
+# Frontmatter is a few fields; PyYAML's scanner slows down quadratically on deep flow nesting, so a
+# block past these is refused before it is parsed rather than left to stall the build.
+MAX_FRONTMATTER_BYTES = 64 * 1024
+MAX_FLOW_DEPTH = 64
 
 
 class FrontmatterError(ValueError):
@@ -38,6 +42,18 @@ class NativeFile:
     lines: dict[str, int] = field(default_factory=dict)
 
 
+def _flow_depth(block: str) -> int:
+    """The deepest run of unclosed ``[``/``{`` (quotes not considered: an upper bound)."""
+    depth = deepest = 0
+    for char in block:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}" and depth:
+            depth -= 1
+    return deepest
+
+
 def _delimiter(line: str) -> bool:
     return line.rstrip("\r\n").rstrip() == OPEN
 
@@ -54,9 +70,20 @@ def split(text: str) -> NativeFile:
         raise FrontmatterError(1, "the frontmatter block opened on line 1 is never closed by a '---' line")
     block = "".join(lines[1:index])
     body = "".join(lines[index + 1:])
+    if len(block.encode()) > MAX_FRONTMATTER_BYTES:
+        raise FrontmatterError(2, f"the frontmatter is over {MAX_FRONTMATTER_BYTES // 1024} KiB; keep the fields short")
+    if _flow_depth(block) > MAX_FLOW_DEPTH:
+        raise FrontmatterError(2, "the frontmatter nests too deeply to read")
     try:
+        # An alias repeats a node without copying it; writing the block back (or copying its
+        # values) would expand every repetition, so a few lines could become gigabytes.
+        alias = next((t for t in yaml.scan(block, Loader=yaml.SafeLoader) if isinstance(t, yaml.AliasToken)), None)
+        if alias is not None:
+            raise FrontmatterError(alias.start_mark.line + 2, "the frontmatter uses a YAML alias (*name); write the value out")
         node = yaml.compose(block, Loader=yaml.SafeLoader)
         value = yaml.safe_load(block)
+    except RecursionError:
+        raise FrontmatterError(2, "the frontmatter nests too deeply to read") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else 2

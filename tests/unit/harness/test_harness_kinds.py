@@ -90,6 +90,9 @@ def test_host_specific_tools_are_kept_for_their_host_and_named_for_the_other(atl
     ("---\ndescription: d\n", 1, "never closed"),
     ("---\n- a list\n---\nbody\n", 2, "not a mapping"),
     ("---\ndescription: d\n---\n---\nname: again\n---\nbody\n", 4, "second frontmatter block"),
+    ("---\ndescription: d\na: &x [1, 2]\nb: [*x, *x, *x]\n---\nbody\n", 4, "YAML alias"),
+    ("---\ndescription: " + "[" * 30_000 + "\n---\nbody\n", 2, "nests too deeply"),
+    ("---\ndescription: " + "x" * 70_000 + "\n---\nbody\n", 2, "over 64 KiB"),
 ])
 def test_malformed_frontmatter_is_a_diagnostic_with_file_and_line(atlante_project: Project, text: str, line: int,
                                                                   words: str) -> None:
