@@ -188,7 +188,7 @@ def carried_fields(host: str, known: frozenset[str], native: NativeSource | None
             kept[key] = copy.deepcopy(value)  # a renderer may tighten it; the source stays as read
         elif key in translated:
             continue
-        if key in known:
+        elif key in known:
             kept[key] = copy.deepcopy(value)
         else:
             dropped.append(f"{native.path}: field {key!r} dropped for {host} (it has no such field)")

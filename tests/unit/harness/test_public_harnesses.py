@@ -81,7 +81,11 @@ def test_building_for_the_same_host_gives_back_what_it_loads(tmp_path: Path) -> 
     original_fields, original_body = as_loaded(OPENCODE_AGENT)
     assert body == original_body
     assert fields == original_fields | {"name": "pattern-analyst"}  # type: ignore[operator]
-    assert any("its name 'PatternAnalyst' is no harness name" in w for w in manifest(tmp_path, "opencode")["warnings"])
+    own_warnings = [w for w in manifest(tmp_path, "opencode")["warnings"] if "codebase-pattern-analyst.md" in w]
+    assert own_warnings == [".opencode/agent/codebase-pattern-analyst.md: its name 'PatternAnalyst' is no harness name "
+                            "(a-z, 0-9, -); the built agent is 'pattern-analyst'"]  # nothing else is lost
+    own_claude = [w for w in manifest(tmp_path, "claude-code")["warnings"] if ".claude/" in w]
+    assert own_claude == []  # the Claude Code files lose nothing on their own host
     assert (opencode / "AGENTS.md").read_bytes() == (tmp_path / "CLAUDE.md").read_bytes()
     for text in (p.read_text() for p in (claude / ".claude/agents").glob("*.md")):
         assert text.count("\n---\n") == 1 and text.startswith("---\n")  # never two frontmatter blocks
