@@ -314,7 +314,7 @@ class OpenCodeHost:
             # (its todowrite, list, lsp, … too), as Claude Code offers only the listed ones.
             keys = sorted(set(PERMISSION_KEYS.values()) | ALLOWLIST_KEYS | allowed)
             fields["permission"] = {key: "allow" if key in allowed else "deny" for key in keys}
-        dropped += _contain(fields, source_name(agent.native, name), from_file=agent.native is not None)
+        dropped += _contain(fields, source_name(agent.native, name), from_file=own)
         return RenderedFields(ordered_fields(fields, ("description", "mode", "model")), tuple(dropped))
 
     def skill_frontmatter(self, name: str, skill: PartSpec) -> RenderedFields:
