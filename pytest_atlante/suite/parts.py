@@ -181,28 +181,10 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     agree = _Agreement(origin, where, native, path, out)
     native_fields = _agent_name(native, name, rel, agree, out)
     description = agree.text("description", agent.description)
-    fields = native.fields or {}
-    model, dropped_model = model_for(agent.model, host)
-    fm_model = frontmatter.as_text(fields.get("model"))
-    if fm_model is not None and source_host is not None:
-        agree.same("model", model_for(agent.model, host_for(source_host))[0], fm_model)
-        if source_host == host.name:
-            model = model or fm_model
-        elif model is None:
-            dropped_model = fm_model
-    elif fm_model is not None:
-        model, dropped_model = (model, dropped_model) if agent.model is not None else model_for(fm_model, host)
+    model, dropped_model = _model(agree, agent.model, source_host, host)
     tools = tuple(agent.tools) if agent.tools is not None else None
     if native.fields is not None:
-        # A host-neutral file's tools are read by the first host whose format they are in.
-        readers = [host_for(source_host)] if source_host is not None else [host_for(h) for h in HOST_NAMES]
-        found: tuple[str, ...] | None = None
-        notes: list[str] = []
-        for reader in readers:
-            found, notes = reader.frontmatter_tools(fields)
-            if found is not None:
-                break
-        out.warnings += [f"{rel}: {note}" for note in notes]
+        found = _frontmatter_tools(native.fields, source_host, rel, out)
         if tools is not None and found is not None and set(tools) != set(found):
             agree.same("tools", list(tools), list(found))
         tools = tools if tools is not None else found
@@ -215,6 +197,36 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     own = source_host == host.name
     text = frontmatter.render(native if own else None, rendered.fields, native.body)
     out.outputs[f"{host.owned_dir}/agents/{name}.md"] = text.encode()
+
+
+def _model(agree: _Agreement, configured: PerHost | None, source_host: HostName | None,
+           host: Host) -> tuple[str | None, str | None]:
+    """(the model ``host`` gets, a model it cannot use) from ``atlante.jsonc`` and the frontmatter.
+
+    The frontmatter's model is its host's (a host-neutral file's: any host it fits); what
+    ``atlante.jsonc`` gives that host must agree with it."""
+    model, dropped = model_for(configured, host)
+    found = frontmatter.as_text((agree.native.fields or {}).get("model"))
+    if found is None:
+        return model, dropped
+    if source_host is not None:
+        agree.same("model", model_for(configured, host_for(source_host))[0], found)
+    if source_host == host.name or (source_host is None and host.model_fits(found)):
+        return model or found, None
+    return model, (dropped or found) if model is None else None
+
+
+def _frontmatter_tools(fields: dict[str, object], source_host: HostName | None, rel: str,
+                       out: Rendered) -> tuple[str, ...] | None:
+    """The tools a native file names, read in its host's format (a host-neutral file's: the first
+    format they parse in), as neutral names where one exists."""
+    readers = [host_for(source_host)] if source_host is not None else [host_for(h) for h in HOST_NAMES]
+    for reader in readers:
+        found, notes = reader.frontmatter_tools(fields)
+        out.warnings += [f"{rel}: {note}" for note in notes]
+        if found is not None:
+            return found
+    return None
 
 
 def _agent_name(native: NativeFile, name: str, rel: str, agree: _Agreement, out: Rendered) -> dict[str, object] | None:
@@ -242,15 +254,7 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     source_host = _source_host(command.host, rel, origin.base, path)
     agree = _Agreement(origin, where, native, path, out)
     description = agree.text("description", command.description, required=False)
-    model, dropped_model = model_for(command.model, host)
-    fm_model = frontmatter.as_text((native.fields or {}).get("model"))
-    if fm_model is not None:
-        if source_host is not None:
-            agree.same("model", model_for(command.model, host_for(source_host))[0], fm_model)
-        if source_host == host.name or (source_host is None and host.model_fits(fm_model)):
-            model = model or fm_model
-        elif model is None:
-            dropped_model = fm_model
+    model, dropped_model = _model(agree, command.model, source_host, host)
     spec = PartSpec(description or "", model, _source(native, source_host, rel), dropped_model)
     rendered = host.command_frontmatter(name, spec)
     out.warnings += rendered.dropped
