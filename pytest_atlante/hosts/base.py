@@ -91,7 +91,7 @@ class AgentSpec:
     frontmatter of a native source file, carried whole for its own host (docs/design.md §9).
     """
 
-    description: str
+    description: str | None  # None: a native file that has none (its host loads it so)
     model: str | None = None
     tools: tuple[str, ...] | None = None
     native: NativeSource | None = None
@@ -102,7 +102,7 @@ class AgentSpec:
 class PartSpec:
     """A skill or slash command to render: its description, model and native frontmatter."""
 
-    description: str
+    description: str | None  # None: a command file that has none
     model: str | None = None
     native: NativeSource | None = None
     dropped_model: str | None = None
@@ -133,7 +133,8 @@ def part_frontmatter(host: str, known: frozenset[str], name: str, part: PartSpec
     own = part.native is not None and part.native.host == host
     if not command:
         fields.setdefault("name", name)
-    fields.setdefault("description", part.description)
+    if part.description is not None:
+        fields.setdefault("description", part.description)
     if command and part.model is not None:
         fields.setdefault("model", part.model)
     elif command and part.dropped_model is not None and not own:

@@ -256,7 +256,8 @@ class ClaudeCodeHost:
                                          frozenset({"name", "description", "model", "tools", "permission"}))
         own = agent.native is not None and agent.native.host == self.name
         fields.setdefault("name", name)
-        fields.setdefault("description", agent.description)
+        if agent.description is not None:
+            fields.setdefault("description", agent.description)
         if agent.tools is not None and not (own and "tools" in fields):
             tools, unknown = self._tools(agent.tools)
             fields["tools"] = ", ".join(tools)

@@ -295,7 +295,8 @@ class OpenCodeHost:
         fields, dropped = carried_fields(self.name, AGENT_FIELDS, agent.native,
                                          frozenset({"name", "description", "model", "tools"}))
         own = agent.native is not None and agent.native.host == self.name
-        fields.setdefault("description", agent.description)
+        if agent.description is not None:
+            fields.setdefault("description", agent.description)
         if not own:
             fields.setdefault("mode", "all")  # selectable with --agent and as a subagent
             # Claude Code's colours are names (`red`); OpenCode's schema takes `#rrggbb`.

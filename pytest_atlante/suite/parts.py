@@ -180,7 +180,8 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     source_host = _source_host(agent.host, rel, origin.base, path)
     agree = _Agreement(origin, where, native, path, out)
     native_fields = _agent_name(native, name, rel, agree, out)
-    description = agree.text("description", agent.description)
+    # A plain prompt needs its description from atlante.jsonc; a native file is built as it is.
+    description = agree.text("description", agent.description, required=native.fields is None)
     model, dropped_model = _model(agree, agent.model, source_host, host)
     tools = tuple(agent.tools) if agent.tools is not None else None
     if native.fields is not None:
@@ -188,7 +189,7 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
         if tools is not None and found is not None and set(tools) != set(found):
             agree.same("tools", list(tools), list(found))
         tools = tools if tools is not None else found
-    if description is None:
+    if description is None and native.fields is None:
         return
     source = NativeSource(source_host, native_fields, rel) if native_fields is not None else None
     spec = AgentSpec(description, model, tools, source, dropped_model)
@@ -255,10 +256,10 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     agree = _Agreement(origin, where, native, path, out)
     description = agree.text("description", command.description, required=False)
     model, dropped_model = _model(agree, command.model, source_host, host)
-    spec = PartSpec(description or "", model, _source(native, source_host, rel), dropped_model)
+    spec = PartSpec(description, model, _source(native, source_host, rel), dropped_model)
     rendered = host.command_frontmatter(name, spec)
     out.warnings += rendered.dropped
-    fields = {k: v for k, v in rendered.fields.items() if v != ""}  # a command needs no description
+    fields = rendered.fields
     own = source_host == host.name
     text = frontmatter.render(native if own else None, fields, native.body) if fields or native.fields else native.body
     target = f"{host.owned_dir}/commands/{_command_path(rel, name)}"

@@ -177,3 +177,15 @@ def test_a_host_neutral_files_tools_reach_both_hosts(atlante_project: Project) -
     assert claude is not None and claude["tools"] == "Read, Bash"
     assert opencode is not None and opencode["permission"]["read"] == "allow"  # type: ignore[index]
     assert opencode["permission"]["edit"] == "deny"  # type: ignore[index]
+
+
+def test_a_native_agent_without_a_description_is_built_as_it_is(atlante_project: Project) -> None:
+    """As OpenCode's own duplicate-pr agent: no description, and nothing invented for it."""
+    text = "---\nmode: primary\nhidden: true\n---\nYou find duplicates.\n"
+    atlante_project.write(".opencode/agent/dupes.md", text)
+    harness(atlante_project, {"agents": {"dupes": {"prompt": ".opencode/agent/dupes.md"}}})
+    build(atlante_project.root)
+    assert (tree_dir(atlante_project.root, "opencode") / ".opencode/agents/dupes.md").read_text() == text
+    claude = split((tree_dir(atlante_project.root, "claude-code") / ".claude/agents/dupes.md").read_text()).fields
+    assert claude == {"name": "dupes"}
+    assert any("field 'hidden' dropped for claude-code" in w for w in warnings(atlante_project, "claude-code"))
