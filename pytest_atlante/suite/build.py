@@ -110,7 +110,12 @@ def _claimed(harness: Harness, origin: str, file: str, owners: dict[str, str], p
 
 
 def _output_entry(path: str, data: bytes, executable: bool) -> dict[str, str]:
-    entry = {"path": path, "sha256": hashlib.sha256(data).hexdigest()}
+    return _output_entry_of(path, hashlib.sha256(data).hexdigest(), executable)
+
+
+def _output_entry_of(path: str, digest: str, executable: bool) -> dict[str, str]:
+    """A manifest entry; ``mode`` only for an executable file, so other entries read as before."""
+    entry = {"path": path, "sha256": digest}
     return entry | {"mode": "x"} if executable else entry
 
 
@@ -119,7 +124,7 @@ def _manifest(host: HostName, rendered: Rendered) -> str:
         "schema": MANIFEST_SCHEMA,
         "host": host,
         "atlanteVersion": __version__,
-        "sources": [{"path": p, "sha256": d} for p, d in sorted(rendered.sources.items())],
+        "sources": [_output_entry_of(p, d, p in rendered.executable_sources) for p, d in sorted(rendered.sources.items())],
         "outputs": [_output_entry(p, b, p in rendered.executable) for p, b in sorted(rendered.outputs.items())],
         # What this host's build left out of the sources, one line each (docs/design.md §9).
         "warnings": sorted(set(rendered.warnings)),
@@ -161,7 +166,7 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
         manifest = json.loads(read_capped(manifest_path, MAX_DOCUMENT_BYTES))
         recorded_outputs = {o["path"]: o["sha256"] for o in manifest["outputs"]}
         recorded_modes = {o["path"] for o in manifest["outputs"] if o.get("mode") == "x"}
-        recorded_sources = {s["path"]: s["sha256"] for s in manifest["sources"]}
+        recorded_sources = {s["path"]: (s["sha256"], s.get("mode") == "x") for s in manifest["sources"]}
     except UnreadableFile as exc:
         if exc.missing:
             return [Diagnostic(display, "", "eval-build-missing", f"no native build for host {host!r}", "run `atlante build`")]
@@ -185,7 +190,8 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
     rendered = render(project_root, host, inputs)
     if rendered.problems:
         return problems + rendered.problems
-    sources = rendered.sources
+    # A skill script made executable (or not) since the build is as stale as an edited one.
+    sources = {p: (d, p in rendered.executable_sources) for p, d in rendered.sources.items()}
     for rel in sorted(set(sources) | set(recorded_sources)):
         if sources.get(rel) != recorded_sources.get(rel):
             what = "was added" if rel not in recorded_sources else "was removed" if rel not in sources else "changed"

@@ -39,6 +39,7 @@ class Rendered:
     outputs: dict[str, bytes] = field(default_factory=dict)
     executable: set[str] = field(default_factory=set)
     sources: dict[str, str] = field(default_factory=dict)
+    executable_sources: set[str] = field(default_factory=set)
     problems: list[Diagnostic] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -322,6 +323,7 @@ def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Re
         out.outputs[f"{prefix}/{inner}"] = data
         if os.stat(source).st_mode & stat.S_IXUSR:
             out.executable.add(f"{prefix}/{inner}")
+            out.executable_sources.add(origin.rel(source))
 
 
 def add_instructions(host: Host, origin: Origin, value: PerHost, out: Rendered) -> None:

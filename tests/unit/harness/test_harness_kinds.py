@@ -189,3 +189,18 @@ def test_a_native_agent_without_a_description_is_built_as_it_is(atlante_project:
     claude = split((tree_dir(atlante_project.root, "claude-code") / ".claude/agents/dupes.md").read_text()).fields
     assert claude == {"name": "dupes"}
     assert any("field 'hidden' dropped for claude-code" in w for w in warnings(atlante_project, "claude-code"))
+
+
+def test_a_skill_file_whose_mode_changed_makes_the_build_stale(atlante_project: Project) -> None:
+    script = atlante_project.write("harness/tidy/scripts/run.sh", "#!/bin/sh\necho tidy\n")
+    script.chmod(0o755)
+    build(atlante_project.root)
+    built = tree_dir(atlante_project.root, "claude-code") / ".claude/skills/tidy/scripts/run.sh"
+    assert built.stat().st_mode & 0o100
+    assert verify(atlante_project.root, "claude-code") == []
+    script.chmod(0o644)
+    assert [(d.code, d.file) for d in verify(atlante_project.root, "claude-code")] == [
+        ("eval-build-stale", "harness/tidy/scripts/run.sh")]
+    build(atlante_project.root)
+    built.chmod(0o755)  # and an output whose mode was changed after the build is modified
+    assert [d.code for d in verify(atlante_project.root, "claude-code")] == ["eval-build-modified"]
