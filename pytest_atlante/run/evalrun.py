@@ -257,6 +257,9 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
     if suite is not None and suite.meanPassRate is not None:
         interval = ("95% CI " + _percent_interval(suite.passInterval, suite.trials) + " (trials clustered by scenario)"
                     if suite.passInterval else "no interval below two scenarios")
+        if suite.passInterval is not None and suite.passInterval.low == suite.passInterval.high:
+            # docs/statistics.md: equal scenario rates collapse the cluster-robust interval to a point
+            interval += "; a point only because every scenario had the same rate, not a certainty"
         lines.append(f"suite: mean pass rate {suite.meanPassRate:.0%} over {suite.scenarios} scenarios, "
                      f"{suite.trials} trials; {interval}")
     few = [s for s in report.scenarios if s.passInterval is not None and len(s.passAtK) < FEW_TRIALS]

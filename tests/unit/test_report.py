@@ -458,3 +458,13 @@ def test_a_scripted_run_is_labelled_scripted_and_few_trials_say_so(tmp_path: Pat
     lines = summary_lines(real, tmp_path / "report.json")
     assert real.scriptedModel is None and "cost $" in lines[0]
     assert not any("scripted" in line or line.startswith("*") or "%*" in line for line in lines[:-1])  # [-1]: the path
+
+
+def test_a_collapsed_suite_interval_is_not_shown_as_a_certainty(tmp_path: Path) -> None:
+    from pytest_atlante.run.evalrun import summary_lines
+
+    report = report_of([trial(name, n, "pass") for name in ("a", "b") for n in range(1, 6)])
+    assert report.suite is not None and report.suite.passInterval is not None
+    assert report.suite.passInterval.low == report.suite.passInterval.high == 1.0
+    [suite] = [line for line in summary_lines(report, tmp_path / "r.json") if line.startswith("suite:")]
+    assert "95% CI 100-100% (trials clustered by scenario); a point only because every scenario had the same rate" in suite
