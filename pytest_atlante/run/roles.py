@@ -120,6 +120,11 @@ class Controller(TrialRole):
             # prints no `Exit` banner and every plugin's sessionfinish sees the status (docs/design.md §10).
             self.stopped = stop.status
             self.terminal.stopped(stop.message)
+            # xdist's status line counts the workers it is about to start ("created: 2/2 workers");
+            # none will start, so it goes before xdist's own pytest_sessionstart runs.
+            reporter = self.config.pluginmanager.get_plugin("terminaldistreporter")
+            if reporter is not None:
+                self.config.pluginmanager.unregister(reporter)
 
     # While stopped: no collection, no test loop (xdist's included), no workers, and the status.
     @pytest.hookimpl(tryfirst=True)
@@ -130,7 +135,7 @@ class Controller(TrialRole):
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         return True if self.stopped is not None else None
 
-    @pytest.hookimpl(optionalhook=True, trylast=True)  # after xdist's status line has read the specs
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
         # xdist starts its workers in its own (later) pytest_sessionstart: a stopped run starts none.
         if self.stopped is not None:
