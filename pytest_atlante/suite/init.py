@@ -241,6 +241,10 @@ def init_project(root: Path, host: HostName | None = None) -> InitResult:
         _write_new(root, f"{FIXTURE_DIR}/{starter.name}/{name}", text, result)
     _write_new(root, "eval/conftest.py", _CONFTEST, result)
     _ensure_gitignore(root, result)
+    scenario_file = f"{SCENARIO_DIR}/{starter.name}.eval.json"
+    if CONFIG_FILE in result.kept and scenario_file in result.created:
+        result.warnings.append(f"{CONFIG_FILE} was already there: its eval.scenarios must match {scenario_file} "
+                               "for the new scenario to run")
     return result
 
 

@@ -60,6 +60,7 @@ def test_it_never_overwrites_a_file_and_adds_only_the_missing_gitignore_line(tmp
     assert (tmp_path / "atlante.jsonc").read_text() == "// mine\n{}\n"
     assert (tmp_path / "eval/fixtures/adds-farewell/greeter.py").read_text() == "# my greeter\n"
     assert {"atlante.jsonc", "eval/fixtures/adds-farewell/greeter.py"} <= set(result.kept)
+    assert any("eval.scenarios must match eval/scenarios/adds-farewell.eval.json" in w for w in result.warnings)
     assert (tmp_path / ".gitignore").read_bytes() == b"node_modules/\n\xff-not-utf8\n.atlante/\n"
     assert init_project(tmp_path).kept[-1] == ".gitignore"
 
