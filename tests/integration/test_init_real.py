@@ -57,3 +57,34 @@ def test_init_then_selftest_and_scripted_eval_on_both_hosts(tmp_path: Path, host
     again = atlante(tmp_path, env, "init", str(project))
     assert again.returncode == 0 and "nothing to do: every file is already there" in again.stdout
     assert files(project) == before
+
+
+AGENT = """---
+name: debugger
+description: Debugging specialist for errors and test failures.
+tools: Read, Edit, Bash, Grep
+model: sonnet
+---
+You find the cause of a failure and fix it with the smallest change.
+"""
+
+
+def test_an_adopted_agent_gets_a_starting_scenario_that_is_sound_on_both_hosts(tmp_path: Path,
+                                                                                  hosts_path: Callable[[], str]) -> None:
+    """The scenario init writes for an adopted agent runs that agent (``task.agent``) and is sound:
+    the untouched fixture fails its checks and the scripted run, through the agent, passes them."""
+    project = tmp_path / "has-harness"
+    (project / ".claude/agents").mkdir(parents=True)
+    (project / ".claude/agents/debugger.md").write_text(AGENT)
+    env = {**os.environ, "PATH": hosts_path()}
+    created = atlante(tmp_path, env, "init", str(project))
+    assert created.returncode == 0 and "adopted agent debugger" in created.stdout, created.stdout + created.stderr
+    assert (project / ".claude/agents/debugger.md").read_text() == AGENT
+    built = atlante(project, env, "build")
+    assert built.returncode == 0, built.stdout + built.stderr
+    for host in ("claude-code", "opencode"):
+        out = tmp_path / f"selftest-{host}"
+        selftest = atlante(project, env, "selftest", "--host", host, "--out", str(out), "-p", "no:cacheprovider")
+        assert selftest.returncode == 0, selftest.stdout[-4000:] + selftest.stderr[-2000:]
+        [scenario] = json.loads((out / "selftest.json").read_text())["scenarios"]
+        assert (scenario["name"], scenario["status"]) == ("debugger-starter", "sound")
