@@ -29,10 +29,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from pytest_atlante.checks import TRAJECTORY_TYPES
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.hosts.names import HOST_NAMES, min_config_version
 from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, ProjectConfig
-from pytest_atlante.checks import TRAJECTORY_TYPES
 from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS, Scenario
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
