@@ -41,10 +41,10 @@ AGENT_TOOLS = ["read", "write", "skill"]  # the helper's restricted tools, host-
 # provider exists in a scripted run).
 AGENT_MODEL = {"claude-code": "claude-haiku-4-5-20251001", "opencode": "atlante-scripted/scripted-agent-model"}
 # What the sub-agent's requests must carry for them (measured, docs/host-facts.md §5 and §8):
-# OpenCode's permissions cannot tell ``write`` from ``edit`` (one ``edit`` key) and the rendered
-# agent leaves ``todowrite`` alone.
+# OpenCode's permissions cannot tell ``write`` from ``edit`` (one ``edit`` key); its other tools
+# (``todowrite``, ``list``, …) the built agent denies, as Claude Code offers only the listed ones.
 SUBAGENT_MODEL = {"claude-code": "claude-haiku-4-5-20251001", "opencode": "scripted-agent-model"}
-SUBAGENT_OFFERED = {"claude-code": {"Read", "Write", "Skill"}, "opencode": {"read", "write", "edit", "skill", "todowrite"}}
+SUBAGENT_OFFERED = {"claude-code": {"Read", "Write", "Skill"}, "opencode": {"read", "write", "edit", "skill"}}
 MAIN_TOOL = {("claude-code", "skill"): "Skill", ("claude-code", "task"): "Agent", ("claude-code", "write"): "Write",
              ("opencode", "skill"): "skill", ("opencode", "task"): "task", ("opencode", "write"): "write"}
 
