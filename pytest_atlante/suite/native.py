@@ -145,7 +145,11 @@ def _unsupported(root: Path) -> list[str]:
 
 
 def discover_native_harness(root: Path) -> NativeHarness:
-    """Every agent, skill, command and instruction file in ``root``'s native layouts."""
+    """Every agent, skill, command and instruction file in ``root``'s native layouts.
+
+    A part's name is a slug of its frontmatter ``name`` (agents, skills: what the CLIs select them
+    by), else of its file or directory name; a name found twice gets ``-2``, ``-3``…  Instructions
+    are named after the host whose memory file they are (``claude-code``: ``CLAUDE.md``)."""
     parts: list[NativePart] = []
     parts += _layout_parts(root, ".claude", "claude-code",
                            {"agent": ("agents",), "skill": ("skills",), "command": ("commands",)})
