@@ -145,7 +145,7 @@ class MergedShard(ShardRef):
     complete: bool
 
 
-#: How scripted runs label what the host reported (docs/design.md §10): the script's tokens are real
+#: How scripted runs label what the host reported (docs/design.md §12): the script's tokens are real
 #: counts, the cost is the host CLI's price for them under the model name it asked for, never a charge.
 SCRIPTED_COST_LABEL = "host-priced, not charged: scripted model"
 #: Fewer trials than this make a 95% interval too wide to tell rates apart: said beside it (n shown).
@@ -177,7 +177,7 @@ class EvalReport(Record):
     scripted: bool
     # Scripted runs: the model that really answered (the scripted model's id).  ``modelVersion`` is
     # then only the name the host asked for, and each ``costUsd`` the host's own price for the
-    # script's tokens under that name: nothing was charged (docs/design.md §10).  None otherwise and
+    # script's tokens under that name: nothing was charged (docs/design.md §12).  None otherwise and
     # in reports that predate it.
     scriptedModel: str | None = None
     budget: BudgetRecord

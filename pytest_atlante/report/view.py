@@ -159,7 +159,7 @@ def _header(report: J) -> str:
         ("run", report.get("runId")),
         ("host", f"{host.get('name')} {host.get('version')} ({host.get('dialect')})" if host else "unknown"),
         ("model", report.get("model") or "host default"),
-        # A scripted run was answered by the scripted model, whatever name the host asked for (design.md §10).
+        # A scripted run was answered by the scripted model, whatever name the host asked for (design.md §12).
         ("model seen", _model_seen(report)),
         ("scripted", f"yes (offline scripted model; costs {SCRIPTED_COST_LABEL})" if report.get("scripted") else "no"),
         ("isolation", iso),

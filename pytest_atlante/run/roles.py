@@ -117,7 +117,7 @@ class Controller(TrialRole):
         except RunStopped as stop:
             # An ordinary end before any trial (a forecast, a validation stop, a run that cannot
             # start): the session runs on to its end with nothing to collect or run, so pytest
-            # prints no `Exit` banner and every plugin's sessionfinish sees the status (docs/design.md §10).
+            # prints no `Exit` banner and every plugin's sessionfinish sees the status (docs/design.md §12).
             self.stopped = stop.status
             self.terminal.stopped(stop.message)
             # xdist's status line counts the workers it is about to start ("created: 2/2 workers");

@@ -1,4 +1,4 @@
-"""``atlante init``: a project that evaluates from its first minute (docs/design.md §10).
+"""``atlante init``: a project that evaluates from its first minute (docs/design.md §13).
 
 In an empty directory it writes a configuration at the current version (``$schema`` set), one
 scenario with its fixture, checks and scripted-model script that is ``sound`` under

@@ -1,4 +1,4 @@
-"""JSON Schemas of the documents a user writes, generated from their pydantic models (docs/design.md §11).
+"""JSON Schemas of the documents a user writes, generated from their pydantic models (docs/design.md §14).
 
 One schema per version of ``atlante.jsonc`` (``config-v0.1``, ``config-v0.2``) and of scenario
 documents (``eval-scenario-v0.1``, ``eval-scenario-v0.2``), each with the ``$id`` the documents' ``$schema`` names.  The
