@@ -2,8 +2,10 @@
 
 One schema per version of ``atlante.jsonc`` (``config-v0.1``, ``config-v0.2``) and of scenario
 documents (``eval-scenario-v0.1``, ``eval-scenario-v0.2``), each with the ``$id`` the documents' ``$schema`` names.  The
-generated files ship in the package (``pytest_atlante/suite/schema-files/``), so an editor maps those URIs to
-them offline; ``atlante schema NAME`` prints one and ``atlante schema --list`` names each file.
+generated files ship in the package (``pytest_atlante/suite/schema-files/``), so an editor maps
+those URIs to them offline; ``atlante schema NAME`` prints one and ``atlante schema --list`` names
+each file.  A configuration schema takes a project's ``atlante.jsonc`` or a pack's root preset (the
+same file name and ``$schema``: ``name``, ``presets`` and a pack suite are valid there).
 
 What the models check in validators is added where JSON Schema can say it: ``version`` and
 ``$schema`` are constants of their version, a version lists only the hosts it admits
@@ -28,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
 
 from pytest_atlante.checks import TRAJECTORY_TYPES
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.hosts.names import HOST_NAMES, min_config_version
-from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, ProjectConfig
+from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, PackConfig, ProjectConfig
 from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS, Scenario
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -72,16 +75,28 @@ def entry_for(name: str) -> SchemaEntry:
     return entry
 
 
-def _config_rules(schema: dict[str, Any], version: str) -> None:
-    """The configuration's validator rules that JSON Schema can state, for one version."""
-    admitted = [h for h in HOST_NAMES if min_config_version(h) <= version]
-    defs = schema["$defs"]
+def _config_schema(entry: SchemaEntry) -> dict[str, Any]:
+    """A project's ``atlante.jsonc`` or a pack's root preset (same file name, same ``$schema``), with
+    the validators' rules for one version (``config.version_diagnostics``)."""
+    refs, top = models_json_schema([(ProjectConfig, "validation"), (PackConfig, "validation")], by_alias=True)
+    defs = top["$defs"]
+    admitted = [h for h in HOST_NAMES if min_config_version(h) <= entry.version]
+    for model in (ProjectConfig, PackConfig):
+        properties = defs[model.__name__]["properties"]
+        properties["version"] = {"const": entry.version, "description": "the document format's version"}
+        properties["$schema"] = {"anyOf": [{"const": entry.uri}, {"type": "null"}], "description": "this schema's URI"}
     defs["EvalSection"]["properties"]["host"]["enum"] = admitted
+    # A pack's own suite host (not its presets': the version rule reads only the root preset's eval).
+    defs["PackConfig"]["properties"]["eval"] = {"anyOf": [
+        {"$ref": "#/$defs/PackSuite", "properties": {"host": {"anyOf": [{"enum": admitted}, {"type": "null"}]}}},
+        {"type": "null"}], "default": None}
     # EvalSection._scenarios_or_include
     defs["EvalSection"]["anyOf"] = [
         {"required": ["scenarios"], "properties": {"scenarios": {"type": "string"}}},
         {"required": ["include"], "properties": {"include": {"type": "array", "minItems": 1}}},
     ]
+    return {"description": "a project's configuration, or a pack's root preset (docs/packs.md)",
+            "anyOf": [refs[(ProjectConfig, "validation")], refs[(PackConfig, "validation")]], "$defs": defs}
 
 
 def _scenario_rules(schema: dict[str, Any], version: str) -> None:
@@ -116,16 +131,12 @@ def _close_pattern_maps(node: object) -> None:
 def generate(name: str) -> dict[str, Any]:
     """The schema ``name`` as the models define it today (the shipped file must equal it)."""
     entry = entry_for(name)
-    schema = copy.deepcopy(entry.model.model_json_schema(by_alias=True, mode="validation"))
-    properties = schema["properties"]
-    properties["version"] = {"const": entry.version, "description": "the document format's version"}
-    # An optional `$schema` in a configuration, a required one in a scenario: either way this URI.
-    properties["$schema"] = {"const": entry.uri, "description": "this schema's URI"}
-    if entry.model is ProjectConfig:   # optional there, so the model takes null too
-        properties["$schema"] = {"anyOf": [properties["$schema"], {"type": "null"}]}
     if entry.model is ProjectConfig:
-        _config_rules(schema, entry.version)
+        schema = _config_schema(entry)
     else:
+        schema = copy.deepcopy(entry.model.model_json_schema(by_alias=True, mode="validation"))
+        schema["properties"]["version"] = {"const": entry.version, "description": "the document format's version"}
+        schema["properties"]["$schema"] = {"const": entry.uri, "description": "this schema's URI"}
         _scenario_rules(schema, entry.version)
     _close_pattern_maps(schema)
     return {"$schema": DRAFT, "$id": entry.uri, "title": entry.title, **schema}

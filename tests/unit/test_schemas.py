@@ -18,6 +18,7 @@ from conftest import scenario_doc
 from pytest_atlante.cli import main
 from pytest_atlante.suite import schemas
 from pytest_atlante.suite.config import load_project_config
+from pytest_atlante.suite.packs import load_pack_config
 from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS, Scenario, version_diagnostics
 
 V01, V02 = "https://atlante.sh/schema/v0.1/config.json", "https://atlante.sh/schema/v0.2/config.json"
@@ -77,6 +78,14 @@ CONFIGS: list[tuple[str, dict[str, Any], bool]] = [
     ("a host's own tool name", {"version": "0.2", "harness": {"agents": {"a": {"prompt": "a.md", "tools": ["TodoWrite"]}}}}, True),
     ("instructions per host", {"version": "0.2", "harness": {"instructions": {"claude-code": "CLAUDE.md"}}}, True),
     ("a command without its file", {"version": "0.2", "harness": {"commands": {"c": {"description": "C."}}}}, False),
+    ("a pack's root preset", {"$schema": V02, "version": "0.2", "name": "docstring-pack",
+                              "harness": {"skills": {"s": {"description": "S.", "dir": "skills/s"}}},
+                              "presets": {"strict": {"harness": {}}},
+                              "eval": {"host": "claude-code", "scenarios": "eval/*.eval.json", "source": "."}}, True),
+    ("a v0.1 pack whose suite runs on claude-code", {"version": "0.1", "name": "p",
+                                                     "eval": {"host": "claude-code", "scenarios": "e/*.json"}}, False),
+    ("a pack suite without scenarios", {"version": "0.2", "name": "p", "eval": {"host": "opencode"}}, False),
+    ("project and pack keys mixed", {"version": "0.2", "name": "p", "packages": ["./x"]}, False),
     ("model for an unknown host", {"version": "0.2", "harness": {"agents": {"a": {"prompt": "a.md", "model": {"cursor": "x"}}}}}, False),
 ]
 
@@ -92,7 +101,8 @@ def test_config_schema_and_models_agree(tmp_path: Path, doc: dict[str, Any], val
     """Each version's schema against the model's loading, which applies that version's rules."""
     (tmp_path / "atlante.jsonc").write_text(json.dumps(doc))
     _, _, problems = load_project_config(tmp_path)
-    assert (not problems) == valid, problems
+    _, pack_problems = load_pack_config(tmp_path, tmp_path)
+    assert (not problems or not pack_problems) == valid, (problems, pack_problems)   # a project's, or a pack's
     schema = json.loads(schemas.shipped_text(f"config-v{version}"))
     # A document of the other version is never valid against this one's schema (version is a const).
     expected = valid and doc["version"] == version
@@ -152,3 +162,21 @@ def test_scenario_schema_and_model_agree(doc: dict[str, Any], valid: bool, versi
     schema = json.loads(schemas.shipped_text(f"eval-scenario-v{version}"))
     expected = valid and doc.get("version") == version
     assert Draft202012Validator(schema).is_valid(doc) == expected, list(Draft202012Validator(schema).iter_errors(doc))
+
+
+def test_every_document_of_the_example_project_is_valid_against_its_schema() -> None:
+    """Real documents (the project's, the pack's and the self-test demo's) under the schema their
+    ``$schema`` names, as an editor would check them."""
+    import json5
+
+    from conftest import REPO_ROOT
+
+    by_uri = {entry.uri: json.loads(schemas.shipped_text(entry.name)) for entry in schemas.SCHEMAS.values()}
+    example = REPO_ROOT / "example_project"
+    documents = [p for p in example.rglob("*") if p.is_file() and ".atlante" not in p.parts
+                 and (p.name == "atlante.jsonc" or p.name.endswith((".eval.json", ".eval.jsonc")))]
+    assert len(documents) >= 8
+    for path in documents:
+        doc = json5.loads(path.read_text())
+        errors = list(Draft202012Validator(by_uri[doc["$schema"]]).iter_errors(doc))
+        assert errors == [], (path, errors)
