@@ -95,6 +95,9 @@ class TrialRecord(Record):
     costUsd: float | None = None
     modelIdentity: str | None = None
     budgetUnmonitored: bool = False
+    # Values of the host's stream that were ignored (no valid count or cost, a second result): the
+    # stream is untrusted input (docs/design.md §9).
+    streamNotes: list[str] = Field(default_factory=list)
     scriptedTurns: int | None = Field(default=None, description="turns the scripted model served (scripted runs)")
     error: str | None = None
     interrupted: bool = False

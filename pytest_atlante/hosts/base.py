@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -207,6 +207,9 @@ class SessionOutcome:
     error_message: str | None
     usage_events: int  # how many usage-bearing events were seen
     budget_unmonitored: bool  # True when the host emitted no usage events
+    # Stream values the monitor ignored (invalid counts or costs, a second result): the stream is
+    # untrusted input (docs/design.md §9).
+    notes: list[str] = field(default_factory=list)
 
 
 class StreamMonitor(Protocol):

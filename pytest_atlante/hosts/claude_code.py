@@ -50,6 +50,7 @@ from pytest_atlante.hosts.streams import (
     _event,
     claude_model_usage,
     claude_usage,
+    stream_cost,
 )
 from pytest_atlante.hosts.transcripts import (
     RESULT_CAP_CHARS,
@@ -465,9 +466,9 @@ def _result(t: int, event: dict[str, Any], b: TranscriptBuilder) -> None:
     usage = claude_model_usage(_dict(event.get("modelUsage")))
     if usage is None and isinstance(event.get("usage"), dict):
         usage = claude_usage(event["usage"])
-    cost = event.get("total_cost_usd")
+    cost = stream_cost(event.get("total_cost_usd"))  # the stream is untrusted (docs/design.md §9)
     if event.get("is_error") is True:
         b.emit(t, "error", message=str(event.get("result") or event.get("subtype") or "error"))
     b.emit(t, "result", usage=usage.model_dump() if usage else None,
-           costUsd=cost if isinstance(cost, (int, float)) else None, turns=event.get("num_turns"),
+           costUsd=cost, turns=event.get("num_turns"),
            stopReason=event.get("terminal_reason") or event.get("stop_reason"), isError=event.get("is_error") is True)

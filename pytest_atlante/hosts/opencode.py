@@ -57,6 +57,7 @@ from pytest_atlante.hosts.streams import (
     _dict,
     _event,
     opencode_usage,
+    stream_cost,
     sum_usage,
 )
 from pytest_atlante.hosts.transcripts import (
@@ -543,7 +544,7 @@ def transcript_events(lines: Iterable[tuple[int, str]], b: TranscriptBuilder) ->
                        agent=arguments.get("subagent_type"), description=arguments.get("description"), status=state.get("status"))
         elif kind == "step_finish":
             tokens = part.get("tokens")
-            step_cost = part.get("cost") if isinstance(part.get("cost"), (int, float)) else None
+            step_cost = stream_cost(part.get("cost"))  # the stream is untrusted (docs/design.md §9)
             if isinstance(tokens, dict):
                 step = opencode_usage(tokens)
                 total = step if total is None else sum_usage([total, step])

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from pytest_atlante.checks import NO_SESSION, SessionView, run_checks
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.streams import stream_cost
 from pytest_atlante.pathnames import escape_surrogates
 from pytest_atlante.records import (
     INTERRUPTED_ERROR,
@@ -340,6 +341,10 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
     diff_text, truncated = cap_diff(secrets(diff.text))  # redacted before the cut: no half secret survives
     changed_paths, changed_total = cap_paths(diff.changed_paths)
     outcome = session.outcome
+    notes = list(outcome.notes)
+    cost = stream_cost(outcome.cost_usd)  # what finalize added (an export) is bounded like the stream
+    if cost is None and outcome.cost_usd is not None:
+        notes.append(f"ignored cost {outcome.cost_usd!r}")
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results, escapes)),
         "hostDurationMs": int(session.process.duration_s * 1000),
@@ -349,9 +354,10 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "changedPaths": changed_paths,
         "changedPathsTotal": changed_total,
         "usage": outcome.usage,
-        "costUsd": outcome.cost_usd,
+        "costUsd": cost,
         "modelIdentity": outcome.model_identity,
         "budgetUnmonitored": outcome.budget_unmonitored,
+        "streamNotes": notes,
         "error": session_error(session, budget) or (escape_message(escapes) if escapes else None),
         "escapes": escapes,
     })

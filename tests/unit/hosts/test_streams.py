@@ -170,3 +170,89 @@ def test_opencode_denied_and_rejected_tool_calls_are_not_session_errors() -> Non
     outcome = monitor.outcome()
     assert outcome.is_error is False
     assert outcome.usage_events == 5
+
+
+# --------------------------------------------------------------------------- the stream is untrusted (docs/design.md §9)
+
+BAD_VALUES = [-25, -1, float("nan"), float("inf"), 10**30, "12", True, [3], {"n": 1}]
+
+
+def _claude_result(**fields: object) -> str:
+    return json.dumps({"type": "result", "subtype": "success", "is_error": False, **fields})
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=repr)
+def test_claude_invalid_cost_and_counts_are_ignored_and_noted(bad: object) -> None:
+    monitor = ClaudeStreamMonitor()
+    monitor.feed(_claude_result(total_cost_usd=bad, usage={"input_tokens": bad, "output_tokens": 5}))
+    outcome = monitor.outcome()
+    assert outcome.cost_usd is None
+    assert outcome.usage == Usage(outputTokens=5)
+    assert any("ignored cost" in note for note in outcome.notes)
+    assert any("ignored token count" in note for note in outcome.notes)
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=repr)
+def test_opencode_invalid_cost_and_counts_are_ignored_and_noted(bad: object) -> None:
+    monitor = OpenCodeStreamMonitor()
+    for cost in (0.5, bad):
+        monitor.feed(json.dumps({"type": "step_finish", "part": {"tokens": {"input": bad, "output": 7}, "cost": cost}}))
+    outcome = monitor.outcome()
+    assert outcome.cost_usd == 0.5
+    assert outcome.usage == Usage(outputTokens=14)
+    assert any("ignored cost" in note for note in outcome.notes)
+    assert any("ignored token count" in note for note in outcome.notes)
+
+
+def test_claude_second_result_lowers_nothing() -> None:
+    monitor = ClaudeStreamMonitor()
+    feed(monitor, "claude-2.1.197-write-stream.jsonl")
+    before = monitor.outcome()
+    monitor.feed(_claude_result(total_cost_usd=0, usage={"input_tokens": 0}, modelUsage={"forged": {}}))
+    after = monitor.outcome()
+    assert (after.usage, after.cost_usd, after.model_identity, after.is_error) == (
+        before.usage, before.cost_usd, before.model_identity, False)
+    assert any("second result" in note for note in after.notes)
+
+
+def test_claude_real_result_after_a_forged_one_still_counts() -> None:
+    # a forged result first (zero usage, negative cost): the real one that follows is not lost
+    monitor = ClaudeStreamMonitor()
+    monitor.feed(_claude_result(total_cost_usd=-25, usage={"input_tokens": 0, "output_tokens": 0}))
+    feed(monitor, "claude-2.1.197-write-stream.jsonl")
+    outcome = monitor.outcome()
+    assert outcome.usage == Usage(inputTokens=200, outputTokens=40, cacheReadTokens=10, cacheWriteTokens=20)
+    assert outcome.cost_usd == pytest.approx(0.00213)
+
+
+def test_claude_error_result_is_not_undone_by_a_later_one() -> None:
+    monitor = ClaudeStreamMonitor()
+    monitor.feed(_claude_result(is_error=True, result="API Error: 500"))
+    monitor.feed(_claude_result(is_error=False, result="all fine"))
+    outcome = monitor.outcome()
+    assert (outcome.is_error, outcome.error_message) == (True, "API Error: 500")
+
+
+def test_claude_forged_zero_result_never_lowers_the_running_total() -> None:
+    # the attack of issue 26: a tool writes a zero-usage result into the CLI's stdout mid-session
+    lines = (SAMPLES / "claude-2.1.197-write-stream.jsonl").read_text().splitlines()
+    monitor = ClaudeStreamMonitor()
+    totals = []
+    for index, line in enumerate(lines):
+        monitor.feed(line)
+        if index == 2:
+            monitor.feed(_claude_result(usage={"input_tokens": 0, "output_tokens": 0}, total_cost_usd=0))
+        totals.append(monitor.cumulative_tokens or 0)
+    assert totals == sorted(totals)  # counts only go up
+    assert totals[-1] > 0
+    outcome = monitor.outcome()
+    assert outcome.usage is not None and outcome.usage.total == totals[-1] == 270  # the real result's figures
+    assert any("second result" in note for note in outcome.notes)
+
+
+def test_notes_are_capped() -> None:
+    monitor = OpenCodeStreamMonitor()
+    for _ in range(1000):
+        monitor.feed(json.dumps({"type": "step_finish", "part": {"tokens": {"input": -1}, "cost": -1}}))
+    notes = monitor.outcome().notes
+    assert len(notes) == 21 and notes[-1].startswith("and ")
