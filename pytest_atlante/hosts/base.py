@@ -80,6 +80,16 @@ class NativeSource:
 
 
 @dataclass(frozen=True)
+class ProviderEndpoint:
+    """How a real-provider session reaches its model, so the metering proxy can stand in between
+    (docs/design.md §9): the environment variable holding the provider's base URL, and the URL it
+    points at without the proxy (the user's own setting, or the provider's default)."""
+
+    variable: str
+    upstream: str
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     """A harness agent to render as a native agent file: what ``agent_frontmatter`` reads.
 
@@ -273,6 +283,12 @@ class Host(Protocol):
     ) -> None: ...
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]: ...
+
+    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+        """Where a real-provider session's model traffic goes, for the metering proxy; None when
+        the provider mode cannot go through it (a cloud mode signing its requests): the trial is
+        then metered from the stream."""
+        ...
 
     def environment(
         self,

@@ -27,6 +27,7 @@ from pytest_atlante.hosts.base import (
     AgentSpec,
     HostInfo,
     PartSpec,
+    ProviderEndpoint,
     RenderedFields,
     ScriptedEndpoint,
     SessionOutcome,
@@ -166,6 +167,10 @@ _LOGIN_HINT = (
     "cloud provider (CLAUDE_CODE_USE_BEDROCK=1 / CLAUDE_CODE_USE_VERTEX=1 / CLAUDE_CODE_USE_FOUNDRY=1 "
     "with that provider's credentials)"
 )
+
+
+#: The Anthropic API, where Claude Code sends model requests unless ANTHROPIC_BASE_URL says otherwise.
+ANTHROPIC_API_URL = "https://api.anthropic.com"
 
 
 def scripted_env(endpoint: ScriptedEndpoint) -> dict[str, str]:
@@ -340,6 +345,13 @@ class ClaudeCodeHost:
         if model:
             argv += ["--model", model]
         return argv
+
+    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+        # Bedrock, Vertex and Foundry sign requests for their own endpoints (SigV4, Google and
+        # Azure credentials) and are not selected by ANTHROPIC_BASE_URL: metered from the stream.
+        if any(_truthy(parent_env.get(switch)) for switch in CLOUD_MODES):
+            return None
+        return ProviderEndpoint("ANTHROPIC_BASE_URL", parent_env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_API_URL)
 
     def environment(
         self,

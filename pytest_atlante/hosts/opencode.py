@@ -28,6 +28,7 @@ from pytest_atlante.hosts.base import (
     AgentSpec,
     HostInfo,
     PartSpec,
+    ProviderEndpoint,
     RenderedFields,
     ScriptedEndpoint,
     SessionOutcome,
@@ -415,6 +416,11 @@ class OpenCodeHost:
     def credential_files(self, home: Path, env: Mapping[str, str]) -> list[Path]:
         store = data_dir(home, env)
         return [store / "auth.json", store / "opencode.db"]
+
+    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+        # A real provider's base URL is per provider in opencode.json, not one variable: such a
+        # session is metered from the stream (docs/design.md §9); scripted runs go through the proxy.
+        return None
 
     def new_monitor(self) -> StreamMonitor:
         return OpenCodeStreamMonitor()

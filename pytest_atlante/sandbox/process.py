@@ -161,6 +161,7 @@ class _Supervisor:
         stdin_bytes: bytes | None,
         known_children: frozenset[tuple[int, int]],
         wrapped: bool,
+        abort_fd: int | None = None,
     ) -> None:
         self._proc = proc
         self._token = token
@@ -184,6 +185,8 @@ class _Supervisor:
         # Readable once the child exits, so the select loop wakes on exit without polling.
         self._pidfd = os.pidfd_open(proc.pid)
         self._selector.register(self._pidfd, selectors.EVENT_READ, "exit")
+        if abort_fd is not None:
+            self._selector.register(abort_fd, selectors.EVENT_READ, "abort")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -275,6 +278,9 @@ class _Supervisor:
                 self._read_stderr(fd)
             elif key.data == "stdin":
                 self._write_stdin(fd)
+            elif key.data == "abort":
+                self._selector.unregister(fd)  # asked once; the descriptor is the caller's
+                abort = abort or not self._stopping
             else:  # "exit": the pidfd stays readable from now on; _exited() takes over
                 self._selector.unregister(fd)
         return abort
@@ -352,6 +358,9 @@ class Bounds:
     interrupt_signal: int = signal.SIGINT
     grace_s: float = 3.0
     capture_limit: int = 1_000_000
+    # A descriptor that turns readable when someone outside the stream wants the run stopped (the
+    # metering proxy, after the response that crossed maxTokens): an abort like the callback's.
+    abort_fd: int | None = None
 
 
 DEFAULT_BOUNDS = Bounds()
@@ -409,6 +418,7 @@ def run(
             None if stdin_data is None else stdin_data.encode(),
             known_children,
             wrap is not None,
+            bounds.abort_fd,
         )
         try:
             timed_out, aborted, orphans = supervisor.supervise(

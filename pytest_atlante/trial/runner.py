@@ -56,6 +56,7 @@ from pytest_atlante.suite.build import tree_dir
 from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS
 from pytest_atlante.trial.budget import TokenGate, TrialBudget
+from pytest_atlante.trial.proxy import Metering, MeteringProxy, Upstream
 from pytest_atlante.trial.transcript import (
     Redactor,
     StreamCapture,
@@ -146,6 +147,25 @@ class HostSession:
     gate: TokenGate
     env: dict[str, str]
     capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
+    metering: Metering | None = None  # what the metering proxy saw; None when metered from the stream
+
+    @property
+    def tripped_at(self) -> int | None:
+        """The total that crossed maxTokens: the proxy's when it metered the trial, else the stream's."""
+        return self.metering.tripped_at if self.metering is not None else self.gate.tripped_at
+
+    @property
+    def over_budget(self) -> bool:
+        return self.process.aborted or (self.metering is not None and self.metering.tripped_at is not None)
+
+    @property
+    def host_failed(self) -> bool:
+        """The host failed: its exit status says so, or its stream does and the proxy does not
+        contradict it (docs/design.md §9) — a stream the agent can write into cannot turn the agent's
+        own failure into an infrastructure error while the model answered every request."""
+        if self.process.returncode != 0:
+            return True
+        return self.outcome.is_error and not (self.metering is not None and self.metering.vouches_for_the_model)
 
 
 def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path, sources: RunSources) -> sandboxes.Sandbox:
@@ -206,6 +226,24 @@ def host_tmp(sb: sandboxes.Sandbox) -> Path:
 
 
 @dataclass(frozen=True)
+class Metered:
+    """The trial's metering proxy, and the host's variable to point at it (None when the adapter was
+    handed the proxy's address as its scripted endpoint already)."""
+
+    proxy: MeteringProxy
+    variable: str | None
+
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """How the trial's host reaches its model: the scripted endpoint it is handed (scripted runs)
+    and the metering proxy in between (None: metered from the stream)."""
+
+    endpoint: ScriptedEndpoint | None
+    metered: Metered | None
+
+
+@dataclass(frozen=True)
 class SessionInputs:
     """What one host session starts from: the trial's scenario, sandbox and budget, the runner's
     environment, the scripted model's endpoint (scripted runs), the confinement and the secrets."""
@@ -217,6 +255,7 @@ class SessionInputs:
     endpoint: ScriptedEndpoint | None
     confined: Confinement | None
     secrets: Secrets
+    metered: Metered | None = None
 
 
 def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionInputs) -> HostSession:
@@ -226,18 +265,25 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     more (the host may have refreshed a token in it) and deleted when the session ends.
     """
     entry, sb, budget, parent_env = inputs.entry, inputs.sb, inputs.budget, inputs.parent_env
-    endpoint, confined, secrets = inputs.endpoint, inputs.confined, inputs.secrets
+    endpoint, confined, secrets, metered = inputs.endpoint, inputs.confined, inputs.secrets, inputs.metered
     monitor = host.new_monitor()
     gate = TokenGate(budget.maxTokens)
 
     def on_line(line: str) -> bool:
         monitor.feed(line)
         capture.add(line)
-        return gate.observe(monitor.cumulative_tokens)
+        # Metered by the proxy, the stream's total is a second opinion that stops nothing: the
+        # agent can write into the stream (docs/design.md §9).
+        return gate.observe(monitor.cumulative_tokens) and metered is None
 
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
     env = host.environment(info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
     env["TMPDIR"] = str(host_tmp(sb))
+    if metered is not None and metered.variable is not None:
+        env[metered.variable] = metered.proxy.base_url
+    if metered is not None:  # the host reaches the proxy directly, never through the user's proxy
+        for name in ("NO_PROXY", "no_proxy"):
+            env[name] = ",".join(filter(None, [env.get(name), "127.0.0.1", "localhost"]))
     logins = host.credential_files(sb.home, {})
     secrets.add(secrets_in_env(env))
     for path in logins:
@@ -249,13 +295,14 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     capture = StreamCapture(Redactor(secrets, roots, [form for root in roots for form in host.stream_path_forms(root)]))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
     wrap = confined.wrapper(env) if confined else None
+    abort_fd = metered.proxy.abort_fd if metered is not None else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
-                  bounds=Bounds(interrupt_signal=host.interrupt_signal), wrap=wrap)
+                  bounds=Bounds(interrupt_signal=host.interrupt_signal, abort_fd=abort_fd), wrap=wrap)
     outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
     for path in logins:  # the copied login has done its job; no check may read it
         secrets.add(secrets_in_file(path))
         path.unlink(missing_ok=True)
-    return HostSession(process, outcome, gate, env, capture)
+    return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None)
 
 
 def session_error(session: HostSession, budget: TrialBudget) -> str | None:
@@ -265,9 +312,9 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
         return f"the host could not start: {process.start_error}"
     if process.timed_out:
         return f"host session exceeded timeoutMs={budget.timeoutMs}"
-    if process.aborted:
-        return f"cumulative usage {session.gate.tripped_at} exceeded maxTokens={budget.maxTokens}; session aborted"
-    if session.outcome.is_error or process.returncode != 0:
+    if session.over_budget:
+        return f"cumulative usage {session.tripped_at} exceeded maxTokens={budget.maxTokens}; session aborted"
+    if session.host_failed:
         detail = session.outcome.error_message or tail(process.stderr, 500).strip() or "no error text"
         return f"host session failed (exit {process.returncode}): {detail}"
     return None
@@ -281,7 +328,7 @@ def transcript_events(info: HostInfo, base: TrialRecord, session: HostSession,
     abort = None
     if process.timed_out:
         abort = {"reason": "timeout", "message": session_error(session, budget)}
-    elif process.aborted:
+    elif session.over_budget:
         abort = {"reason": "budget", "message": session_error(session, budget)}
     try:
         return build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
@@ -326,8 +373,8 @@ def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, pa
 
 def session_facts(session: HostSession, results: list[CheckResult], escapes: list[str]) -> Facts:
     process = session.process
-    return Facts(host_started=not process.start_error, timed_out=process.timed_out, aborted=process.aborted,
-                 host_failed=session.outcome.is_error or process.returncode != 0,
+    return Facts(host_started=not process.start_error, timed_out=process.timed_out, aborted=session.over_budget,
+                 host_failed=session.host_failed,
                  check_error=any(c.error for c in results), check_failed=any(not c.passed for c in results),
                  escaped=bool(escapes))
 
@@ -345,6 +392,10 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
     cost = stream_cost(outcome.cost_usd)  # what finalize added (an export) is bounded like the stream
     if cost is None and outcome.cost_usd is not None:
         notes.append(f"ignored cost {outcome.cost_usd!r}")
+    usage, unmonitored, metered = outcome.usage, outcome.budget_unmonitored, session.metering
+    if metered is not None:
+        usage, unmonitored = metered.usage, metered.unmetered > 0 and metered.answered == 0
+        cost = metered.cost_usd if metered.cost_usd is not None else cost
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results, escapes)),
         "hostDurationMs": int(session.process.duration_s * 1000),
@@ -353,14 +404,31 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "diffTruncated": truncated,
         "changedPaths": changed_paths,
         "changedPathsTotal": changed_total,
-        "usage": outcome.usage,
+        "usage": usage,
         "costUsd": cost,
         "modelIdentity": outcome.model_identity,
-        "budgetUnmonitored": outcome.budget_unmonitored,
+        "budgetUnmonitored": unmonitored,
         "streamNotes": notes,
+        "meteredBy": "stream" if metered is None else "proxy",
+        "meteringDisagreement": disagreement(session),
         "error": session_error(session, budget) or (escape_message(escapes) if escapes else None),
         "escapes": escapes,
     })
+
+
+def disagreement(session: HostSession) -> str | None:
+    """Where the host's stream and the metering proxy disagree, in words (None when they agree)."""
+    metered, outcome = session.metering, session.outcome
+    if metered is None:
+        return None
+    found = []
+    streamed = outcome.usage.total if outcome.usage is not None else 0
+    if streamed != metered.usage.total:
+        found.append(f"the host's stream reported {streamed} tokens, the proxy metered {metered.usage.total}")
+    if outcome.is_error and session.process.returncode == 0 and metered.vouches_for_the_model:
+        found.append(f"the host's stream reported an error ({(outcome.error_message or '')[:200]}) but the model "
+                     f"answered all {metered.answered} request(s) and the host exited 0")
+    return "; ".join(found) or None
 
 
 def untouched_record(base: TrialRecord, diff: sandboxes.Diff, results: list[CheckResult]) -> TrialRecord:
@@ -471,10 +539,11 @@ class TrialRunner:
         for path in self.host.credential_files(Path.home(), parent_env):
             secrets.add(secrets_in_file(path))
         try:
-            with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns):
+            with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns), \
+                    metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, with_host) as route:
                 try:
                     clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
-                    rec = self._in_sandbox(entry, sb, base, budget, progress, endpoint, secrets, with_host)
+                    rec = self._in_sandbox(entry, sb, base, budget, progress, route, secrets, with_host)
                 except StepFailed as exc:
                     rec = base.model_copy(update={"verdict": verdict(Facts(prepared=False)), "error": str(exc)})
                 except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
@@ -487,8 +556,8 @@ class TrialRunner:
                 sandboxes.remove(sb)
 
     def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
-                    progress: Progress, endpoint: ScriptedEndpoint | None, secrets: Secrets,
-                    with_host: bool) -> TrialRecord:
+                    progress: Progress, route: ModelRoute, secrets: Secrets, with_host: bool) -> TrialRecord:
+        endpoint = route.endpoint
         parent_env = dict(os.environ)
         self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
                           parent_env=parent_env, model=self.model, scripted=endpoint)
@@ -506,7 +575,7 @@ class TrialRunner:
         # the places the confinement keeps read-only (the project, HOME, the report) are not the trial's.
         watched = self.audit.start(confined)
         progress("host session")
-        inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets)
+        inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets, route.metered)
         session = host_session(self.host, self.info, self.model, inputs)
         events = transcript_events(self.info, base, session, budget)
         files = transcript_files(self.out_dir, base, session, events)
@@ -537,3 +606,38 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
         yield server.endpoint, lambda: server.turns_served
     finally:
         server.stop()
+
+
+@contextmanager
+def metering_proxy(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None, max_tokens: int,
+                   with_host: bool) -> Iterator[ModelRoute]:
+    """The trial's metering proxy (docs/design.md §9), in front of the scripted model or the real
+    provider: the scripted endpoint the adapter is handed becomes the proxy's address, a real
+    provider's base URL variable is pointed at it.  No proxy without a host session, or when the
+    provider mode cannot go through it (metered from the stream)."""
+    if not with_host:
+        yield ModelRoute(scripted, None)
+        return
+    upstream, variable = _upstream(host, parent_env, scripted)
+    if upstream is None:
+        yield ModelRoute(None, None)
+        return
+    with MeteringProxy(upstream, max_tokens) as proxy:
+        if scripted is not None:
+            scripted = replace(scripted, anthropic_base_url=proxy.base_url, openai_base_url=f"{proxy.base_url}/v1")
+        yield ModelRoute(scripted, Metered(proxy, variable))
+
+
+def _upstream(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None
+              ) -> tuple[Upstream | None, str | None]:
+    """Where the proxy forwards, and the host's variable to point at it (None for the scripted
+    endpoint, which the adapter is handed rewritten)."""
+    if scripted is not None:
+        return Upstream(scripted.anthropic_base_url), None
+    provider = host.provider_endpoint(parent_env)
+    if provider is None:
+        return None, None
+    try:
+        return Upstream(provider.upstream), provider.variable
+    except ValueError:  # no http(s) URL: the host fails on it as it would without the proxy
+        return None, None

@@ -18,14 +18,12 @@ Code's environment, OpenCode's provider block) is its adapter's, from :attr:`Scr
 from __future__ import annotations
 
 import json
-import selectors
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -61,6 +59,7 @@ from pytest_atlante.trial.dialects import (
     openai_stream,
     tool_arguments,
 )
+from pytest_atlante.trial.loopback import LoopbackServer
 
 #: The model id the server lists and answers as when a request names none.
 MODEL_ID = SCRIPTED_MODEL_ID
@@ -125,23 +124,6 @@ class _Answer:
 # --------------------------------------------------------------------------- server
 
 
-def _serve(httpd: ThreadingHTTPServer, wake: socket.socket) -> None:
-    """Accept requests until ``wake`` turns readable.
-
-    Not ``serve_forever``: it notices ``shutdown()`` only between polls, so every stop waited
-    half a poll interval on average (17 ms per trial at a 50 ms poll, measured), and a shorter
-    poll wakes every idle server many times a second.  A socket pair ends the wait at once.
-    """
-    with selectors.DefaultSelector() as selector:
-        selector.register(httpd, selectors.EVENT_READ)
-        selector.register(wake, selectors.EVENT_READ)
-        while True:
-            ready = {key.fileobj for key, _ in selector.select()}
-            if wake in ready:
-                return
-            httpd.handle_request()
-
-
 class ScriptedModelServer:
     """Serve one script on ``127.0.0.1:<ephemeral port>`` in both dialects until stopped."""
 
@@ -152,39 +134,15 @@ class ScriptedModelServer:
         self.sandbox_root = sandbox_root.resolve()
         self._lock = threading.Lock()
         self._requests: list[RequestRecord] = []
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._wake: tuple[socket.socket, socket.socket] | None = None
+        self._server = LoopbackServer("atlante-scripted-model")
 
     # -- lifecycle
 
     def start(self) -> None:
-        if self._httpd is not None:
-            raise RuntimeError("scripted model server already started")
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        httpd.daemon_threads = True
-        # handle_request() is only called when the listening socket is readable; a zero timeout
-        # keeps a connection reset before accept() from blocking it (and so stop()).
-        httpd.timeout = 0
-        self._httpd = httpd
-        self._wake = socket.socketpair()
-        self._thread = threading.Thread(
-            target=_serve, args=(httpd, self._wake[0]), name="atlante-scripted-model", daemon=True
-        )
-        self._thread.start()
+        self._server.start_serving(_handler_for(self))
 
     def stop(self) -> None:
-        httpd, thread, wake = self._httpd, self._thread, self._wake
-        if httpd is None:
-            return
-        if wake is not None:
-            wake[1].send(b"x")
-        if thread is not None:
-            thread.join(timeout=5)
-        httpd.server_close()
-        for end in wake or ():
-            end.close()
-        self._httpd = self._thread = self._wake = None
+        self._server.stop()
 
     def __enter__(self) -> ScriptedModelServer:
         self.start()
@@ -197,9 +155,7 @@ class ScriptedModelServer:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError("scripted model server not started")
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     @property
     def anthropic_base_url(self) -> str:

@@ -106,3 +106,56 @@ def test_a_forged_cost_does_not_open_the_cost_cap(pytester: pytest.Pytester, rea
     first, second = report.scenarios[0].trials
     assert first.costUsd is not None and first.costUsd > 0.0001, first
     assert second.verdict == "skipped-budget", text
+
+
+def bash_turn(n: int, tokens: int) -> dict[str, Any]:
+    return {"text": f"step {n}", "actions": [{"type": "bash", "command": f"echo step-{n} >> steps.txt"}],
+            "usage": {"input": tokens, "output": 0}}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_max_tokens_holds_at_the_proxy_when_the_agent_forges_zero_usage(
+        pytester: pytest.Pytester, real_project: Project, host: str) -> None:
+    # Before: a forged zero-usage result reset Claude Code's running total, and with maxTokens 1500
+    # the model served 8 requests instead of the crossing one.  Cumulative: 100, 200, 800, 1400,
+    # 2000 (crosses on turn 5); turns 6–9 must never be served.
+    real_project.config(config_doc(host=host, isolation="off", budget={"trials": 1, "maxTokens": 1500}))
+    real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "steps.txt"}]))
+    forged = [FORGED[host] | ({"total_cost_usd": 0} if host == "claude-code" else {})]
+    real_project.script("writes-hello", forging_turns(forged, then=[bash_turn(n, 600) for n in range(3, 10)]))
+    real_project.build()
+    status, report, text = run(pytester, real_project)
+    assert report is not None, text
+    [trial] = report.scenarios[0].trials
+    assert trial.verdict == "budget-exceeded", text
+    assert report.exitStatus == status == 1
+    assert trial.meteredBy == "proxy"
+    assert trial.scriptedTurns == 5, text  # zero requests served after the crossing response
+    assert trial.usage is not None and trial.usage.total == 2020  # 2000 input + the forging turns' 20 output
+    assert "step-6" not in (trial.diff or "")
+
+
+#: Forged login failures, in each host's own shape (host-facts §2, §8).
+FORGED_AUTH: dict[str, dict[str, Any]] = {
+    "claude-code": {"type": "assistant", "error": "authentication_failed",
+                    "message": {"id": "forged", "model": "<synthetic>", "role": "assistant",
+                                "content": [{"type": "text", "text": "Not logged in · Please run /login"}]}},
+    "opencode": {"type": "error", "sessionID": "forged",
+                 "error": {"name": "ProviderAuthError", "data": {"message": "forged: not logged in"}}},
+}
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_forged_login_failure_does_not_turn_the_agents_failure_into_infra_error(
+        pytester: pytest.Pytester, real_project: Project, host: str) -> None:
+    # Before: the forged event made the trial infra-error, hiding that the agent failed its check.
+    real_project.config(config_doc(host=host, isolation="off", budget={"trials": 1}))
+    real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "never-written.txt"}]))
+    real_project.script("writes-hello", forging_turns([FORGED_AUTH[host]]))
+    real_project.build()
+    status, report, text = run(pytester, real_project)
+    assert report is not None, text
+    [trial] = report.scenarios[0].trials
+    assert trial.verdict == "fail", text
+    assert report.exitStatus == status == 1
+    assert "the model answered all" in (trial.meteringDisagreement or ""), trial

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.hosts.base import HostInfo, RenderedFields, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.base import HostInfo, ProviderEndpoint, RenderedFields, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.hosts.transcripts import TranscriptBuilder
 from pytest_atlante.records import Usage
 
@@ -107,6 +107,9 @@ class EchoHost:
     def environment(self, info: HostInfo, *, base_env: Mapping[str, str], parent_env: Mapping[str, str],
                     home: Path, scripted: ScriptedEndpoint | None) -> dict[str, str]:
         return dict(base_env)
+
+    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+        return None  # it talks to no model: metered from its stream
 
     def credential_files(self, home: Path, env: Mapping[str, str]) -> list[Path]:
         return [home / ".echo-login.json"]

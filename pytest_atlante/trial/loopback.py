@@ -1,0 +1,69 @@
+"""A threaded HTTP server on ``127.0.0.1:<ephemeral port>``: the lifecycle the scripted model and
+the metering proxy share (start, the port, a stop that returns at once)."""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def serve_until_woken(httpd: ThreadingHTTPServer, wake: socket.socket) -> None:
+    """Accept requests until ``wake`` turns readable.
+
+    Not ``serve_forever``: it notices ``shutdown()`` only between polls, so every stop waited
+    half a poll interval on average (17 ms per trial at a 50 ms poll, measured), and a shorter
+    poll wakes every idle server many times a second.  A socket pair ends the wait at once.
+    """
+    with selectors.DefaultSelector() as selector:
+        selector.register(httpd, selectors.EVENT_READ)
+        selector.register(wake, selectors.EVENT_READ)
+        while True:
+            ready = {key.fileobj for key, _ in selector.select()}
+            if wake in ready:
+                return
+            httpd.handle_request()
+
+
+class LoopbackServer:
+    """One ``ThreadingHTTPServer`` on the loopback interface, served by a daemon thread."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._wake: tuple[socket.socket, socket.socket] | None = None
+
+    def start_serving(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        if self._httpd is not None:
+            raise RuntimeError(f"{self._name} already started")
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        # handle_request() is only called when the listening socket is readable; a zero timeout
+        # keeps a connection reset before accept() from blocking it (and so stop()).
+        httpd.timeout = 0
+        self._httpd = httpd
+        self._wake = socket.socketpair()
+        self._thread = threading.Thread(target=serve_until_woken, args=(httpd, self._wake[0]), name=self._name,
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        httpd, thread, wake = self._httpd, self._thread, self._wake
+        if httpd is None:
+            return
+        if wake is not None:
+            wake[1].send(b"x")
+        if thread is not None:
+            thread.join(timeout=5)
+        httpd.server_close()
+        for end in wake or ():
+            end.close()
+        self._httpd = self._thread = self._wake = None
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError(f"{self._name} not started")
+        return int(self._httpd.server_address[1])

@@ -1,0 +1,134 @@
+"""Usage read from the provider's own responses, as the metering proxy relays them.
+
+The proxy (``trial/proxy.py``) hands every response body to a :class:`ResponseMeter` chunk by chunk
+as it forwards it; the meter reads the usage the provider reports — Anthropic Messages
+(``message_start.message.usage`` and ``message_delta.usage``, streamed or whole) and OpenAI chat
+completions (``usage`` of the whole body or of the last chunk of a stream) — without holding more
+than one SSE event at a time.  Figures are bounded like the host stream's (docs/design.md §9): a
+provider's response is trusted more than the host's stdout, but a broken or hostile upstream still
+cannot crash the runner or lower a count.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pytest_atlante.hosts.streams import MAX_STREAM_TOKENS, stream_cost
+from pytest_atlante.records import Usage
+
+#: One SSE event (or one whole JSON body) larger than this is not parsed for usage; it still flows.
+MAX_EVENT_BYTES = 4 * 1024 * 1024
+
+_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+
+
+def _count(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_STREAM_TOKENS:
+        return value
+    return None
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class ResponseMeter:
+    """The usage of one model response, read as its bytes pass.
+
+    Each field keeps the largest value the response reported for it (Anthropic's ``message_delta``
+    repeats the message's cumulative counts), except the output count, which ``message_delta``
+    states finally over ``message_start``'s placeholder of 1.
+    """
+
+    def __init__(self, content_type: str, length: int | None = None) -> None:
+        self._sse = "text/event-stream" in content_type.lower()
+        self._length = length  # a whole body is read as soon as it is complete, before it is relayed
+        self._buffer = bytearray()
+        self._overflow = False
+        self._fields: dict[str, int] = {}
+        self.cost_usd: float | None = None
+        self.reported = False  # a usage object was seen in the response
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(**{name: self._fields.get(name, 0) for name in _FIELDS})
+
+    def feed(self, chunk: bytes) -> None:
+        if not self._sse:
+            if len(self._buffer) + len(chunk) <= MAX_EVENT_BYTES:
+                self._buffer.extend(chunk)
+            else:
+                self._overflow = True
+            if self._length is not None and len(self._buffer) == self._length and not self._overflow:
+                self._document(bytes(self._buffer))
+                self._buffer.clear()
+                self._length = None
+            return
+        self._buffer.extend(chunk.replace(b"\r\n", b"\n"))
+        while (end := self._buffer.find(b"\n\n")) >= 0:
+            event = bytes(self._buffer[:end])
+            del self._buffer[: end + 2]
+            self._event(event)
+        if len(self._buffer) > MAX_EVENT_BYTES:  # one event this long carries no usage we read
+            self._buffer.clear()
+
+    def finish(self) -> None:
+        """The response ended: read a whole JSON body, or the last SSE event without its blank line."""
+        data, self._buffer = bytes(self._buffer), bytearray()
+        if self._sse:
+            if data.strip():
+                self._event(data)
+        elif not self._overflow:
+            self._document(data)
+
+    def _event(self, block: bytes) -> None:
+        lines = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
+        if lines:
+            self._document(b"\n".join(lines))
+
+    def _document(self, data: bytes) -> None:
+        try:
+            body = json.loads(data)
+        except (ValueError, RecursionError):
+            return  # "[DONE]", a keep-alive, junk: no usage
+        if not isinstance(body, dict):
+            return
+        kind = body.get("type")
+        if kind == "message_start" or kind == "message":
+            self._anthropic(_dict(_dict(body.get("message") if kind == "message_start" else body).get("usage")))
+        elif kind == "message_delta":
+            # The message's cumulative counts: its output replaces message_start's placeholder (1).
+            self._anthropic(_dict(body.get("usage")), final=True)
+        elif "usage" in body and isinstance(body.get("usage"), dict):
+            self._openai(body["usage"])
+
+    def _anthropic(self, usage: dict[str, Any], *, final: bool = False) -> None:
+        if not usage:
+            return
+        self.reported = True
+        self._raise("inputTokens", usage.get("input_tokens"))
+        self._raise("cacheReadTokens", usage.get("cache_read_input_tokens"))
+        self._raise("cacheWriteTokens", usage.get("cache_creation_input_tokens"))
+        output = _count(usage.get("output_tokens"))
+        if final and output is not None:
+            self._fields["outputTokens"] = output
+        else:
+            self._raise("outputTokens", output)
+
+    def _openai(self, usage: dict[str, Any]) -> None:
+        self.reported = True
+        prompt = _count(usage.get("prompt_tokens")) or 0
+        cached = _count(_dict(usage.get("prompt_tokens_details")).get("cached_tokens")) or 0
+        # OpenAI counts cached tokens inside prompt_tokens; the report counts them apart, as Anthropic does.
+        self._raise("inputTokens", max(prompt - cached, 0))
+        self._raise("cacheReadTokens", cached)
+        self._raise("outputTokens", usage.get("completion_tokens"))
+        cost = stream_cost(usage.get("cost"))  # gateways such as OpenRouter price the request themselves
+        if cost is not None:
+            self.cost_usd = max(cost, self.cost_usd or 0.0)
+
+    def _raise(self, name: str, value: object) -> None:
+        count = _count(value)
+        if count is not None and count > self._fields.get(name, 0):
+            self._fields[name] = count

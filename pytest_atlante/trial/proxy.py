@@ -1,0 +1,389 @@
+"""The metering proxy: a loopback HTTP endpoint of one trial between the host and its model.
+
+Every model request of a metered trial passes here (the host's provider base URL points at the
+proxy, docs/design.md §9): the proxy forwards it to the upstream — the real provider over HTTPS with
+certificate verification, or the scripted model — relays the response as it arrives, and reads the
+usage from the provider's own response (``trial/meter.py``).  Counts only go up: every response is
+counted, a request the agent sends itself through the proxy included.
+
+``maxTokens`` is enforced here: the response whose usage crosses the threshold is served whole and
+is the last one served — a request that arrives afterwards is refused, a response still in flight
+is cut — and the proxy's ``abort_fd`` turns readable so the runner ends the session (the same
+abort path as the stream's token gate).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import json
+import os
+import ssl
+import threading
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import SplitResult, unquote, urlsplit
+
+from pytest_atlante.hosts.streams import sum_usage
+from pytest_atlante.records import Usage
+from pytest_atlante.trial.loopback import LoopbackServer
+from pytest_atlante.trial.meter import ResponseMeter
+
+#: Request and response headers that belong to one connection, not to the message (RFC 9110 §7.6.1),
+#: plus those the proxy sets itself.  ``accept-encoding`` is dropped so the upstream answers in
+#: plain text the meter can read.
+_HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
+    "trailer", "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding",
+})  # fmt: skip
+#: A model response can stream for many minutes; the host session's own timeout ends it sooner.
+UPSTREAM_TIMEOUT_S = 900.0
+#: The largest request body relayed (a long session's context is a few MiB).
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+_CHUNK = 64 * 1024
+#: How long the end of a session waits for responses still being counted.
+SETTLE_S = 2.0
+#: How many upstream problems a trial keeps, in words.
+MAX_PROBLEMS = 5
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where the proxy forwards: ``http(s)://host[:port][/base path]``; HTTPS verifies the certificate
+    against ``cafile`` when given, else the system's trust store (which honours ``SSL_CERT_FILE``)."""
+
+    url: str
+    cafile: str | None = None
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the model endpoint {self.url!r} is no http:// or https:// URL")
+
+    @property
+    def base_path(self) -> str:
+        return urlsplit(self.url).path.rstrip("/")
+
+    def connect(self) -> http.client.HTTPConnection:
+        """A connection to the upstream, through the user's ``https_proxy``/``http_proxy`` (a CONNECT
+        tunnel; ``no_proxy`` and loopback addresses bypass it) as the host itself would have gone."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        via = _proxy_for(parts.scheme, host)
+        address = (via.hostname or "", via.port or 8080) if via is not None else (host, port)
+        if parts.scheme == "https":
+            context = ssl.create_default_context(cafile=self.cafile)  # verifies chain and host name
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                *address, timeout=UPSTREAM_TIMEOUT_S, context=context)
+        else:
+            connection = http.client.HTTPConnection(*address, timeout=UPSTREAM_TIMEOUT_S)
+        if via is not None:
+            headers = {}
+            if via.username:
+                login = f"{unquote(via.username)}:{unquote(via.password or '')}".encode()
+                headers["Proxy-Authorization"] = "Basic " + base64.b64encode(login).decode()
+            connection.set_tunnel(host, port, headers=headers)
+        return connection
+
+
+def _proxy_for(scheme: str, host: str) -> SplitResult | None:
+    """The user's proxy for ``scheme`` toward ``host``, unless ``no_proxy`` or loopback says direct."""
+    if host in ("localhost", "::1") or host.startswith("127."):
+        return None
+    via = urllib.request.getproxies_environment().get(scheme)
+    if not via or urllib.request.proxy_bypass(host):
+        return None
+    parts = urlsplit(via if "://" in via else f"http://{via}")
+    return parts if parts.hostname else None
+
+
+@dataclass(frozen=True)
+class Metering:
+    """What the proxy saw of one trial's model traffic (read once the session ended)."""
+
+    usage: Usage
+    cost_usd: float | None     # only when the provider priced its responses itself
+    served: int                # responses relayed (model requests and any other)
+    answered: int              # model responses with status < 400 that reported usage
+    failed: int                # model requests the upstream failed (status >= 400, no connection)
+    refused: int               # requests refused after the crossing response
+    unmetered: int             # model responses with status < 400 that reported no usage
+    tripped_at: int | None     # the total when a response crossed maxTokens
+    problems: tuple[str, ...]  # the first upstream failures, in words
+
+    @property
+    def vouches_for_the_model(self) -> bool:
+        """The model answered every request it got: a host's claim of an API or login failure is
+        not what happened (docs/design.md §9)."""
+        return self.answered > 0 and self.failed == 0
+
+
+class MeteringProxy:
+    """One trial's proxy on ``127.0.0.1:<ephemeral port>``; ``base_url`` is what the host is given."""
+
+    def __init__(self, upstream: Upstream, max_tokens: int) -> None:
+        self.upstream = upstream
+        self.max_tokens = max_tokens
+        self._lock = threading.Condition()
+        self._done: list[Usage] = []
+        self._inflight: dict[int, ResponseMeter] = {}
+        self._next_id = 0
+        self._crossing: int | None = None
+        self._tripped_at: int | None = None
+        self._cost: float | None = None
+        self._counts = {"served": 0, "answered": 0, "failed": 0, "refused": 0, "unmetered": 0}
+        self._problems: list[str] = []
+        self._abort_read, self._abort_write = os.pipe()
+        self._server = LoopbackServer("atlante-metering-proxy")
+
+    # -- lifecycle
+
+    def start(self) -> None:
+        self._server.start_serving(_handler_for(self))
+
+    def stop(self) -> None:
+        self._server.stop()
+        for fd in (self._abort_read, self._abort_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __enter__(self) -> MeteringProxy:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.port}"
+
+    @property
+    def abort_fd(self) -> int:
+        """Readable once the crossing response was served: the runner's signal to end the session."""
+        return self._abort_read
+
+    # -- what was seen
+
+    def metering(self, settle_s: float = SETTLE_S) -> Metering:
+        """What was seen; waits up to ``settle_s`` for responses still being finished (a host can
+        read a whole response and exit before the relaying thread has counted it)."""
+        with self._lock:
+            self._lock.wait_for(lambda: not self._inflight, timeout=settle_s)
+            return Metering(self._total(), self._cost, self._counts["served"], self._counts["answered"],
+                            self._counts["failed"], self._counts["refused"], self._counts["unmetered"],
+                            self._tripped_at, tuple(self._problems))
+
+    def _total(self) -> Usage:
+        return sum_usage([*self._done, *(meter.usage for meter in self._inflight.values())])
+
+    # -- the request path (handler threads)
+
+    def admit(self) -> int | None:
+        """A new request's id, or None once the crossing response was served (refused)."""
+        with self._lock:
+            if self._tripped_at is not None:
+                self._counts["refused"] += 1
+                return None
+            self._next_id += 1
+            self._inflight[self._next_id] = ResponseMeter("")
+            return self._next_id
+
+    def begin(self, request_id: int, content_type: str, length: int | None) -> ResponseMeter:
+        meter = ResponseMeter(content_type, length)
+        with self._lock:
+            self._inflight[request_id] = meter
+        return meter
+
+    def progress(self, request_id: int) -> bool:
+        """After a chunk was read into the request's meter: may it still be relayed?  The first
+        response to take the total past ``max_tokens`` is the crossing one and goes on; any other
+        response in flight then is cut."""
+        with self._lock:
+            if self._tripped_at is None:
+                total = self._total().total
+                if total > self.max_tokens:
+                    self._tripped_at, self._crossing = total, request_id
+            return self._crossing in (None, request_id)
+
+    def finish(self, request_id: int, status: int, *, model_request: bool, problem: str | None = None) -> None:
+        with self._lock:
+            meter = self._inflight.pop(request_id, None)
+            if meter is not None:
+                meter.finish()
+                self._done.append(meter.usage)
+                if meter.cost_usd is not None:
+                    self._cost = (self._cost or 0.0) + meter.cost_usd
+            self._counts["served"] += 1
+            if model_request:
+                if status >= 400:
+                    self._counts["failed"] += 1
+                elif meter is not None and meter.reported:
+                    self._counts["answered"] += 1
+                else:
+                    self._counts["unmetered"] += 1
+            if problem is not None and len(self._problems) < MAX_PROBLEMS:
+                self._problems.append(problem[:300])
+            if self._tripped_at is None and self._total().total > self.max_tokens:
+                self._tripped_at, self._crossing = self._total().total, request_id
+            crossed = self._crossing == request_id
+            self._lock.notify_all()
+        if crossed:
+            self._signal_abort()
+
+    def _signal_abort(self) -> None:
+        with contextlib.suppress(OSError):  # stopped already
+            os.write(self._abort_write, b"x")
+
+
+def _is_model_request(method: str, path: str) -> bool:
+    """A request that asks the model for tokens (not a health check, a model list or a token count)."""
+    route = urlsplit(path).path.rstrip("/")
+    return method == "POST" and not route.endswith("/count_tokens") and route.endswith(("/messages", "/completions",
+                                                                                         "/responses"))
+
+
+def _refusal(max_tokens: int) -> bytes:
+    message = f"atlante: the trial's maxTokens={max_tokens} was exceeded; no more model requests are served"
+    # Both dialects' error shapes in one body: Anthropic reads error.type/message, OpenAI error.message.
+    return json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": message}}).encode()
+
+
+def _forwarded(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    return {name: value for name, value in headers if name.lower() not in _HOP_BY_HOP}
+
+
+def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
+    """A request handler class bound to ``proxy`` (a closure: no module-level state)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        timeout = 60
+
+        def do_GET(self) -> None:  # http.server's naming (do_<METHOD>)
+            self._relay()
+
+        def do_HEAD(self) -> None:
+            self._relay()
+
+        def do_POST(self) -> None:
+            self._relay()
+
+        def do_PUT(self) -> None:
+            self._relay()
+
+        def do_PATCH(self) -> None:
+            self._relay()
+
+        def do_DELETE(self) -> None:
+            self._relay()
+
+        def do_OPTIONS(self) -> None:
+            self._relay()
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr logging
+            return
+
+        def _body(self) -> bytes | None:
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                return self._chunked_body()
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                return None
+            if length < 0 or length > MAX_REQUEST_BYTES:
+                return None
+            return self.rfile.read(length) if length else b""
+
+        def _chunked_body(self) -> bytes | None:
+            body = bytearray()
+            while True:
+                try:
+                    size = int(self.rfile.readline(1024).split(b";")[0].strip() or b"0", 16)
+                except ValueError:
+                    return None
+                if size == 0:
+                    while self.rfile.readline(1024).strip():  # trailers
+                        pass
+                    return bytes(body)
+                if len(body) + size > MAX_REQUEST_BYTES:
+                    return None
+                body += self.rfile.read(size)
+                self.rfile.readline(1024)
+
+        def _answer(self, status: int, payload: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+            self.close_connection = True
+
+        def _relay(self) -> None:
+            model_request = _is_model_request(self.command, self.path)
+            body = self._body()
+            if body is None:
+                self._answer(400, b'{"error": {"message": "atlante metering proxy: unreadable request body"}}')
+                return
+            request_id = proxy.admit()
+            if request_id is None:
+                self._answer(400, _refusal(proxy.max_tokens))
+                return
+            upstream = proxy.upstream
+            connection = upstream.connect()
+            headers = _forwarded(self.headers.items())
+            headers["Accept-Encoding"] = "identity"
+            try:
+                connection.request(self.command, upstream.base_path + self.path, body=body or None, headers=headers)
+                response = connection.getresponse()
+            except (OSError, http.client.HTTPException) as exc:
+                connection.close()
+                why = f"{upstream.url}: {type(exc).__name__}: {exc}"
+                proxy.finish(request_id, 502, model_request=model_request, problem=why)
+                self._answer(502, json.dumps({"type": "error", "error": {
+                    "type": "api_error", "message": f"atlante metering proxy: the model endpoint failed: {why}"}}).encode())
+                return
+            try:
+                self._stream(request_id, response, model_request)
+            finally:
+                connection.close()
+
+        def _stream(self, request_id: int, response: http.client.HTTPResponse, model_request: bool) -> None:
+            length = response.getheader("Content-Length")
+            meter = proxy.begin(request_id, response.getheader("Content-Type") or "",
+                                int(length) if length is not None and length.isdigit() else None)
+            self.send_response(response.status, response.reason)
+            for name, value in _forwarded(response.getheaders()).items():
+                self.send_header(name, value)
+            chunked = length is None and self.command != "HEAD"
+            if chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            elif length is not None:
+                self.send_header("Content-Length", length)
+            self.end_headers()
+            problem = f"{proxy.upstream.url} answered HTTP {response.status}" if response.status >= 400 else None
+            cut = False
+            try:
+                while self.command != "HEAD" and (data := response.read1(_CHUNK)):
+                    meter.feed(data)
+                    if not proxy.progress(request_id):
+                        cut = True  # another response crossed maxTokens while this one flowed
+                        break
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                if chunked and not cut:
+                    self.wfile.write(b"0\r\n\r\n")
+            except OSError:  # the host hung up (it was stopped) or the upstream broke off
+                cut = True
+            finally:
+                proxy.finish(request_id, response.status, model_request=model_request, problem=problem)
+            if cut:
+                self.close_connection = True
+
+    return Handler

@@ -1,0 +1,315 @@
+"""The metering proxy (docs/design.md §9): usage read from the provider's responses, ``maxTokens``
+enforced at the crossing response, and HTTPS forwarding that verifies the upstream's certificate
+(against a local TLS server and a test certificate authority made here with ``openssl``)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import select
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atlante.records import Usage
+from pytest_atlante.trial.dialects import Reply, ReplyUsage, anthropic_message, anthropic_stream, openai_stream
+from pytest_atlante.trial.meter import ResponseMeter
+from pytest_atlante.trial.proxy import MeteringProxy, Upstream
+
+# --------------------------------------------------------------------------- a provider stand-in
+
+
+class Provider:
+    """A loopback model API (optionally over TLS) answering each POST with the next reply's stream."""
+
+    def __init__(self, usages: list[ReplyUsage], *, tls: ssl.SSLContext | None = None, dialect: str = "anthropic",
+                 address: str = "127.0.0.1") -> None:
+        self.usages = usages
+        self.requests: list[dict[str, Any]] = []
+        provider = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                provider.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                usage = provider.usages[min(len(provider.requests), len(provider.usages)) - 1]
+                reply = Reply(f"msg_{len(provider.requests)}", "m", "hi", (), usage)
+                payload = anthropic_stream(reply) if dialect == "anthropic" else openai_stream(reply, 0, True)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return
+
+        self.httpd = ThreadingHTTPServer((address, 0), Handler)
+        self.httpd.daemon_threads = True
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def ask(proxy: MeteringProxy, path: str = "/v1/messages") -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", int(proxy.base_url.rsplit(":", 1)[1]), timeout=30)
+    body = json.dumps({"model": "m", "stream": True, "messages": []})
+    connection.request("POST", path, body=body, headers={"Content-Type": "application/json", "x-api-key": "k"})
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response.status, data
+
+
+def abort_signalled(proxy: MeteringProxy, wait_s: float = 0.0) -> bool:
+    return bool(select.select([proxy.abort_fd], [], [], wait_s)[0])
+
+
+@pytest.fixture
+def provider() -> Iterator[Provider]:
+    server = Provider([ReplyUsage(100, 10), ReplyUsage(100, 10), ReplyUsage(5000, 10), ReplyUsage(100, 10)])
+    yield server
+    server.close()
+
+
+# --------------------------------------------------------------------------- metering
+
+
+def test_usage_is_read_from_the_providers_responses_and_relayed_unchanged(provider: Provider) -> None:
+    with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
+        status, data = ask(proxy)
+        assert status == 200 and b"message_stop" in data
+        ask(proxy)
+        seen = proxy.metering()
+    assert seen.usage == Usage(inputTokens=200, outputTokens=20)
+    assert (seen.served, seen.answered, seen.failed, seen.refused, seen.tripped_at) == (2, 2, 0, 0, None)
+    assert seen.vouches_for_the_model
+    # the credentials and the path reach the provider; the encoding is one the meter can read
+    assert provider.requests[0]["path"] == "/v1/messages"
+    assert provider.requests[0]["headers"]["x-api-key"] == "k"
+    assert provider.requests[0]["headers"]["Accept-Encoding"] == "identity"
+
+
+def test_the_crossing_response_is_the_last_one_served(provider: Provider) -> None:
+    with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=3000) as proxy:
+        assert ask(proxy)[0] == 200 and ask(proxy)[0] == 200
+        assert not abort_signalled(proxy)
+        status, data = ask(proxy)  # 5210 tokens: crosses, still served whole
+        assert status == 200 and b"message_stop" in data
+        assert abort_signalled(proxy, wait_s=5)
+        refused, answer = ask(proxy)
+        assert refused == 400 and b"maxTokens=3000" in answer
+        seen = proxy.metering()
+    assert len(provider.requests) == 3  # the refused request never reached the provider
+    assert (seen.tripped_at, seen.refused, seen.usage.total) == (5230, 1, 5230)
+
+
+def test_a_request_the_agent_sends_itself_is_counted(provider: Provider) -> None:
+    # Any client of the loopback port goes through the same count: nothing is ever subtracted.
+    with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
+        for _ in range(2):
+            ask(proxy, "/v1/messages?beta=true")
+        assert proxy.metering().usage.total == 220
+
+
+def test_an_unreachable_upstream_is_a_failure_not_a_crash() -> None:
+    with MeteringProxy(Upstream("http://127.0.0.1:9"), max_tokens=100) as proxy:
+        status, data = ask(proxy)
+        seen = proxy.metering()
+    assert status == 502 and b"the model endpoint failed" in data
+    assert (seen.failed, seen.answered, seen.vouches_for_the_model) == (1, 0, False)
+    assert seen.problems and "127.0.0.1:9" in seen.problems[0]
+
+
+def test_openai_streams_report_usage_in_their_last_chunk() -> None:
+    server = Provider([ReplyUsage(300, 40, cache_read=50)], dialect="openai")
+    try:
+        with MeteringProxy(Upstream(f"http://127.0.0.1:{server.port}/v1"), max_tokens=10_000) as proxy:
+            assert ask(proxy, "/chat/completions")[0] == 200
+            seen = proxy.metering()
+    finally:
+        server.close()
+    assert server.requests[0]["path"] == "/v1/chat/completions"  # the upstream's base path kept
+    assert seen.usage == Usage(inputTokens=300, outputTokens=40, cacheReadTokens=50)
+
+
+def test_a_whole_json_body_is_read_before_its_last_byte_is_relayed() -> None:
+    # so a non-streamed crossing response trips the gate before the host can send its next request
+    body = json.dumps(anthropic_message(Reply("m1", "m", "hi", (), ReplyUsage(10, 5)))).encode()
+    meter = ResponseMeter("application/json", len(body))
+    meter.feed(body[:-1])
+    assert meter.usage.total == 0
+    meter.feed(body[-1:])
+    assert meter.usage == Usage(inputTokens=10, outputTokens=5)
+
+
+@pytest.mark.parametrize("bad", [-5, float("nan"), 10**30, "9", True])
+def test_the_meter_ignores_invalid_counts(bad: object) -> None:
+    meter = ResponseMeter("application/json")
+    body = anthropic_message(Reply("m1", "m", "hi", (), ReplyUsage(10, 5)))
+    body["usage"]["input_tokens"] = bad
+    meter.feed(json.dumps(body).encode())
+    meter.finish()
+    assert meter.usage == Usage(outputTokens=5)
+
+
+def test_the_meter_reads_sse_split_anywhere() -> None:
+    payload = anthropic_stream(Reply("m1", "m", "hi", (), ReplyUsage(70, 9, cache_read=3, cache_write=4)))
+    meter = ResponseMeter("text/event-stream; charset=utf-8")
+    for index in range(0, len(payload), 7):
+        meter.feed(payload[index:index + 7])
+    meter.finish()
+    assert meter.usage == Usage(inputTokens=70, outputTokens=9, cacheReadTokens=3, cacheWriteTokens=4)
+
+
+# --------------------------------------------------------------------------- HTTPS with a test CA
+
+
+@pytest.fixture(scope="module")
+def test_ca(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A test certificate authority and a localhost certificate it signed, made with ``openssl``;
+    and a second, unrelated CA the proxy must not accept."""
+    if shutil.which("openssl") is None:
+        pytest.fail("the openssl binary is needed to make the test certificate authority")
+    d = tmp_path_factory.mktemp("ca")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    for name in ("ca", "other-ca"):
+        openssl("req", "-x509", *ec, "-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "2",
+                "-subj", f"/CN=atlante {name}", "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign")
+    openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    return {"ca": d / "ca.pem", "other": d / "other-ca.pem", "cert": d / "server.pem", "key": d / "server.key"}
+
+
+def tls_server(test_ca: dict[str, Path], address: str = "127.0.0.1") -> Provider:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(test_ca["cert"], test_ca["key"])
+    return Provider([ReplyUsage(120, 30)], tls=context, address=address)
+
+
+@pytest.fixture
+def tls_provider(test_ca: dict[str, Path]) -> Iterator[Provider]:
+    server = tls_server(test_ca)
+    yield server
+    server.close()
+
+
+def test_https_forwarding_verifies_the_certificate(tls_provider: Provider, test_ca: dict[str, Path]) -> None:
+    upstream = Upstream(f"https://localhost:{tls_provider.port}", cafile=str(test_ca["ca"]))
+    with MeteringProxy(upstream, max_tokens=10_000) as proxy:
+        status, data = ask(proxy)
+        seen = proxy.metering()
+    assert status == 200 and b"message_stop" in data
+    assert seen.usage == Usage(inputTokens=120, outputTokens=30)
+    assert tls_provider.requests[0]["headers"]["x-api-key"] == "k"
+
+
+def test_https_forwarding_refuses_a_certificate_of_another_ca(tls_provider: Provider, test_ca: dict[str, Path]) -> None:
+    upstream = Upstream(f"https://localhost:{tls_provider.port}", cafile=str(test_ca["other"]))
+    with MeteringProxy(upstream, max_tokens=10_000) as proxy:
+        status, data = ask(proxy)
+        seen = proxy.metering()
+    assert status == 502 and b"CERTIFICATE_VERIFY_FAILED" in data, data
+    assert tls_provider.requests == [] and seen.failed == 1
+
+
+def test_https_forwarding_refuses_a_certificate_for_another_name(test_ca: dict[str, Path]) -> None:
+    # 127.0.0.2 is loopback too, but the certificate names only localhost and 127.0.0.1
+    server = tls_server(test_ca, address="127.0.0.2")
+    try:
+        with MeteringProxy(Upstream(f"https://127.0.0.2:{server.port}", cafile=str(test_ca["ca"])), 10_000) as proxy:
+            status, data = ask(proxy)
+    finally:
+        server.close()
+    assert status == 502 and b"CERTIFICATE_VERIFY_FAILED" in data and b"mismatch" in data, data
+    assert server.requests == []
+
+
+class ConnectProxy:
+    """A user's forward proxy: answers ``CONNECT host:port`` with a byte tunnel, and counts them."""
+
+    def __init__(self) -> None:
+        self.tunnels: list[str] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._tunnel, args=(client,), daemon=True).start()
+
+    def _tunnel(self, client: socket.socket) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += client.recv(4096)
+        target = head.split(b" ")[1].decode()
+        self.tunnels.append(target)
+        port = int(target.rsplit(":", 1)[1])
+        upstream = socket.create_connection(("127.0.0.1", port))  # every name of the test is loopback
+        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def pipe(source: socket.socket, sink: socket.socket) -> None:
+            with contextlib.suppress(OSError):
+                while data := source.recv(65536):
+                    sink.sendall(data)
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+        threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+        pipe(client, upstream)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_https_forwarding_goes_through_the_users_proxy(tls_provider: Provider, test_ca: dict[str, Path],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # The upstream's name is no loopback literal, so the user's https_proxy applies (as it would
+    # for api.anthropic.com behind a corporate proxy); the tunnel carries TLS verified end to end.
+    forward = ConnectProxy()
+    monkeypatch.setenv("https_proxy", forward.url)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    try:
+        upstream = Upstream(f"https://provider.test:{tls_provider.port}", cafile=str(test_ca["ca"]))
+        with MeteringProxy(upstream, max_tokens=10_000) as proxy:
+            status, data = ask(proxy)
+    finally:
+        forward.close()
+    assert forward.tunnels == [f"provider.test:{tls_provider.port}"]
+    # the test certificate names localhost, not provider.test: verification still runs through the tunnel
+    assert status == 502 and b"CERTIFICATE_VERIFY_FAILED" in data
