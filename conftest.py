@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -194,3 +195,27 @@ def adopt_public_harness(root: Path) -> dict[str, Any]:
     section = harness_section_for(discover_native_harness(root))
     (root / "atlante.jsonc").write_text(json.dumps({"version": "0.2", "harness": section}, indent=2))
     return section
+
+
+def make_test_ca(directory: Path) -> dict[str, Path]:
+    """A test certificate authority and a certificate it signed for ``localhost`` and 127.0.0.1,
+    made with the ``openssl`` binary (test-only); plus an unrelated CA that must not be accepted.
+    Keys: ``ca``, ``other`` (CA certificates), ``cert`` and ``key`` (the server's)."""
+    if shutil.which("openssl") is None:
+        pytest.fail("the openssl binary is needed to make the test certificate authority")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+
+    for name in ("ca", "other-ca"):
+        openssl("req", "-x509", *ec, "-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "2",
+                "-subj", f"/CN=atlante {name}", "-addext", "basicConstraints=critical,CA:TRUE",
+                "-addext", "keyUsage=critical,keyCertSign")
+    openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    (directory / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    return {"ca": directory / "ca.pem", "other": directory / "other-ca.pem",
+            "cert": directory / "server.pem", "key": directory / "server.key"}
+

@@ -8,10 +8,8 @@ import contextlib
 import http.client
 import json
 import select
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conftest import make_test_ca
 from pytest_atlante.records import Usage
 from pytest_atlante.trial.dialects import Reply, ReplyUsage, anthropic_message, anthropic_stream, openai_stream
 from pytest_atlante.trial.meter import ResponseMeter
@@ -187,25 +186,7 @@ def test_the_meter_reads_sse_split_anywhere() -> None:
 
 @pytest.fixture(scope="module")
 def test_ca(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A test certificate authority and a localhost certificate it signed, made with ``openssl``;
-    and a second, unrelated CA the proxy must not accept."""
-    if shutil.which("openssl") is None:
-        pytest.fail("the openssl binary is needed to make the test certificate authority")
-    d = tmp_path_factory.mktemp("ca")
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-
-    def openssl(*args: str) -> None:
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-
-    for name in ("ca", "other-ca"):
-        openssl("req", "-x509", *ec, "-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "2",
-                "-subj", f"/CN=atlante {name}", "-addext", "basicConstraints=critical,CA:TRUE",
-                "-addext", "keyUsage=critical,keyCertSign")
-    openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
-    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
-    return {"ca": d / "ca.pem", "other": d / "other-ca.pem", "cert": d / "server.pem", "key": d / "server.key"}
+    return make_test_ca(tmp_path_factory.mktemp("ca"))
 
 
 def tls_server(test_ca: dict[str, Path], address: str = "127.0.0.1") -> Provider:

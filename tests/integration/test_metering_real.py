@@ -1,0 +1,99 @@
+"""A real-provider run of the real Claude Code goes through the metering proxy (docs/design.md §9).
+
+No ``--atlante-scripted``: the run is configured as a user's run against a provider behind
+``ANTHROPIC_BASE_URL`` — here an HTTPS endpoint on 127.0.0.1 with a certificate of a test
+certificate authority (``SSL_CERT_FILE``), serving the scripted model's answers.  The host is
+pointed at the trial's loopback proxy, which forwards over verified TLS and meters what the
+provider answered; a certificate the trust store does not vouch for fails the session.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import Project, config_doc, make_test_ca, scenario_doc
+from pytest_atlante.report.model import EvalReport
+from pytest_atlante.suite.script import load_script
+from pytest_atlante.trial import scripted
+
+pytestmark = pytest.mark.hosts
+
+TURNS = [
+    {"text": "writing", "actions": [{"type": "bash", "command": "echo hello > hello.txt"}],
+     "usage": {"input": 400, "output": 30, "cache_read": 7}},
+    {"text": "done", "usage": {"input": 500, "output": 5}},
+]
+
+
+class TlsProvider:
+    """The scripted model's answers over HTTPS, with the test CA's certificate for localhost."""
+
+    def __init__(self, project: Project, cert: Path, key: Path) -> None:
+        self.model = scripted.ScriptedModelServer(load_script(project.script("provider", TURNS)),
+                                                  sandbox_root=project.root)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), scripted._handler_for(self.model))
+        self.httpd.daemon_threads = True
+        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"https://localhost:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def provider(atlante_project: Project, tmp_path: Path) -> Iterator[tuple[TlsProvider, dict[str, Path]]]:
+    ca_dir = tmp_path / "ca"
+    ca_dir.mkdir()
+    certs = make_test_ca(ca_dir)
+    server = TlsProvider(atlante_project, certs["cert"], certs["key"])
+    yield server, certs
+    server.close()
+
+
+def run(pytester: pytest.Pytester, project: Project) -> tuple[int, EvalReport, str]:
+    out = pytester.path / "out"
+    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-project", str(project.root),
+                                           "--atlante-out", str(out), "--rootdir", str(project.root),
+                                           "-p", "no:cacheprovider", timeout=600)
+    text = result.stdout.str() + result.stderr.str()
+    assert (out / "report.json").exists(), text
+    return int(result.ret), EvalReport.model_validate_json((out / "report.json").read_text()), text
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["test-ca-trusted", "untrusted"])
+def test_a_real_provider_session_is_metered_through_the_proxy_over_verified_tls(
+        pytester: pytest.Pytester, atlante_project: Project, provider: tuple[TlsProvider, dict[str, Path]],
+        hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch, trusted: bool) -> None:
+    server, certs = provider
+    monkeypatch.setenv("PATH", hosts_path())
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "atlante-test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("SSL_CERT_FILE", str(certs["ca"] if trusted else certs["other"]))
+    # Claude Code retries a failed request with backoff for minutes: the untrusted case needs no more than 30 s
+    atlante_project.config(config_doc(host="claude-code", isolation="off", budget={"trials": 1, "timeoutMs": 30000}))
+    atlante_project.scenario(scenario_doc(checks=[{"type": "file-contains", "path": "hello.txt", "pattern": "hello"}]))
+    atlante_project.build()
+    status, report, text = run(pytester, atlante_project)
+    [trial] = report.scenarios[0].trials
+    assert trial.meteredBy == "proxy", text
+    turns = [r for r in server.model.requests if r.kind == "turn"]
+    if trusted:
+        assert (trial.verdict, status) == ("pass", 0), text
+        assert trial.usage is not None and trial.usage.total == 400 + 30 + 7 + 500 + 5  # the provider's figures
+        assert len(turns) == 2
+    else:
+        assert trial.verdict in ("infra-error", "timeout") and status == 1, text
+        assert turns == []  # nothing reached the provider without a verified certificate
