@@ -126,7 +126,7 @@ def write_fixture(fixture: Path, files: int) -> None:
 
 
 def make_project(root: Path, *, files: int, trials: int, max_tokens: int = 400_000, timeout_ms: int = 120_000,
-                 script_turns: list[dict[str, Any]] | None = None, scenarios: int = 1) -> Path:
+                 script_turns: list[dict[str, Any]] | None = None, scenarios: int = 1, host: str = "claude-code") -> Path:
     """A built eval project with ``scenarios`` scenarios over a generated fixture of ``files`` files.
 
     ``trials`` is ``budget.trials`` (maxSessions is raised to match, so no trial is skipped).  One
@@ -138,7 +138,7 @@ def make_project(root: Path, *, files: int, trials: int, max_tokens: int = 400_0
     config = {
         "version": "0.2",
         "harness": {"agents": {"helper": {"description": "Benchmark agent.", "prompt": "harness/helper.md"}}},
-        "eval": {"host": "claude-code", "scenarios": "eval/scenarios/*.eval.json",
+        "eval": {"host": host, "scenarios": "eval/scenarios/*.eval.json",
                  "budget": {"trials": trials, "maxSessions": max(trials * scenarios, 1), "timeoutMs": timeout_ms,
                             "maxTokens": max_tokens}},
     }

@@ -41,6 +41,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="OS-level isolation of host sessions and command checks (bubblewrap): auto "
                          "(where it works, else a warning), namespace (required), off; wins over "
                          "eval.isolation")
+    group.addoption("--atlante-network", choices=["shared", "model-only"], default=None,
+                    help="the trials' network: shared (the machine's) or model-only (a network namespace of "
+                         "each trial's own whose only way out is the metering proxy; needs namespace "
+                         "isolation); wins over eval.network")
     group.addoption("--atlante-scripted", action="store_true", default=False,
                     help="run trials through the real CLIs against the offline scripted model "
                          "(each scenario's scripted/<name>.json) instead of a real provider")

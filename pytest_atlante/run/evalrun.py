@@ -108,11 +108,26 @@ def prepare_run_sources(suite: ValidSuite, run_id: str) -> tuple[rundirs.RunClai
         raise
 
 
-def prepare_isolation(setting: isolations.IsolationSetting) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
+def prepare_isolation(setting: isolations.IsolationSetting, network: isolations.NetworkSetting = "shared"
+                      ) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
     """The run's isolation (bubblewrap probed once, on the controller), and trial directories of
     dead runs removed: both happen once per run, before any trial."""
     rundirs.remove_dead()
-    return isolations.decide(setting, isolations.probe() if setting != "off" else None)
+    return isolations.decide(setting, isolations.probe() if setting != "off" else None, network)
+
+
+def model_only_problem(host: HostName, parent_env: dict[str, str]) -> Diagnostic | None:
+    """A real-provider run with ``model-only`` network whose provider mode cannot go through the
+    metering proxy (its only way out, docs/design.md §10): refused before any trial (exit 3)."""
+    if host_for(host).provider_endpoint(parent_env) is not None:
+        return None
+    return Diagnostic(
+        "", "", "eval-network-unavailable",
+        f"eval.network \"model-only\" leaves a trial only the metering proxy, and {host}'s provider mode here "
+        "cannot go through it (a cloud mode, or OpenCode with a real provider)",
+        "set eval.network (--atlante-network) to \"shared\", use a provider mode docs/hosts.md lists as "
+        "metered by the proxy, or run with --atlante-scripted",
+    )
 
 
 def finish_report(state: RunState, suite: ValidSuite, options: Options, *, out_dir: Path, gate: Gate | None = None,

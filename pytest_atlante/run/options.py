@@ -9,7 +9,7 @@ import pytest
 
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.run.shard import ShardSpec
-from pytest_atlante.sandbox.isolation import IsolationSetting
+from pytest_atlante.sandbox.isolation import IsolationSetting, NetworkSetting
 from pytest_atlante.trial.runner import TrialInterrupted
 
 __all__ = ["DIST_EACH_REFUSED", "RERUNS_REFUSED", "Options", "is_user_interrupt", "requested_each_distribution", "requested_reruns"]
@@ -39,6 +39,7 @@ class Options:
     html: bool = False
     shard: ShardSpec | None = None
     run_group: str | None = None
+    network: NetworkSetting | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -57,7 +58,8 @@ class Options:
                    config.getoption("atlante_max_cost"),
                    Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")),
                    bool(config.getoption("atlante_html")),
-                   ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"))
+                   ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"),
+                   config.getoption("atlante_network"))
 
 
 

@@ -224,12 +224,15 @@ class Controller(TrialRole):
 
     def _decide_isolation(self) -> list[Diagnostic]:
         """Probe bubblewrap once for the run; warn, or refuse to start, as configured."""
-        from pytest_atlante.run.evalrun import prepare_isolation
+        from pytest_atlante.run.evalrun import model_only_problem, prepare_isolation
 
         assert self.suite is not None
         setting = self.options.isolation or self.suite.eval.isolation
-        self.isolation, problem = prepare_isolation(setting)
+        network = self.options.network or self.suite.eval.network
+        self.isolation, problem = prepare_isolation(setting, network)
         self.terminal.isolation(warning_text(setting, self.isolation))
+        if problem is None and network == "model-only" and not self.options.scripted:
+            problem = model_only_problem(self.suite.eval.host, dict(os.environ))
         return [problem] if problem is not None else []
 
     def _fail_validation(self, problems: list[Diagnostic]) -> None:

@@ -17,7 +17,9 @@ trial after its setup runs as ``bwrap <mounts> -- argv`` and sees:
   ``/tmp/ci/repo/.venv/bin``), because a package tree needs more than the one directory named;
 - its own PID namespace and ``/proc`` (the run's processes and environments are invisible), and
   ``--die-with-parent``: when the runner dies, even by SIGKILL, every process of the trial dies;
-- the network shared: the model API and the scripted server on 127.0.0.1 keep working.
+- the network shared: the model API and the scripted server on 127.0.0.1 keep working; or, with
+  ``eval.network: "model-only"``, a network namespace of its own (only ``lo``) whose one way out
+  is the metering proxy's unix socket, relayed to the host's model address (docs/design.md §10).
 
 When the runner is root, capabilities are cut to file ownership and permission ones, so the agent
 cannot remount what is read-only.  ``--new-session`` is not used: commands run without a
@@ -35,6 +37,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +46,14 @@ from typing import Literal
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.records import Record
 
-__all__ = ["Confinement", "IsolationRecord", "IsolationSetting", "decide", "probe"]
+__all__ = ["Confinement", "IsolationRecord", "IsolationSetting", "ModelRelay", "NetworkSetting", "decide", "probe"]
 
 IsolationSetting = Literal["auto", "namespace", "off"]
+#: ``shared``: the trial uses the machine's network; ``model-only``: a network namespace of its own
+#: whose only way out is the metering proxy (docs/design.md §10).
+NetworkSetting = Literal["shared", "model-only"]
+#: Where the metering proxy's unix socket appears inside a ``model-only`` trial (its private /tmp).
+RELAY_SOCKET = Path("/tmp/atlante-model.sock")
 BWRAP = "bwrap"
 _PROBE_TIMEOUT_S = 20.0
 _OWN_DIRECTORIES = frozenset({"HOME", "TMPDIR"})
@@ -62,10 +70,11 @@ class IsolationRecord(Record):
 
     mode: Literal["namespace", "none"]
     reason: str | None = None  # why not "namespace"
+    network: NetworkSetting = "shared"
 
 
-def _base_arguments() -> list[str]:
-    args = [BWRAP, "--unshare-all", "--share-net", "--die-with-parent",
+def _base_arguments(*, share_net: bool = True) -> list[str]:
+    args = [BWRAP, "--unshare-all", *(["--share-net"] if share_net else []), "--die-with-parent",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]  # fmt: skip
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
@@ -91,9 +100,25 @@ def probe() -> str | None:
     return None
 
 
-def decide(setting: IsolationSetting, reason_unavailable: str | None) -> tuple[IsolationRecord, Diagnostic | None]:
+def decide(setting: IsolationSetting, reason_unavailable: str | None,
+           network: NetworkSetting = "shared") -> tuple[IsolationRecord, Diagnostic | None]:
     """The run's isolation from the setting and the probe's outcome; a Diagnostic when the run must
-    not start (``namespace`` required but unavailable → exit 3 before any trial)."""
+    not start (``namespace`` required but unavailable, or ``model-only`` without namespace isolation
+    → exit 3 before any trial)."""
+    record, problem = _decide_mode(setting, reason_unavailable)
+    if network == "shared" or problem is not None:
+        return record, problem
+    if record.mode != "namespace":
+        return record, Diagnostic(
+            "", "", "eval-network-unavailable",
+            f"eval.network \"model-only\" needs namespace isolation, which this run does not have: {record.reason}",
+            "install bubblewrap and enable unprivileged user namespaces, set eval.isolation to \"namespace\" "
+            "or \"auto\", or set eval.network (--atlante-network) to \"shared\"",
+        )
+    return record.model_copy(update={"network": network}), None
+
+
+def _decide_mode(setting: IsolationSetting, reason_unavailable: str | None) -> tuple[IsolationRecord, Diagnostic | None]:
     if setting == "off":
         return IsolationRecord(mode="none", reason="isolation is off (eval.isolation or --atlante-isolation)"), None
     if reason_unavailable is None:
@@ -130,6 +155,8 @@ class Confinement:
     hidden: tuple[Path, ...]
     trial_dir: Path
     cwd: Path
+    network: NetworkSetting = "shared"
+    model_relay: ModelRelay | None = None  # model-only host sessions: the way to the metering proxy
 
     def may_write(self, root: Path, *, except_under: Iterable[Path] = ()) -> bool:
         """Whether a command run under this confinement can change anything under ``root`` that is
@@ -157,7 +184,9 @@ class Confinement:
         return functools.partial(self.arguments, env=env)
 
     def arguments(self, argv: list[str], env: Mapping[str, str]) -> list[str]:
-        needed = {p for p in _needed_paths(argv, env) if not p.is_relative_to(self.trial_dir)}
+        relay = self.model_relay
+        named = _needed_paths(argv, env) | (_needed_paths([sys.executable], env) if relay is not None else set())
+        needed = {p for p in named if not p.is_relative_to(self.trial_dir)}
         # A hidden directory that is itself needed (PATH=/tmp) stays visible, read-only.
         hidden = sorted({p for p in self.hidden if p.is_dir() and p != Path("/") and p not in needed})
         exposed: set[Path] = set()
@@ -171,12 +200,31 @@ class Confinement:
         # it earlier, and a put-back parent would uncover a hidden child mounted before it.
         mounts = sorted([(p, "--tmpfs") for p in hidden] + [(p, "--ro-bind-try") for p in exposed],
                         key=lambda mount: (len(mount[0].parts), str(mount[0])))
-        args = _base_arguments()
+        args = _base_arguments(share_net=self.network == "shared")
         for path, kind in mounts:
             args += [kind, str(path)] if kind == "--tmpfs" else [kind, str(path), str(path)]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
+        if relay is not None:
+            # A unix socket in a read-only bind can still be connected to (the read-only flag
+            # guards file contents); the agent cannot replace it.
+            args += ["--ro-bind", str(relay.socket), str(RELAY_SOCKET)]
+            argv = relay.command(argv)
         return [*args, "--chdir", str(self.cwd), "--", *argv]
+
+
+@dataclass(frozen=True)
+class ModelRelay:
+    """Inside a ``model-only`` trial: ``127.0.0.1:port`` (the address the host was given) relayed to
+    the metering proxy's unix socket, by ``sandbox/relay.py`` run before the host starts."""
+
+    socket: Path  # the proxy's unix socket outside the namespace
+    port: int
+
+    def command(self, argv: list[str]) -> list[str]:
+        from pytest_atlante.sandbox.relay import relay_command
+
+        return relay_command(RELAY_SOCKET, self.port, argv)
 
 
 def hidden_roots(*, user_home: Path, project_root: Path, report_dir: Path | None) -> tuple[Path, ...]:

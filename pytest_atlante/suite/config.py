@@ -13,7 +13,7 @@ from pytest_atlante.diagnostics import Diagnostic, json_path
 from pytest_atlante.hosts.names import HOST_NAMES, HostName, NeutralTool, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.models import StrictModel
-from pytest_atlante.sandbox.isolation import IsolationSetting
+from pytest_atlante.sandbox.isolation import IsolationSetting, NetworkSetting
 from pytest_atlante.suite.documents import LoadedDocument, load_document, validate_model
 from pytest_atlante.suite.scenario import SLUG_PATTERN
 
@@ -53,6 +53,9 @@ class EvalSection(StrictModel):
     # OS-level isolation of host sessions and command checks (``isolation`` module); the
     # --atlante-isolation option wins.
     isolation: IsolationSetting = "auto"
+    # "model-only": each trial's own network namespace, whose only way out is the metering proxy
+    # (docs/design.md §10); --atlante-network wins.
+    network: NetworkSetting = "shared"
 
     @model_validator(mode="after")
     def _scenarios_or_include(self) -> EvalSection:

@@ -1,15 +1,23 @@
-"""A threaded HTTP server on ``127.0.0.1:<ephemeral port>``: the lifecycle the scripted model and
-the metering proxy share (start, the port, a stop that returns at once)."""
+"""A threaded HTTP server on ``127.0.0.1:<ephemeral port>`` (or on a unix socket): the lifecycle the
+scripted model and the metering proxy share (start, the port, a stop that returns at once)."""
 
 from __future__ import annotations
 
 import selectors
 import socket
+import socketserver
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
-def serve_until_woken(httpd: ThreadingHTTPServer, wake: socket.socket) -> None:
+class ThreadingUnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """HTTP on a unix socket (a ``model-only`` trial's way to the metering proxy, docs/design.md §10)."""
+
+    daemon_threads = True
+
+
+def serve_until_woken(httpd: socketserver.TCPServer, wake: socket.socket) -> None:
     """Accept requests until ``wake`` turns readable.
 
     Not ``serve_forever``: it notices ``shutdown()`` only between polls, so every stop waited
@@ -31,15 +39,21 @@ class LoopbackServer:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: socketserver.TCPServer | None = None
         self._thread: threading.Thread | None = None
         self._wake: tuple[socket.socket, socket.socket] | None = None
 
-    def start_serving(self, handler: type[BaseHTTPRequestHandler]) -> None:
+    def start_serving(self, handler: type[BaseHTTPRequestHandler], *, unix_socket: Path | None = None) -> None:
+        """Serve ``handler`` on an ephemeral loopback port, or on ``unix_socket`` (created owner-only)."""
         if self._httpd is not None:
             raise RuntimeError(f"{self._name} already started")
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
+        httpd: socketserver.TCPServer
+        if unix_socket is not None:
+            httpd = ThreadingUnixHTTPServer(str(unix_socket), handler)
+            unix_socket.chmod(0o600)
+        else:
+            httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            httpd.daemon_threads = True
         # handle_request() is only called when the listening socket is readable; a zero timeout
         # keeps a connection reset before accept() from blocking it (and so stop()).
         httpd.timeout = 0
@@ -64,6 +78,6 @@ class LoopbackServer:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
-            raise RuntimeError(f"{self._name} not started")
+        if not isinstance(self._httpd, ThreadingHTTPServer):
+            raise RuntimeError(f"{self._name} not started on a port")
         return int(self._httpd.server_address[1])

@@ -25,6 +25,7 @@ import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
@@ -126,9 +127,11 @@ class Metering:
 class MeteringProxy:
     """One trial's proxy on ``127.0.0.1:<ephemeral port>``; ``base_url`` is what the host is given."""
 
-    def __init__(self, upstream: Upstream, max_tokens: int) -> None:
+    def __init__(self, upstream: Upstream, max_tokens: int, *, unix_socket: Path | None = None) -> None:
+        """``unix_socket``: also listen there (a ``model-only`` trial's relay connects to it)."""
         self.upstream = upstream
         self.max_tokens = max_tokens
+        self.unix_socket = unix_socket
         self._lock = threading.Condition()
         self._done: list[Usage] = []
         self._inflight: dict[int, ResponseMeter] = {}
@@ -140,14 +143,23 @@ class MeteringProxy:
         self._problems: list[str] = []
         self._abort_read, self._abort_write = os.pipe()
         self._server = LoopbackServer("atlante-metering-proxy")
+        self._unix_server = LoopbackServer("atlante-metering-proxy-unix")
 
     # -- lifecycle
 
     def start(self) -> None:
         self._server.start_serving(_handler_for(self))
+        if self.unix_socket is not None:
+            self._unix_server.start_serving(_handler_for(self), unix_socket=self.unix_socket)
 
     def stop(self) -> None:
         self._server.stop()
+        self._unix_server.stop()
+        if self.unix_socket is not None:
+            self.unix_socket.unlink(missing_ok=True)
+            if self.unix_socket.parent.name.startswith("atlante-model-"):  # runner.model_socket's fallback
+                with contextlib.suppress(OSError):
+                    self.unix_socket.parent.rmdir()
         for fd in (self._abort_read, self._abort_write):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -160,8 +172,12 @@ class MeteringProxy:
         self.stop()
 
     @property
+    def port(self) -> int:
+        return self._server.port
+
+    @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.port}"
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def abort_fd(self) -> int:

@@ -38,7 +38,7 @@ from pytest_atlante.records import (
 from pytest_atlante.sandbox import rundirs
 from pytest_atlante.sandbox import trialdir as sandboxes
 from pytest_atlante.sandbox.audit import Audit
-from pytest_atlante.sandbox.isolation import Confinement, IsolationRecord, hidden_roots
+from pytest_atlante.sandbox.isolation import Confinement, IsolationRecord, ModelRelay, hidden_roots
 from pytest_atlante.sandbox.process import (
     Bounds,
     RunResult,
@@ -151,8 +151,10 @@ class HostSession:
 
     @property
     def tripped_at(self) -> int | None:
-        """The total that crossed maxTokens: the proxy's when it metered the trial, else the stream's."""
-        return self.metering.tripped_at if self.metering is not None else self.gate.tripped_at
+        """The total that crossed maxTokens: the proxy's when it saw the crossing, else the stream's."""
+        if self.metering is not None and self.metering.tripped_at is not None:
+            return self.metering.tripped_at
+        return self.gate.tripped_at
 
     @property
     def over_budget(self) -> bool:
@@ -214,7 +216,8 @@ def confinement(sb: sandboxes.Sandbox, isolation: IsolationRecord | None, hidden
     the host session and the checks alike; None without namespace isolation."""
     if isolation is None or isolation.mode != "namespace":
         return None
-    return Confinement(writable=(sb.root, sb.home, host_tmp(sb)), hidden=hidden, trial_dir=sb.trial_dir, cwd=sb.root)
+    return Confinement(writable=(sb.root, sb.home, host_tmp(sb)), hidden=hidden, trial_dir=sb.trial_dir, cwd=sb.root,
+                       network=isolation.network)
 
 
 def host_tmp(sb: sandboxes.Sandbox) -> Path:
@@ -272,9 +275,9 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     def on_line(line: str) -> bool:
         monitor.feed(line)
         capture.add(line)
-        # Metered by the proxy, the stream's total is a second opinion that stops nothing: the
-        # agent can write into the stream (docs/design.md §9).
-        return gate.observe(monitor.cumulative_tokens) and metered is None
+        # With the proxy metering, the stream's gate stays a second stop: the agent can write into
+        # the stream, but a forged figure can only end its own session sooner (docs/design.md §9).
+        return gate.observe(monitor.cumulative_tokens)
 
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
     env = host.environment(info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
@@ -294,6 +297,10 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
     capture = StreamCapture(Redactor(secrets, roots, [form for root in roots for form in host.stream_path_forms(root)]))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    if confined is not None and confined.network == "model-only" and metered is not None \
+            and metered.proxy.unix_socket is not None:
+        # The host's only way out of its network namespace: its model address, relayed to the proxy.
+        confined = replace(confined, model_relay=ModelRelay(metered.proxy.unix_socket, metered.proxy.port))
     wrap = confined.wrapper(env) if confined else None
     abort_fd = metered.proxy.abort_fd if metered is not None else None
     process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
@@ -394,7 +401,11 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         notes.append(f"ignored cost {outcome.cost_usd!r}")
     usage, unmonitored, metered = outcome.usage, outcome.budget_unmonitored, session.metering
     if metered is not None:
-        usage, unmonitored = metered.usage, metered.unmetered > 0 and metered.answered == 0
+        # The larger count: the proxy's, unless the host's stream reported more than the proxy saw
+        # (traffic that bypassed it); counts only go up (docs/design.md §9).
+        if usage is None or metered.usage.total >= usage.total:
+            usage = metered.usage
+        unmonitored = metered.unmetered > 0 and metered.answered == 0
         cost = metered.cost_usd if metered.cost_usd is not None else cost
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results, escapes)),
@@ -539,8 +550,10 @@ class TrialRunner:
         for path in self.host.credential_files(Path.home(), parent_env):
             secrets.add(secrets_in_file(path))
         try:
+            model_only = self.isolation is not None and self.isolation.network == "model-only"
+            relay_socket = model_socket(sb) if model_only and with_host else None
             with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns), \
-                    metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, with_host) as route:
+                    metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, relay_socket, with_host) as route:
                 try:
                     clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
                     rec = self._in_sandbox(entry, sb, base, budget, progress, route, secrets, with_host)
@@ -610,19 +623,17 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
 
 @contextmanager
 def metering_proxy(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None, max_tokens: int,
-                   with_host: bool) -> Iterator[ModelRoute]:
+                   unix_socket: Path | None, with_host: bool = True) -> Iterator[ModelRoute]:
     """The trial's metering proxy (docs/design.md §9), in front of the scripted model or the real
     provider: the scripted endpoint the adapter is handed becomes the proxy's address, a real
-    provider's base URL variable is pointed at it.  No proxy without a host session, or when the
-    provider mode cannot go through it (metered from the stream)."""
-    if not with_host:
+    provider's base URL variable is pointed at it; with ``unix_socket`` (a ``model-only`` trial,
+    §10) it listens there too.  No proxy when the provider mode cannot go through it (metered from
+    the stream), nor for a trial without a host session."""
+    upstream, variable = _upstream(host, parent_env, scripted) if with_host else (None, None)
+    if upstream is None:
         yield ModelRoute(scripted, None)
         return
-    upstream, variable = _upstream(host, parent_env, scripted)
-    if upstream is None:
-        yield ModelRoute(None, None)
-        return
-    with MeteringProxy(upstream, max_tokens) as proxy:
+    with MeteringProxy(upstream, max_tokens, unix_socket=unix_socket) as proxy:
         if scripted is not None:
             scripted = replace(scripted, anthropic_base_url=proxy.base_url, openai_base_url=f"{proxy.base_url}/v1")
         yield ModelRoute(scripted, Metered(proxy, variable))
@@ -641,3 +652,13 @@ def _upstream(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint
         return Upstream(provider.upstream), provider.variable
     except ValueError:  # no http(s) URL: the host fails on it as it would without the proxy
         return None, None
+
+
+def model_socket(sb: sandboxes.Sandbox) -> Path:
+    """Where a ``model-only`` trial's proxy listens on a unix socket: in the trial directory (removed
+    with it), or — when that path is too long for a socket address (108 bytes) — in a private
+    directory of the system's temp dir."""
+    path = sb.trial_dir / "model.sock"
+    if len(os.fsencode(path)) < 100:
+        return path
+    return Path(tempfile.mkdtemp(prefix="atlante-model-", dir="/tmp")) / "model.sock"
