@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from pytest_atlante.trial import scripted
 
 pytestmark = pytest.mark.hosts
 
-TURNS = [
+TURNS: list[dict[str, Any]] = [
     {"text": "writing", "actions": [{"type": "bash", "command": "echo hello > hello.txt"}],
      "usage": {"input": 400, "output": 30, "cache_read": 7}},
     {"text": "done", "usage": {"input": 500, "output": 5}},

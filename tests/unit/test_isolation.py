@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.sandbox.isolation import Confinement, IsolationRecord, decide, hidden_roots, probe, warning_text
+from pytest_atlante.sandbox.isolation import (
+    RELAY_SOCKET,
+    Confinement,
+    IsolationRecord,
+    ModelRelay,
+    decide,
+    hidden_roots,
+    probe,
+    warning_text,
+)
 from pytest_atlante.sandbox.process import run
 
 
@@ -182,3 +191,79 @@ for target in {[str(t) for t in targets.values()]!r}:
     finally:
         for target in targets.values():
             target.unlink(missing_ok=True)
+
+
+# -- model-only network (docs/design.md §10) ------------------------------------------------
+
+
+def test_model_only_needs_namespace_isolation() -> None:
+    record, problem = decide("namespace", None, "model-only")
+    assert (record.mode, record.network, problem) == ("namespace", "model-only", None)
+    for setting, reason in (("off", None), ("auto", "bwrap missing")):
+        record, problem = decide(setting, reason, "model-only")  # type: ignore[arg-type]
+        assert record.mode == "none" and problem is not None and problem.code == "eval-network-unavailable"
+    assert decide("namespace", None)[0].network == "shared"
+
+
+def test_model_only_arguments_drop_the_shared_network_and_relay_the_model(trial: Path, tmp_path: Path) -> None:
+    socket_path = trial / "model.sock"
+    confinement = Confinement(writable=(trial / "sandbox",), hidden=(), trial_dir=trial, cwd=trial / "sandbox",
+                              network="model-only", model_relay=ModelRelay(socket_path, 4242))
+    argv = confinement.arguments(["/bin/echo", "hi"], {"PATH": "/usr/bin:/bin"})
+    assert "--share-net" not in argv and "--unshare-all" in argv
+    bind = argv.index(str(socket_path))
+    assert argv[bind - 1:bind + 2] == ["--ro-bind", str(socket_path), str(RELAY_SOCKET)]
+    command = argv[argv.index("--") + 1:]
+    assert command[:4] == [sys.executable, "-I", "-S", "-c"]
+    assert command[5:] == [str(RELAY_SOCKET), "4242", "/bin/echo", "hi"]
+    shared = Confinement(writable=(trial / "sandbox",), hidden=(), trial_dir=trial, cwd=trial / "sandbox")
+    assert "--share-net" in shared.arguments(["/bin/echo"], {"PATH": "/usr/bin"})
+
+
+def test_the_relay_carries_the_model_address_to_the_proxy_socket_and_nothing_else(trial: Path) -> None:
+    """Real bubblewrap: inside, 127.0.0.1:<port> reaches a unix-socket server outside; the machine's
+    own loopback listeners and abstract sockets do not answer."""
+    import socket
+    import threading
+
+    socket_path = trial / "model.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(socket_path))
+    server.listen(4)
+    outside = socket.create_server(("127.0.0.1", 0))
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind("\0atlante-isolation-test-" + trial.parent.name)
+    abstract.listen(4)
+
+    def answer() -> None:
+        client, _ = server.accept()
+        client.sendall(b"model says hi:" + client.recv(100))
+        client.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    port = outside.getsockname()[1]  # the same port number inside is the relay's, not this listener
+    code = f"""
+import socket
+s = socket.create_connection(("127.0.0.1", {port}), timeout=10); s.sendall(b"ping"); print(s.recv(100).decode())
+for family, address in ((socket.AF_INET, ("10.255.255.1", 80)), (socket.AF_UNIX, "\\0atlante-isolation-test-{trial.parent.name}")):
+    t = socket.socket(family, socket.SOCK_STREAM); t.settimeout(3)
+    try:
+        t.connect(address); print("open", address)
+    except OSError as exc:
+        print("blocked", type(exc).__name__)
+"""
+    confinement = Confinement(writable=(trial / "sandbox", trial / "home"),
+                              hidden=hidden_roots(user_home=Path.home(), project_root=trial, report_dir=None),
+                              trial_dir=trial, cwd=trial / "sandbox", network="model-only",
+                              model_relay=ModelRelay(socket_path, port))
+    env = {"PATH": os.environ["PATH"], "HOME": str(trial / "home")}
+    try:
+        result = run([sys.executable, "-c", code], cwd=trial / "sandbox", env=env, timeout_s=60,
+                     wrap=confinement.wrapper(env))
+    finally:
+        for end in (server, outside, abstract):
+            end.close()
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "model says hi:ping" in output
+    assert "open" not in output.replace("model says", "") and output.count("blocked") == 2, output
