@@ -332,11 +332,15 @@ def transcript_events(info: HostInfo, base: TrialRecord, session: HostSession,
     """The session's host-neutral transcript (header first), or None when it cannot be built (a
     stream the host's reader chokes on makes the trajectory checks errors, not the trial a crash)."""
     process = session.process
-    abort = None
+    abort: dict[str, object] | None = None
     if process.timed_out:
         abort = {"reason": "timeout", "message": session_error(session, budget)}
     elif session.over_budget:
         abort = {"reason": "budget", "message": session_error(session, budget)}
+        if session.metering is not None and session.metering.tripped_at is not None:
+            # The proxy saw the crossing: the stream may hold no usage event past it (the session
+            # ended right after the crossing response).
+            abort |= {"meteredBy": "proxy", "cumulativeTokens": session.metering.tripped_at}
     try:
         return build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
                                 trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
@@ -403,9 +407,10 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
     if metered is not None:
         # The larger count: the proxy's, unless the host's stream reported more than the proxy saw
         # (traffic that bypassed it); counts only go up (docs/design.md §9).
-        if usage is None or metered.usage.total >= usage.total:
+        if metered.answered and (usage is None or metered.usage.total >= usage.total):
             usage = metered.usage
-        unmonitored = metered.unmetered > 0 and metered.answered == 0
+        # Unmonitored when neither the provider's responses nor the stream reported any usage.
+        unmonitored = not metered.answered and outcome.budget_unmonitored
         cost = metered.cost_usd if metered.cost_usd is not None else cost
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results, escapes)),
