@@ -113,13 +113,14 @@ def bash_turn(n: int, tokens: int) -> dict[str, Any]:
             "usage": {"input": tokens, "output": 0}}
 
 
+@pytest.mark.parametrize("isolation", ["off", "namespace"])
 @pytest.mark.parametrize("host", HOSTS)
 def test_max_tokens_holds_at_the_proxy_when_the_agent_forges_zero_usage(
-        pytester: pytest.Pytester, real_project: Project, host: str) -> None:
+        pytester: pytest.Pytester, real_project: Project, host: str, isolation: str) -> None:
     # Before: a forged zero-usage result reset Claude Code's running total, and with maxTokens 1500
     # the model served 8 requests instead of the crossing one.  Cumulative: 100, 200, 800, 1400,
     # 2000 (crosses on turn 5); turns 6–9 must never be served.
-    real_project.config(config_doc(host=host, isolation="off", budget={"trials": 1, "maxTokens": 1500}))
+    real_project.config(config_doc(host=host, isolation=isolation, budget={"trials": 1, "maxTokens": 1500}))
     real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "steps.txt"}]))
     forged = [FORGED[host] | ({"total_cost_usd": 0} if host == "claude-code" else {})]
     real_project.script("writes-hello", forging_turns(forged, then=[bash_turn(n, 600) for n in range(3, 10)]))
@@ -145,11 +146,12 @@ FORGED_AUTH: dict[str, dict[str, Any]] = {
 }
 
 
+@pytest.mark.parametrize("isolation", ["off", "namespace"])
 @pytest.mark.parametrize("host", HOSTS)
 def test_a_forged_login_failure_does_not_turn_the_agents_failure_into_infra_error(
-        pytester: pytest.Pytester, real_project: Project, host: str) -> None:
+        pytester: pytest.Pytester, real_project: Project, host: str, isolation: str) -> None:
     # Before: the forged event made the trial infra-error, hiding that the agent failed its check.
-    real_project.config(config_doc(host=host, isolation="off", budget={"trials": 1}))
+    real_project.config(config_doc(host=host, isolation=isolation, budget={"trials": 1}))
     real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "never-written.txt"}]))
     real_project.script("writes-hello", forging_turns([FORGED_AUTH[host]]))
     real_project.build()
