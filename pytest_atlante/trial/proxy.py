@@ -69,6 +69,17 @@ class Upstream:
     def base_path(self) -> str:
         return urlsplit(self.url).path.rstrip("/")
 
+    def tls_context(self) -> ssl.SSLContext:
+        """Verifies chain and host name against ``cafile``, else the system's trust store plus the
+        extra CAs Node-based hosts are given (``NODE_EXTRA_CA_CERTS``, a corporate TLS proxy's CA):
+        what the host itself would have trusted."""
+        context = ssl.create_default_context(cafile=self.cafile)
+        extra = os.environ.get("NODE_EXTRA_CA_CERTS")
+        if self.cafile is None and extra and os.path.isfile(extra):
+            with contextlib.suppress(ssl.SSLError, OSError):  # an unreadable bundle adds nothing
+                context.load_verify_locations(cafile=extra)
+        return context
+
     def connect(self) -> http.client.HTTPConnection:
         """A connection to the upstream, through the user's ``https_proxy``/``http_proxy`` (a CONNECT
         tunnel; ``no_proxy`` and loopback addresses bypass it) as the host itself would have gone."""
@@ -78,9 +89,8 @@ class Upstream:
         via = _proxy_for(parts.scheme, host)
         address = (via.hostname or "", via.port or 8080) if via is not None else (host, port)
         if parts.scheme == "https":
-            context = ssl.create_default_context(cafile=self.cafile)  # verifies chain and host name
             connection: http.client.HTTPConnection = http.client.HTTPSConnection(
-                *address, timeout=UPSTREAM_TIMEOUT_S, context=context)
+                *address, timeout=UPSTREAM_TIMEOUT_S, context=self.tls_context())
         else:
             connection = http.client.HTTPConnection(*address, timeout=UPSTREAM_TIMEOUT_S)
         if via is not None:

@@ -212,6 +212,16 @@ def test_https_forwarding_verifies_the_certificate(tls_provider: Provider, test_
     assert tls_provider.requests[0]["headers"]["x-api-key"] == "k"
 
 
+def test_https_forwarding_trusts_the_extra_cas_node_hosts_are_given(tls_provider: Provider, test_ca: dict[str, Path],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(test_ca["ca"]))
+    with MeteringProxy(Upstream(f"https://localhost:{tls_provider.port}"), max_tokens=10_000) as proxy:
+        assert ask(proxy)[0] == 200
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(test_ca["other"]))
+    with MeteringProxy(Upstream(f"https://localhost:{tls_provider.port}"), max_tokens=10_000) as proxy:
+        assert ask(proxy)[0] == 502
+
+
 def test_https_forwarding_refuses_a_certificate_of_another_ca(tls_provider: Provider, test_ca: dict[str, Path]) -> None:
     upstream = Upstream(f"https://localhost:{tls_provider.port}", cafile=str(test_ca["other"]))
     with MeteringProxy(upstream, max_tokens=10_000) as proxy:
