@@ -29,6 +29,7 @@ from pytest_atlante.records import (
     INTERRUPTED_ERROR,
     CheckResult,
     TrialRecord,
+    Usage,
     Verdict,
     cap_diff,
     cap_paths,
@@ -362,9 +363,9 @@ def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSessi
 
 def session_view(session: HostSession, events: list[dict[str, Any]] | None) -> SessionView:
     """What the trajectory checks count on: the events after the header, and the session's totals."""
-    outcome = session.outcome
+    totals = session_totals(session)
     return SessionView(had_session=True, events=tuple(events[1:]) if events is not None else None,
-                       usage=outcome.usage, cost_usd=outcome.cost_usd,
+                       usage=totals.usage, cost_usd=totals.cost_usd,
                        duration_ms=int(session.process.duration_s * 1000))
 
 
@@ -394,10 +395,17 @@ def escape_message(escapes: list[str]) -> str:
     return f"the trial changed {len(escapes)} path(s) outside its sandbox: {_listed(escapes)}"
 
 
-def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: sandboxes.Diff,
-           results: list[CheckResult], escapes: list[str], secrets: Secrets) -> TrialRecord:
-    diff_text, truncated = cap_diff(secrets(diff.text))  # redacted before the cut: no half secret survives
-    changed_paths, changed_total = cap_paths(diff.changed_paths)
+@dataclass(frozen=True)
+class SessionTotals:
+    """What the session used, as the record states it and the usage-within check bounds it."""
+
+    usage: Usage | None
+    cost_usd: float | None
+    unmonitored: bool
+    notes: list[str]
+
+
+def session_totals(session: HostSession) -> SessionTotals:
     outcome = session.outcome
     notes = list(outcome.notes)
     cost = stream_cost(outcome.cost_usd)  # what finalize added (an export) is bounded like the stream
@@ -412,6 +420,16 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         # Unmonitored when neither the provider's responses nor the stream reported any usage.
         unmonitored = not metered.answered and outcome.budget_unmonitored
         cost = metered.cost_usd if metered.cost_usd is not None else cost
+    return SessionTotals(usage, cost, unmonitored, notes)
+
+
+def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: sandboxes.Diff,
+           results: list[CheckResult], escapes: list[str], secrets: Secrets) -> TrialRecord:
+    diff_text, truncated = cap_diff(secrets(diff.text))  # redacted before the cut: no half secret survives
+    changed_paths, changed_total = cap_paths(diff.changed_paths)
+    outcome = session.outcome
+    totals = session_totals(session)
+    usage, cost, unmonitored, notes = totals.usage, totals.cost_usd, totals.unmonitored, totals.notes
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results, escapes)),
         "hostDurationMs": int(session.process.duration_s * 1000),
@@ -425,7 +443,7 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "modelIdentity": outcome.model_identity,
         "budgetUnmonitored": unmonitored,
         "streamNotes": notes,
-        "meteredBy": "stream" if metered is None else "proxy",
+        "meteredBy": "stream" if session.metering is None else "proxy",
         "meteringDisagreement": disagreement(session),
         "error": session_error(session, budget) or (escape_message(escapes) if escapes else None),
         "escapes": escapes,
