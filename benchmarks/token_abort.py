@@ -18,7 +18,7 @@ and its log line).
 Part 2 — the real ``claude`` and ``opencode`` CLIs through the scripted model (skipped with a note
 when the pinned CLIs are missing).  Every scripted turn reports 1,000 input and 10 output tokens
 and reads one fixture file (so the session goes on); ``maxTokens = 1001 × K − 1`` is crossed by turn
-K: the trial's metering proxy counts 1,010 per turn from the model's responses (docs/design.md §9).
+K: the trial's metering proxy counts 1,010 per turn from the model's responses (docs/design.md §10).
 The run is in-process (``pytest.main``) with ``ScriptedModelServer`` wrapped so every served turn
 is counted; reported: turns served after turn K (the proxy's promise: none).
 

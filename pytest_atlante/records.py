@@ -96,9 +96,9 @@ class TrialRecord(Record):
     modelIdentity: str | None = None
     budgetUnmonitored: bool = False
     # Values of the host's stream that were ignored (no valid count or cost, a second result): the
-    # stream is untrusted input (docs/design.md §9).
+    # stream is untrusted input (docs/design.md §10).
     streamNotes: list[str] = Field(default_factory=list)
-    # Where usage was metered: "proxy" (the model API boundary, docs/design.md §9) or "stream" (the
+    # Where usage was metered: "proxy" (the model API boundary, docs/design.md §10) or "stream" (the
     # host's own stream, for a provider mode that cannot go through the proxy); and where the
     # host's stream disagreed with the proxy, in words.
     meteredBy: Literal["proxy", "stream"] | None = None

@@ -82,7 +82,7 @@ class NativeSource:
 @dataclass(frozen=True)
 class ProviderEndpoint:
     """How a real-provider session reaches its model, so the metering proxy can stand in between
-    (docs/design.md §9): the environment variable holding the provider's base URL, and the URL it
+    (docs/design.md §10): the environment variable holding the provider's base URL, and the URL it
     points at without the proxy (the user's own setting, or the provider's default)."""
 
     variable: str
@@ -218,7 +218,7 @@ class SessionOutcome:
     usage_events: int  # how many usage-bearing events were seen
     budget_unmonitored: bool  # True when the host emitted no usage events
     # Stream values the monitor ignored (invalid counts or costs, a second result): the stream is
-    # untrusted input (docs/design.md §9).
+    # untrusted input (docs/design.md §10).
     notes: list[str] = field(default_factory=list)
 
 

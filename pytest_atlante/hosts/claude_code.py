@@ -478,7 +478,7 @@ def _result(t: int, event: dict[str, Any], b: TranscriptBuilder) -> None:
     usage = claude_model_usage(_dict(event.get("modelUsage")))
     if usage is None and isinstance(event.get("usage"), dict):
         usage = claude_usage(event["usage"])
-    cost = stream_cost(event.get("total_cost_usd"))  # the stream is untrusted (docs/design.md §9)
+    cost = stream_cost(event.get("total_cost_usd"))  # the stream is untrusted (docs/design.md §10)
     if event.get("is_error") is True:
         b.emit(t, "error", message=str(event.get("result") or event.get("subtype") or "error"))
     b.emit(t, "result", usage=usage.model_dump() if usage else None,

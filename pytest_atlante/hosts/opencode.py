@@ -419,7 +419,7 @@ class OpenCodeHost:
 
     def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
         # A real provider's base URL is per provider in opencode.json, not one variable: such a
-        # session is metered from the stream (docs/design.md §9); scripted runs go through the proxy.
+        # session is metered from the stream (docs/design.md §10); scripted runs go through the proxy.
         return None
 
     def new_monitor(self) -> StreamMonitor:
@@ -550,7 +550,7 @@ def transcript_events(lines: Iterable[tuple[int, str]], b: TranscriptBuilder) ->
                        agent=arguments.get("subagent_type"), description=arguments.get("description"), status=state.get("status"))
         elif kind == "step_finish":
             tokens = part.get("tokens")
-            step_cost = stream_cost(part.get("cost"))  # the stream is untrusted (docs/design.md §9)
+            step_cost = stream_cost(part.get("cost"))  # the stream is untrusted (docs/design.md §10)
             if isinstance(tokens, dict):
                 step = opencode_usage(tokens)
                 total = step if total is None else sum_usage([total, step])

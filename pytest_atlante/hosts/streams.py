@@ -29,7 +29,7 @@ def _dict(value: object) -> dict[str, Any]:
 
 
 #: The largest token count one stream value may carry: a session of a million-token context window
-#: many thousand times over.  Anything larger is no count a provider sends (docs/design.md §9).
+#: many thousand times over.  Anything larger is no count a provider sends (docs/design.md §10).
 MAX_STREAM_TOKENS = 10**10
 #: The largest cost in USD one stream value may carry; larger is a forged or broken figure.
 MAX_STREAM_COST_USD = 10_000.0
@@ -126,7 +126,7 @@ class ClaudeStreamMonitor:
     ``result.modelUsage`` has one entry per model including subagent models, so the sum of
     ``modelUsage`` is preferred when present (it also matches ``total_cost_usd``).
 
-    The stream is untrusted input (docs/design.md §9): a tool of the agent can write events into
+    The stream is untrusted input (docs/design.md §10): a tool of the agent can write events into
     the pipe the runner reads.  So counts and cost only go up: a second ``result`` (noted) can raise
     the figures, never lower them or undo an error, a ``result`` below the per-message sum does not
     lower the total, and a value that is no valid count or cost is ignored and noted.  Which of
@@ -257,7 +257,7 @@ class OpenCodeStreamMonitor:
     in the stream and subagent sessions are not streamed: both come from ``opencode export`` after
     the session (``OpenCodeHost.finalize`` runs ``opencode export``), using the
     ``session_id`` and ``subagent_session_ids`` collected here.  A value that is no valid count or
-    cost is ignored and noted (docs/design.md §9); being a sum, the total only goes up.
+    cost is ignored and noted (docs/design.md §10); being a sum, the total only goes up.
     """
 
     def __init__(self) -> None:

@@ -118,7 +118,7 @@ def prepare_isolation(setting: isolations.IsolationSetting, network: isolations.
 
 def model_only_problem(host: HostName, parent_env: dict[str, str]) -> Diagnostic | None:
     """A real-provider run with ``model-only`` network whose provider mode cannot go through the
-    metering proxy (its only way out, docs/design.md §10): refused before any trial (exit 3)."""
+    metering proxy (its only way out, docs/design.md §11): refused before any trial (exit 3)."""
     if host_for(host).provider_endpoint(parent_env) is not None:
         return None
     return Diagnostic(

@@ -19,7 +19,7 @@ trial after its setup runs as ``bwrap <mounts> -- argv`` and sees:
   ``--die-with-parent``: when the runner dies, even by SIGKILL, every process of the trial dies;
 - the network shared: the model API and the scripted server on 127.0.0.1 keep working; or, with
   ``eval.network: "model-only"``, a network namespace of its own (only ``lo``) whose one way out
-  is the metering proxy's unix socket, relayed to the host's model address (docs/design.md §10).
+  is the metering proxy's unix socket, relayed to the host's model address (docs/design.md §11).
 
 When the runner is root, capabilities are cut to file ownership and permission ones, so the agent
 cannot remount what is read-only.  ``--new-session`` is not used: commands run without a
@@ -50,7 +50,7 @@ __all__ = ["Confinement", "IsolationRecord", "IsolationSetting", "ModelRelay", "
 
 IsolationSetting = Literal["auto", "namespace", "off"]
 #: ``shared``: the trial uses the machine's network; ``model-only``: a network namespace of its own
-#: whose only way out is the metering proxy (docs/design.md §10).
+#: whose only way out is the metering proxy (docs/design.md §11).
 NetworkSetting = Literal["shared", "model-only"]
 #: Where the metering proxy's unix socket appears inside a ``model-only`` trial (its private /tmp).
 RELAY_SOCKET = Path("/tmp/atlante-model.sock")

@@ -1,4 +1,4 @@
-"""The model relay of a ``model-only`` trial (docs/design.md §10).
+"""The model relay of a ``model-only`` trial (docs/design.md §11).
 
 Inside the trial's own network namespace there is only ``lo``: no route out, no abstract socket of
 the machine.  The host was given ``http://127.0.0.1:<port>`` for its model (the metering proxy's

@@ -54,7 +54,7 @@ class EvalSection(StrictModel):
     # --atlante-isolation option wins.
     isolation: IsolationSetting = "auto"
     # "model-only": each trial's own network namespace, whose only way out is the metering proxy
-    # (docs/design.md §10); --atlante-network wins.
+    # (docs/design.md §11); --atlante-network wins.
     network: NetworkSetting = "shared"
 
     @model_validator(mode="after")

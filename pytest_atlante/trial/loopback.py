@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 class ThreadingUnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    """HTTP on a unix socket (a ``model-only`` trial's way to the metering proxy, docs/design.md §10)."""
+    """HTTP on a unix socket (a ``model-only`` trial's way to the metering proxy, docs/design.md §11)."""
 
     daemon_threads = True
 

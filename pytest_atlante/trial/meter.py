@@ -4,7 +4,7 @@ The proxy (``trial/proxy.py``) hands every response body to a :class:`ResponseMe
 as it forwards it; the meter reads the usage the provider reports — Anthropic Messages
 (``message_start.message.usage`` and ``message_delta.usage``, streamed or whole) and OpenAI chat
 completions (``usage`` of the whole body or of the last chunk of a stream) — without holding more
-than one SSE event at a time.  Figures are bounded like the host stream's (docs/design.md §9): a
+than one SSE event at a time.  Figures are bounded like the host stream's (docs/design.md §10): a
 provider's response is trusted more than the host's stdout, but a broken or hostile upstream still
 cannot crash the runner or lower a count.
 """

@@ -1,7 +1,7 @@
 """The metering proxy: a loopback HTTP endpoint of one trial between the host and its model.
 
 Every model request of a metered trial passes here (the host's provider base URL points at the
-proxy, docs/design.md §9): the proxy forwards it to the upstream — the real provider over HTTPS with
+proxy, docs/design.md §10): the proxy forwards it to the upstream — the real provider over HTTPS with
 certificate verification, or the scripted model — relays the response as it arrives, and reads the
 usage from the provider's own response (``trial/meter.py``).  Counts only go up: every response is
 counted, a request the agent sends itself through the proxy included.
@@ -130,7 +130,7 @@ class Metering:
     @property
     def vouches_for_the_model(self) -> bool:
         """The model answered every request it got: a host's claim of an API or login failure is
-        not what happened (docs/design.md §9)."""
+        not what happened (docs/design.md §10)."""
         return self.answered > 0 and self.failed == 0
 
 

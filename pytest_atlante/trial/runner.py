@@ -164,7 +164,7 @@ class HostSession:
     @property
     def host_failed(self) -> bool:
         """The host failed: its exit status says so, or its stream does and the proxy does not
-        contradict it (docs/design.md §9) — a stream the agent can write into cannot turn the agent's
+        contradict it (docs/design.md §10) — a stream the agent can write into cannot turn the agent's
         own failure into an infrastructure error while the model answered every request."""
         if self.process.returncode != 0:
             return True
@@ -277,7 +277,7 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
         monitor.feed(line)
         capture.add(line)
         # With the proxy metering, the stream's gate stays a second stop: the agent can write into
-        # the stream, but a forged figure can only end its own session sooner (docs/design.md §9).
+        # the stream, but a forged figure can only end its own session sooner (docs/design.md §10).
         return gate.observe(monitor.cumulative_tokens)
 
     allowlisted = allowlisted_environment(parent_env, home=sb.home)
@@ -414,7 +414,7 @@ def session_totals(session: HostSession) -> SessionTotals:
     usage, unmonitored, metered = outcome.usage, outcome.budget_unmonitored, session.metering
     if metered is not None:
         # The larger count: the proxy's, unless the host's stream reported more than the proxy saw
-        # (traffic that bypassed it); counts only go up (docs/design.md §9).
+        # (traffic that bypassed it); counts only go up (docs/design.md §10).
         if metered.answered and (usage is None or metered.usage.total >= usage.total):
             usage = metered.usage
         # Unmonitored when neither the provider's responses nor the stream reported any usage.
@@ -647,7 +647,7 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
 @contextmanager
 def metering_proxy(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None, max_tokens: int,
                    unix_socket: Path | None, with_host: bool = True) -> Iterator[ModelRoute]:
-    """The trial's metering proxy (docs/design.md §9), in front of the scripted model or the real
+    """The trial's metering proxy (docs/design.md §10), in front of the scripted model or the real
     provider: the scripted endpoint the adapter is handed becomes the proxy's address, a real
     provider's base URL variable is pointed at it; with ``unix_socket`` (a ``model-only`` trial,
     §10) it listens there too.  No proxy when the provider mode cannot go through it (metered from

@@ -62,7 +62,7 @@ def test_max_tokens_stops_the_session_before_the_next_turn(pytester: pytest.Pyte
     assert report.budget.maxTokens == 3000 and "exceeded maxTokens=3000" in (trial.error or "")
     assert status == 1
     diff = trial.diff or ""
-    # Metered at the model API boundary (docs/design.md §9): the crossing response (turn 3) is the
+    # Metered at the model API boundary (docs/design.md §10): the crossing response (turn 3) is the
     # last one served, on both hosts.
     assert trial.meteredBy == "proxy"
     assert trial.scriptedTurns == 3  # turn 4 was never requested

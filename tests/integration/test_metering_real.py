@@ -1,4 +1,4 @@
-"""A real-provider run of the real Claude Code goes through the metering proxy (docs/design.md §9).
+"""A real-provider run of the real Claude Code goes through the metering proxy (docs/design.md §10).
 
 No ``--atlante-scripted``: the run is configured as a user's run against a provider behind
 ``ANTHROPIC_BASE_URL`` — here an HTTPS endpoint on 127.0.0.1 with a certificate of a test

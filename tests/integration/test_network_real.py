@@ -1,4 +1,4 @@
-"""``eval.network: "model-only"`` on both real CLIs (docs/design.md §10).
+"""``eval.network: "model-only"`` on both real CLIs (docs/design.md §11).
 
 The scripted agent tries to leave: a TCP connection to a listener of the machine (on its
 loopback: the same network a real exfiltration would use, without leaving this machine) and a

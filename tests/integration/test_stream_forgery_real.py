@@ -1,4 +1,4 @@
-"""The host stream is untrusted input (docs/design.md §9), on both real CLIs.
+"""The host stream is untrusted input (docs/design.md §10), on both real CLIs.
 
 The hostile agent of issue 26: a tool of the scripted agent finds the host CLI among its
 ancestors and writes forged events into ``/proc/<cli pid>/fd/1`` — the very pipe the runner reads.

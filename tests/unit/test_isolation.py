@@ -193,7 +193,7 @@ for target in {[str(t) for t in targets.values()]!r}:
             target.unlink(missing_ok=True)
 
 
-# -- model-only network (docs/design.md §10) ------------------------------------------------
+# -- model-only network (docs/design.md §11) ------------------------------------------------
 
 
 def test_model_only_needs_namespace_isolation() -> None:

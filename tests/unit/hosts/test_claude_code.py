@@ -183,7 +183,7 @@ def test_credential_env_names() -> None:
 
 
 def test_the_provider_endpoint_is_the_users_base_url_or_the_api_and_none_in_cloud_modes() -> None:
-    # docs/design.md §9: where the metering proxy forwards, and which modes it cannot carry
+    # docs/design.md §10: where the metering proxy forwards, and which modes it cannot carry
     host = host_for("claude-code")
     assert host.provider_endpoint({}) is not None
     assert host.provider_endpoint({}).upstream == "https://api.anthropic.com"  # type: ignore[union-attr]

@@ -172,7 +172,7 @@ def test_opencode_denied_and_rejected_tool_calls_are_not_session_errors() -> Non
     assert outcome.usage_events == 5
 
 
-# --------------------------------------------------------------------------- the stream is untrusted (docs/design.md §9)
+# --------------------------------------------------------------------------- the stream is untrusted (docs/design.md §10)
 
 BAD_VALUES = [-25, -1, float("nan"), float("inf"), 10**30, "12", True, [3], {"n": 1}]
 

@@ -1,4 +1,4 @@
-"""What the runner believes when the host's stream and the metering proxy disagree (docs/design.md §9)."""
+"""What the runner believes when the host's stream and the metering proxy disagree (docs/design.md §10)."""
 
 from __future__ import annotations
 

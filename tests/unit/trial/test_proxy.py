@@ -1,4 +1,4 @@
-"""The metering proxy (docs/design.md §9): usage read from the provider's responses, ``maxTokens``
+"""The metering proxy (docs/design.md §10): usage read from the provider's responses, ``maxTokens``
 enforced at the crossing response, and HTTPS forwarding that verifies the upstream's certificate
 (against a local TLS server and a test certificate authority made here with ``openssl``)."""
 
