@@ -8,7 +8,9 @@ Facts this adapter relies on (``docs/host-facts.md`` §7–§10 and the eval ref
 - every run npm-installs ``@opencode-ai/plugin`` into each config directory, the sandbox's
   ``.opencode/`` included, when the registry is reachable — pointing npm's registry at a closed
   loopback port stops it (measured: no ``node_modules`` appears, the run is unaffected);
-- the model identity and subagent sessions are not in the stream: ``opencode export`` has them.
+- the model identity and subagent sessions are not in the stream: the session table of the
+  ``opencode.db`` the trial's OpenCode writes in the trial HOME has them (what ``opencode export``
+  prints), read without running the CLI again.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import re
 import signal
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from pytest_atlante.hosts.opencode_store import (
     data_dir,
     has_auth_for,
     read_auth,
+    read_sessions,
     stored_credential_rows,
 )
 from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
@@ -70,7 +72,6 @@ from pytest_atlante.hosts.transcripts import (
     result_text,
 )
 from pytest_atlante.records import Usage
-from pytest_atlante.sandbox.process import Bounds, run
 
 SUPPORTED = ">=1.18.29 <2.0.0 (V1) or >=2.0.0 <3.0.0 (V2)"
 # OpenCode agents restrict tools through permission keys; write and edit share the ``edit`` key.
@@ -125,10 +126,6 @@ FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
     for rel in _PROJECT_CONFIG_PATHS
     if rel != PROJECT_CONFIG
 }
-
-EXPORT_TIMEOUT_S = 60.0
-# The export's stdout is one JSON document that must be read whole (the capture keeps the tail).
-EXPORT_CAPTURE_LIMIT = 64_000_000
 
 _LOGIN_HINT = (
     "log in with `opencode auth login` (it stores the key in ~/.local/share/opencode/auth.json); "
@@ -435,86 +432,24 @@ class OpenCodeHost:
 
     def finalize(self, info: HostInfo, monitor: StreamMonitor, *, env: Mapping[str, str], cwd: Path,
                  wrap: Callable[[list[str]], list[str]] | None = None) -> SessionOutcome:
-        """The stream's outcome plus what only ``opencode export`` knows: the model identity, and
-        the cost and tokens of subagent sessions (which are not streamed)."""
+        """The stream's outcome plus what the stream lacks: the model identity, and the cost and
+        tokens of subagent sessions (which are not streamed).  Both are read from the sessions the
+        trial's OpenCode stored in the trial HOME (what ``opencode export`` prints, host-facts §8),
+        so no second CLI runs and ``wrap`` is not needed."""
         outcome = monitor.outcome()
-        if not isinstance(monitor, OpenCodeStreamMonitor) or monitor.session_id is None:
+        if not isinstance(monitor, OpenCodeStreamMonitor) or monitor.session_id is None or "HOME" not in env:
             return outcome
-        main = export_session(info, env, cwd, monitor.session_id, wrap=wrap)
+        stored = read_sessions(Path(env["HOME"]), env, [monitor.session_id, *monitor.subagent_session_ids])
+        main = stored.get(monitor.session_id)
         if main is not None:
             outcome.model_identity = main.model
-        children = [export_session(info, env, cwd, child, wrap=wrap) for child in monitor.subagent_session_ids]
-        found = [child for child in children if child is not None]
+        found = [stored[child] for child in monitor.subagent_session_ids if child in stored]
         if found:
             outcome.cost_usd = (outcome.cost_usd or 0.0) + sum(child.cost for child in found)
             parts = [outcome.usage] if outcome.usage is not None else []
             parts += [child.usage for child in found if child.usage is not None]
             outcome.usage = sum_usage(parts) if parts else None
         return outcome
-
-
-@dataclass(frozen=True)
-class ExportedSession:
-    model: str | None  # "providerID/modelID"
-    cost: float
-    usage: Usage | None
-
-
-def export_session(info: HostInfo, env: Mapping[str, str], cwd: Path, session_id: str, *,
-                   wrap: Callable[[list[str]], list[str]] | None = None) -> ExportedSession | None:
-    """Run ``opencode export <session_id>`` with the trial's env and cwd; None when it fails.
-
-    It goes through ``process.run`` (and ``wrap``, under namespace isolation) like the session
-    itself: OpenCode loads plugins and config from the sandbox the agent wrote, so this run is as
-    untrusted as the session and nothing it starts may outlive it.
-    """
-    result = run([info.executable, "export", session_id], cwd=cwd, env=env, timeout_s=EXPORT_TIMEOUT_S,
-                 bounds=Bounds(capture_limit=EXPORT_CAPTURE_LIMIT), wrap=wrap)
-    if result.start_error or result.timed_out or result.returncode != 0:
-        return None
-    return parse_export(result.stdout)
-
-
-def parse_export(text: str) -> ExportedSession | None:
-    """Model, cost and tokens from ``opencode export`` output (host-facts §8)."""
-    start = text.find("{")
-    try:
-        document = json.loads(text[start:]) if start >= 0 else None
-    except ValueError:
-        return None
-    if not isinstance(document, dict):
-        return None
-    raw_info = document.get("info")
-    info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
-    tokens = info.get("tokens")
-    model = _model_ref(info.get("model"), "id") or _last_assistant_model(document.get("messages"))
-    cost = info.get("cost")
-    return ExportedSession(
-        model=model,
-        cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0,
-        usage=opencode_usage(tokens) if isinstance(tokens, dict) else None,
-    )
-
-
-def _model_ref(value: object, id_key: str) -> str | None:
-    if not isinstance(value, dict):
-        return None
-    provider, model = value.get("providerID"), value.get(id_key)
-    if isinstance(provider, str) and isinstance(model, str) and provider and model:
-        return f"{provider}/{model}"
-    return None
-
-
-def _last_assistant_model(messages: object) -> str | None:
-    if not isinstance(messages, list):
-        return None
-    for message in reversed(messages):
-        info = message.get("info") if isinstance(message, dict) else None
-        if isinstance(info, dict) and info.get("role") == "assistant":
-            ref = _model_ref(info, "modelID")
-            if ref:
-                return ref
-    return None
 
 
 # --------------------------------------------------------------------------- transcript

@@ -1,4 +1,5 @@
-"""OpenCode's stored authentication: ``auth.json`` and (V2) the credential tables of its database.
+"""OpenCode's store: the stored authentication (``auth.json`` and, V2, the credential tables of its
+database) and, after a trial, the sessions that trial's OpenCode recorded.
 
 Only credentials and migration bookkeeping reach a trial; session history never does (eval
 reference, "Host versions"). The database copy keeps the *whole schema* — every table, index,
@@ -8,19 +9,30 @@ created must already exist, empty.
 
 Table names as measured in OpenCode 1.18.33's ``opencode.db`` (the V2 dialect is designed from
 them; there is no V2 release to measure yet).
+
+After a session, :func:`read_sessions` reads what ``opencode export`` would print — each session's
+model, cost and tokens (host-facts §8) — from the ``session`` table of the database the trial's
+OpenCode wrote in the trial HOME, instead of starting the CLI again.  That database is as
+untrusted as the sandbox (the agent's shell could rewrite it), so it is read like hostile input:
+no symlink anywhere below the trial HOME, regular files of bounded size, copied before sqlite opens
+them, and a query whose work is bounded.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterable, Mapping
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.base import CREDENTIALS_LIMIT
+from pytest_atlante.hosts.streams import opencode_usage
+from pytest_atlante.records import Usage
 
 #: Tables holding stored logins (provider credentials, accounts and the active-account pointer).
 CREDENTIAL_TABLES: tuple[str, ...] = ("credential", "account", "account_state", "control_account")
@@ -120,3 +132,144 @@ def copy_credential_database(source_db: Path, target_db: Path) -> list[str]:
             target.close()
     target_db.chmod(0o600)
     return copied
+
+
+# --------------------------------------------------------------------------- sessions of a trial
+
+#: A trial's database and its write-ahead log are each read up to this size (the rows a few
+#: sessions need are kilobytes; a bigger file is the agent's doing and yields no figures).
+SESSION_STORE_LIMIT = 64 * 1024 * 1024
+#: sqlite virtual-machine steps one query may take before it is interrupted (a hostile schema
+#: could make ``session`` expensive); a real trial's query takes a few thousand.
+_QUERY_STEP_LIMIT = 5_000_000
+_PROGRESS_INTERVAL = 10_000
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """What ``opencode export <id>`` reports about one session: ``info.model`` as
+    ``providerID/id``, ``info.cost`` and ``info.tokens``."""
+
+    model: str | None
+    cost: float
+    usage: Usage | None
+
+
+def read_sessions(home: Path, env: Mapping[str, str], session_ids: Iterable[str]) -> dict[str, StoredSession]:
+    """The sessions ``session_ids`` as the trial's OpenCode stored them under ``home``.
+
+    Missing, unreadable, oversized or malformed stores give an empty mapping (the figures are then
+    unknown, as when ``opencode export`` failed); a session id not in the store is left out.
+    """
+    wanted = sorted(set(session_ids))
+    store = data_dir(home, env)
+    if not wanted or not _inside(store, home):
+        return {}
+    try:
+        database = read_capped(store / "opencode.db", SESSION_STORE_LIMIT, follow_symlinks=False)
+        journal = _optional(store / "opencode.db-wal")
+    except UnreadableFile:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="atlante-opencode-store-") as scratch:
+        copy = Path(scratch) / "opencode.db"
+        copy.write_bytes(database)
+        if journal is not None:
+            copy.with_name("opencode.db-wal").write_bytes(journal)
+        try:
+            return _query_sessions(copy, wanted)
+        except (sqlite3.Error, ValueError, OverflowError):
+            return {}
+
+
+def _inside(store: Path, home: Path) -> bool:
+    """Whether ``store`` is ``home``'s own directory: no component below ``home`` is a symlink
+    (the agent could point ``.local`` at the user's real store)."""
+    try:
+        return store.resolve(strict=True) == home.resolve(strict=True) / store.relative_to(home)
+    except (OSError, ValueError):
+        return False
+
+
+def _optional(path: Path) -> bytes | None:
+    try:
+        return read_capped(path, SESSION_STORE_LIMIT, follow_symlinks=False)
+    except UnreadableFile as exc:
+        if exc.missing:
+            return None
+        raise
+
+
+def _query_sessions(db: Path, wanted: list[str]) -> dict[str, StoredSession]:
+    steps = 0
+
+    def out_of_budget() -> int:
+        nonlocal steps
+        steps += _PROGRESS_INTERVAL
+        return 1 if steps > _QUERY_STEP_LIMIT else 0
+
+    with closing(sqlite3.connect(db, timeout=0.0)) as connection:
+        connection.set_progress_handler(out_of_budget, _PROGRESS_INTERVAL)
+        connection.execute("PRAGMA trusted_schema = OFF")
+        kinds = dict(connection.execute("SELECT name, type FROM sqlite_master WHERE name IN ('session', 'message')"))
+        if kinds.get("session") != "table":
+            return {}
+        marks = ", ".join("?" for _ in wanted)
+        rows = connection.execute(
+            "SELECT id, model, cost, tokens_input, tokens_output, tokens_reasoning, tokens_cache_read,"
+            f" tokens_cache_write FROM session WHERE id IN ({marks})",
+            wanted,
+        ).fetchall()
+        found: dict[str, StoredSession] = {}
+        for session_id, model, cost, *tokens in rows:
+            if not isinstance(session_id, str):
+                continue
+            ref = _model_ref(_json(model), "id")
+            if ref is None and kinds.get("message") == "table":
+                ref = _last_assistant_model(connection, session_id)
+            found[session_id] = StoredSession(model=ref, cost=_cost(cost), usage=_usage(tokens))
+        return found
+
+
+def _json(value: object) -> object:
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _model_ref(value: object, id_key: str) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    provider, model = value.get("providerID"), value.get(id_key)
+    if isinstance(provider, str) and isinstance(model, str) and provider and model:
+        return f"{provider}/{model}"
+    return None
+
+
+def _last_assistant_model(connection: sqlite3.Connection, session_id: str) -> str | None:
+    """The model of the session's last assistant message (a session row without ``model``)."""
+    rows = connection.execute(
+        "SELECT data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC", (session_id,)
+    )
+    for (data,) in rows:
+        info = _json(data)
+        if isinstance(info, dict) and info.get("role") == "assistant":
+            ref = _model_ref(info, "modelID")
+            if ref:
+                return ref
+    return None
+
+
+def _cost(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _usage(columns: list[object]) -> Usage | None:
+    """The ``tokens_*`` columns as export's ``tokens`` object (input, output, reasoning, cache)."""
+    if not all(isinstance(value, int) and not isinstance(value, bool) for value in columns):
+        return None
+    input_tokens, output, reasoning, cache_read, cache_write = columns
+    return opencode_usage({"input": input_tokens, "output": output, "reasoning": reasoning,
+                           "cache": {"read": cache_read, "write": cache_write}})

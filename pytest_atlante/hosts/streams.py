@@ -254,10 +254,10 @@ class OpenCodeStreamMonitor:
 
     Usage and cost arrive per step in ``step_finish.part.tokens`` / ``.cost`` and are summed; there
     is no final summary event. ``error`` events mark the session failed. The model identity is not
-    in the stream and subagent sessions are not streamed: both come from ``opencode export`` after
-    the session (``OpenCodeHost.finalize`` runs ``opencode export``), using the
-    ``session_id`` and ``subagent_session_ids`` collected here.  A value that is no valid count or
-    cost is ignored and noted (docs/design.md §10); being a sum, the total only goes up.
+    in the stream and subagent sessions are not streamed: both come from the sessions OpenCode
+    stored in the trial HOME (``OpenCodeHost.finalize``, what ``opencode export`` prints), using
+    the ``session_id`` and ``subagent_session_ids`` collected here.  A value that is no valid count
+    or cost is ignored and noted (docs/design.md §10); being a sum, the total only goes up.
     """
 
     def __init__(self) -> None:

@@ -21,7 +21,8 @@ import pytest
 from pytest_atlante.hosts import HostInfo, ScriptedEndpoint, SessionOutcome, host_for
 from pytest_atlante.hosts.base import Host
 from pytest_atlante.hosts.opencode import PROJECT_CONFIG
-from pytest_atlante.hosts.opencode_store import data_dir
+from pytest_atlante.hosts.opencode_store import data_dir, read_sessions
+from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
 from pytest_atlante.sandbox.process import Bounds, allowlisted_environment, run
 from pytest_atlante.suite.script import Script
 from pytest_atlante.trial.scripted import RequestRecord, ScriptedModelServer
@@ -49,6 +50,7 @@ class Session:
     requests: list[RequestRecord]
     sandbox: Path
     home: Path
+    env: dict[str, str]
 
 
 def endpoint(server: ScriptedModelServer) -> ScriptedEndpoint:
@@ -102,7 +104,7 @@ def run_session(
                      bounds=Bounds(interrupt_signal=host.interrupt_signal))
         assert not result.timed_out, result.stderr[-2000:]
         outcome = host.finalize(info, monitor, env=env, cwd=sandbox)
-        return Session(result.returncode, lines, result.stderr, outcome, server.requests, sandbox, home)
+        return Session(result.returncode, lines, result.stderr, outcome, server.requests, sandbox, home, env)
 
 
 def turn_tools(session: Session) -> list[tuple[str, ...]]:
@@ -179,7 +181,7 @@ def test_opencode_v1_session_writes_a_file_and_installs_nothing(tmp_path: Path, 
     assert all("webfetch" not in tools and "websearch" not in tools for tools in offered)
     assert session.outcome.is_error is False
     assert session.outcome.usage is not None and session.outcome.usage.total > 0
-    # Model identity comes from `opencode export` (finalize), not from the stream.
+    # Model identity comes from the session OpenCode stored (finalize), not from the stream.
     assert session.outcome.model_identity == "atlante-scripted/scripted-model"
     # The background `npm install @opencode-ai/plugin` did not land in the sandbox.
     assert not (session.sandbox / ".opencode" / "node_modules").exists()
@@ -203,6 +205,59 @@ def test_opencode_v1_denies_rm_rf(tmp_path: Path, hosts_path: Callable[[], str])
     # The loop went on after the denial: the closing turn was played and the run ended normally.
     assert session.returncode == 0
     assert len([r for r in session.requests if r.kind == "turn"]) == 2
+
+
+TASK_SCRIPT: list[dict[str, Any]] = [
+    # The subagent's own conversation is played from turn 0 too: it asks for a task once more
+    # (refused at OpenCode's default subagent depth), then ends with the closing turn.
+    {"text": "Delegating.", "actions": [{"type": "task", "prompt": "Say done.", "description": "note"}],
+     "usage": {"input": 100, "output": 20, "cache_read": 5}},
+    {"text": "Done.", "usage": {"input": 50, "output": 7}},
+]
+
+
+def exported(session: Session, executable: str, session_id: str) -> dict[str, Any]:
+    """``opencode export <session_id>``'s ``info`` object, run as the trial's OpenCode ran."""
+    result = run([executable, "export", session_id], cwd=session.sandbox, env=session.env, timeout_s=SESSION_TIMEOUT_S,
+                 bounds=Bounds(capture_limit=64_000_000))
+    assert result.returncode == 0, result.stderr[-2000:]
+    info = json.loads(result.stdout[result.stdout.index("{"):])["info"]
+    assert isinstance(info, dict) and info["id"] == session_id
+    return info
+
+
+def test_opencode_model_and_subagent_costs_equal_what_opencode_export_gives(
+        tmp_path: Path, hosts_path: Callable[[], str]) -> None:
+    path = hosts_path()
+    host = host_for("opencode")
+    info = host.probe(parent_env(path))
+
+    session = run_session(host, info, tmp_path, TASK_SCRIPT, path)
+
+    assert session.returncode == 0, session.stderr[-2000:]
+    monitor = host.new_monitor()
+    for line in session.stdout_lines:
+        monitor.feed(line)
+    assert isinstance(monitor, OpenCodeStreamMonitor) and monitor.session_id is not None
+    (child,) = monitor.subagent_session_ids
+    streamed = monitor.outcome()
+    stored = read_sessions(session.home, {}, [monitor.session_id, child])
+    for session_id in (monitor.session_id, child):
+        export = exported(session, info.executable, session_id)
+        mine = stored[session_id]
+        assert mine.model == f"{export['model']['providerID']}/{export['model']['id']}"
+        assert mine.cost == export["cost"]
+        assert mine.usage == opencode_usage(export["tokens"])
+    # The adapter's outcome: the main session's model, the stream's figures plus the subagent's.
+    main_export, child_export = exported(session, info.executable, monitor.session_id), exported(session, info.executable, child)
+    assert session.outcome.model_identity == "atlante-scripted/scripted-model" == stored[monitor.session_id].model
+    assert streamed.usage is not None and session.outcome.usage is not None
+    assert session.outcome.usage == sum_usage([streamed.usage, opencode_usage(child_export["tokens"])])
+    assert session.outcome.usage == sum_usage([opencode_usage(main_export["tokens"]), opencode_usage(child_export["tokens"])])
+    assert session.outcome.cost_usd == pytest.approx(main_export["cost"] + child_export["cost"])
+    # Both sessions played the two scripted turns: 2 x (150 in, 27 out, 5 cache read).
+    assert session.outcome.usage.model_dump() == {"inputTokens": 300, "outputTokens": 54, "cacheReadTokens": 10,
+                                                  "cacheWriteTokens": 0}
 
 
 # --------------------------------------------------------------------------- OpenCode V2 (faked)

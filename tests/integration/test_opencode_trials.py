@@ -5,8 +5,8 @@ Every test is one (or two) ``pytest --atlante-eval`` runs in a child process (py
 pinned CLI on PATH; it reads the run's ``report.json`` back through the report's own model.  An
 OpenCode trial costs 5–10 s of a 2-core machine, so scenarios share runs wherever they can.
 
-OpenCode specifics proven here (host-facts §7–§10): the model identity comes from ``opencode export``
-(it is not in the stream); SIGINT/SIGTERM leave the bash tool's children behind, so the session
+OpenCode specifics proven here (host-facts §7–§10): the model identity comes from the session
+OpenCode stored (it is not in the stream); SIGINT/SIGTERM leave the bash tool's children behind, so the session
 timeout test looks for survivors in /proc; the background ``npm install @opencode-ai/plugin`` must
 not land in a kept sandbox's ``.opencode/``; credentials come from ``auth.json`` only, never from a
 shell API-key variable, while a gateway's ``ANTHROPIC_BASE_URL`` still reaches the host.
@@ -71,7 +71,7 @@ def test_check_matrix_is_the_same_serially_and_with_two_workers(pytester: pytest
     for run in run_matrix(pytester, tmp_path, private_tmp, HOST):
         host = run.report.host
         assert host is not None and (host.version, host.dialect) == (VERSION, "opencode-v1")
-        # Every trial that ran a session knows its model, which only `opencode export` tells.
+        # Every trial that ran a session knows its model, which only the stored session tells.
         sessions = [case.name for case in MATRIX if case.setup is None]
         assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL)
         assert run.trial("setup-fails").modelIdentity is None

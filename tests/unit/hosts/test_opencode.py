@@ -1,18 +1,26 @@
-"""OpenCode adapter: credentials (auth.json, V2 database), fresh config, command, environment, export."""
+"""OpenCode adapter: credentials (auth.json, V2 database), fresh config, command, environment, stored sessions."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import stat
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from pytest_atlante.hosts import ScriptedEndpoint, host_for
+from pytest_atlante.hosts import ScriptedEndpoint, host_for, opencode_store
 from pytest_atlante.hosts.base import HostInfo
-from pytest_atlante.hosts.opencode import PROJECT_CONFIG, parse_export, render_config
-from pytest_atlante.hosts.opencode_store import CREDENTIAL_TABLES, copy_credential_database, data_dir
+from pytest_atlante.hosts.opencode import PROJECT_CONFIG, render_config
+from pytest_atlante.hosts.opencode_store import (
+    CREDENTIAL_TABLES,
+    StoredSession,
+    copy_credential_database,
+    data_dir,
+    read_sessions,
+)
 from pytest_atlante.records import Usage
 
 V1 = HostInfo("opencode", "1.18.33", "opencode-v1", "/opt/bin/opencode")
@@ -214,31 +222,123 @@ def test_environment_is_quiet_and_drops_config_layers(tmp_path: Path) -> None:
     assert env["npm_config_registry"].startswith("http://127.0.0.1:")
 
 
-# --------------------------------------------------------------------------- export
+# --------------------------------------------------------------------------- stored sessions
+
+# The columns of OpenCode 1.18.33's session and message tables that the reader uses.
+SESSION_TABLE = (
+    "CREATE TABLE session (id text PRIMARY KEY, parent_id text, cost real DEFAULT 0 NOT NULL,"
+    " tokens_input integer DEFAULT 0 NOT NULL, tokens_output integer DEFAULT 0 NOT NULL,"
+    " tokens_reasoning integer DEFAULT 0 NOT NULL, tokens_cache_read integer DEFAULT 0 NOT NULL,"
+    " tokens_cache_write integer DEFAULT 0 NOT NULL, model text)"
+)
+MESSAGE_TABLE = ("CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,"
+                 " time_created integer NOT NULL, data text NOT NULL)")
+MAIN_ROW = ("ses_main", None, 0.25, 10, 5, 1, 2, 3, json.dumps({"id": "scripted-model", "providerID": "s"}))
+CHILD_ROW = ("ses_child", "ses_main", 0.5, 7, 4, 0, 0, 1, json.dumps({"id": "small", "providerID": "s"}))
 
 
-def test_parse_export_reads_model_cost_and_tokens() -> None:
-    text = "Exporting session: ses_1\n" + json.dumps(
-        {"info": {"id": "ses_1", "model": {"id": "scripted-model", "providerID": "s"}, "cost": 0.25,
-                  "tokens": {"input": 10, "output": 5, "reasoning": 1, "cache": {"read": 2, "write": 3}}},
-         "messages": []}
-    )
-    exported = parse_export(text)
-    assert exported is not None
-    assert (exported.model, exported.cost) == ("s/scripted-model", 0.25)
-    assert exported.usage == Usage(inputTokens=10, outputTokens=6, cacheReadTokens=2, cacheWriteTokens=3)
+def store_sessions(home: Path, rows: list[tuple[object, ...]], messages: tuple[tuple[object, ...], ...] = ()) -> Path:
+    db = data_dir(home) / "opencode.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(db)) as connection:
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute(SESSION_TABLE)
+        connection.execute(MESSAGE_TABLE)
+        connection.executemany("INSERT INTO session VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        connection.executemany("INSERT INTO message VALUES (?, ?, ?, ?)", messages)
+        connection.commit()
+    return db
 
 
-def test_parse_export_falls_back_to_the_last_assistant_message() -> None:
-    text = json.dumps({"info": {}, "messages": [
-        {"info": {"role": "assistant", "providerID": "a", "modelID": "old"}},
-        {"info": {"role": "assistant", "providerID": "a", "modelID": "new"}},
-        {"info": {"role": "user", "providerID": "u", "modelID": "x"}},
-    ]})
-    exported = parse_export(text)
-    assert exported is not None and exported.model == "a/new" and exported.cost == 0.0 and exported.usage is None
+def test_stored_sessions_give_model_cost_and_tokens(tmp_path: Path) -> None:
+    store_sessions(tmp_path, [MAIN_ROW, CHILD_ROW])
+    found = read_sessions(tmp_path, {}, ["ses_main", "ses_child", "ses_unknown"])
+    assert set(found) == {"ses_main", "ses_child"}
+    assert found["ses_main"] == StoredSession(
+        "s/scripted-model", 0.25, Usage(inputTokens=10, outputTokens=6, cacheReadTokens=2, cacheWriteTokens=3))
+    assert found["ses_child"].cost == 0.5 and found["ses_child"].model == "s/small"
 
 
-@pytest.mark.parametrize("text", ["", "no json here", "{broken", "[1]"])
-def test_parse_export_junk_is_none(text: str) -> None:
-    assert parse_export(text) is None
+def test_a_session_without_model_takes_the_last_assistant_message(tmp_path: Path) -> None:
+    messages = (("m1", "ses_main", 1, json.dumps({"role": "assistant", "providerID": "a", "modelID": "old"})),
+                ("m2", "ses_main", 2, json.dumps({"role": "assistant", "providerID": "a", "modelID": "new"})),
+                ("m3", "ses_main", 3, json.dumps({"role": "user", "providerID": "u", "modelID": "x"})))
+    store_sessions(tmp_path, [(*MAIN_ROW[:-1], None)], messages)
+    assert read_sessions(tmp_path, {}, ["ses_main"])["ses_main"].model == "a/new"
+
+
+def test_the_write_ahead_log_is_read_with_the_database(tmp_path: Path) -> None:
+    # OpenCode exits with its rows still in opencode.db-wal; a reader of the main file alone sees none.
+    db = store_sessions(tmp_path, [])
+    with closing(sqlite3.connect(db)) as keeper:  # open, it keeps the log from being checkpointed away
+        keeper.execute("PRAGMA wal_autocheckpoint = 0")
+        keeper.execute("INSERT INTO session VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", MAIN_ROW)
+        keeper.commit()
+        assert db.with_name("opencode.db-wal").stat().st_size > 0
+        with closing(sqlite3.connect(f"{db.as_uri()}?immutable=1", uri=True)) as main_file_only:
+            assert main_file_only.execute("SELECT count(*) FROM session").fetchone() == (0,)
+        assert read_sessions(tmp_path, {}, ["ses_main"])["ses_main"].cost == 0.25
+
+
+def test_the_store_follows_xdg_data_home(tmp_path: Path) -> None:
+    store_sessions(tmp_path / "data-home", [MAIN_ROW])
+    env = {"XDG_DATA_HOME": str(tmp_path / "data-home" / ".local" / "share")}
+    assert set(read_sessions(tmp_path / "data-home", env, ["ses_main"])) == {"ses_main"}
+
+
+def test_a_symlinked_store_directory_is_not_read(tmp_path: Path) -> None:
+    # The agent points the trial HOME's .local at another store (the user's, with their history).
+    store_sessions(tmp_path / "other", [MAIN_ROW])
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".local").symlink_to(tmp_path / "other" / ".local")
+    assert read_sessions(home, {}, ["ses_main"]) == {}
+
+
+def test_a_symlinked_or_special_database_is_not_read(tmp_path: Path) -> None:
+    other = store_sessions(tmp_path / "other", [MAIN_ROW])
+    store = data_dir(tmp_path / "home")
+    store.mkdir(parents=True)
+    (store / "opencode.db").symlink_to(other)
+    assert read_sessions(tmp_path / "home", {}, ["ses_main"]) == {}
+    (store / "opencode.db").unlink()
+    os.mkfifo(store / "opencode.db")  # opening it must not hang
+    assert read_sessions(tmp_path / "home", {}, ["ses_main"]) == {}
+
+
+def test_an_oversized_store_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = store_sessions(tmp_path, [MAIN_ROW])
+    assert set(read_sessions(tmp_path, {}, ["ses_main"])) == {"ses_main"}
+    monkeypatch.setattr(opencode_store, "SESSION_STORE_LIMIT", db.stat().st_size - 1)
+    assert read_sessions(tmp_path, {}, ["ses_main"]) == {}
+
+
+def test_a_session_view_is_refused(tmp_path: Path) -> None:
+    # A view in the table's place could compute anything (here: rows that never end).
+    db = data_dir(tmp_path) / "opencode.db"
+    db.parent.mkdir(parents=True)
+    with closing(sqlite3.connect(db)) as connection:
+        connection.execute("CREATE VIEW session AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)"
+                           " SELECT 'ses_main' AS id, i AS cost FROM n")
+    assert read_sessions(tmp_path, {}, ["ses_main"]) == {}
+
+
+def test_an_expensive_query_is_interrupted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store_sessions(tmp_path, [(f"ses_{i}", None, 0.0, 1, 1, 0, 0, 0, None) for i in range(2000)])
+    assert len(read_sessions(tmp_path, {}, [f"ses_{i}" for i in range(2000)])) == 2000
+    monkeypatch.setattr(opencode_store, "_QUERY_STEP_LIMIT", 1)
+    assert read_sessions(tmp_path, {}, [f"ses_{i}" for i in range(2000)]) == {}
+
+
+@pytest.mark.parametrize("content", [b"", b"not a database at all", b"SQLite format 3\x00" + b"\xff" * 200])
+def test_junk_stores_give_nothing(tmp_path: Path, content: bytes) -> None:
+    db = data_dir(tmp_path) / "opencode.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(content)
+    assert read_sessions(tmp_path, {}, ["ses_main"]) == {}
+
+
+def test_no_store_and_no_sessions_give_nothing(tmp_path: Path) -> None:
+    assert read_sessions(tmp_path, {}, ["ses_main"]) == {}
+    store_sessions(tmp_path, [MAIN_ROW])
+    assert read_sessions(tmp_path, {}, []) == {}

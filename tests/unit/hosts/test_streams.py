@@ -134,7 +134,7 @@ def test_opencode_write_stream_sums_step_finish_tokens_and_cost() -> None:
     outcome = monitor.outcome()
     assert outcome.usage == Usage(inputTokens=190, outputTokens=40, cacheReadTokens=10, cacheWriteTokens=0)
     assert outcome.cost_usd == pytest.approx(0.001173)
-    assert outcome.model_identity is None  # not in the stream: opencode export has it
+    assert outcome.model_identity is None  # not in the stream: the stored session has it
     assert outcome.usage_events == 2 and outcome.budget_unmonitored is False
     assert outcome.is_error is False
     assert monitor.session_id == "ses_dd485b425ffePArjq9AwJIY7X8"
@@ -157,7 +157,7 @@ def test_opencode_error_event_marks_the_session_failed() -> None:
     assert outcome.usage is None and outcome.budget_unmonitored is True
 
 
-def test_opencode_subagent_session_ids_are_collected_for_export() -> None:
+def test_opencode_subagent_session_ids_are_collected() -> None:
     monitor = OpenCodeStreamMonitor()
     feed(monitor, "opencode-1.18.33-task-subagent-stream.jsonl")
     assert monitor.session_id == "ses_dd47c828cffeamea7Pmr3yOAas"
