@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, NoReturn
 
-from pytest_atlante.fsutil import UnreadableFile, no_duplicate_keys, read_capped
+from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.names import HOSTS
 from pytest_atlante.models import StrictModel
 from pytest_atlante.records import TrialRecord
@@ -349,7 +349,7 @@ def pack_report_view(
 
 def _pack_config(pack_root: Path) -> dict[str, Any]:
     """The ``eval`` section of a pack root's ``atlante.jsonc`` (itself untrusted input)."""
-    import json5
+    from pytest_atlante.suite import jsonc
 
     config = pack_root / "atlante.jsonc"
     try:
@@ -357,8 +357,8 @@ def _pack_config(pack_root: Path) -> dict[str, Any]:
     except UnreadableFile as exc:
         _reject("report-not-declared", f"the pack's atlante.jsonc {exc.reason}")
     try:
-        document = json5.loads(data.decode("utf-8"), object_pairs_hook=no_duplicate_keys)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        document = jsonc.loads(data.decode("utf-8"))
+    except ValueError as exc:  # JsoncError and UnicodeDecodeError are ValueErrors
         _reject("report-not-declared", f"atlante.jsonc is not valid JSONC: {exc}")
     suite = document.get("eval") if isinstance(document, dict) else None
     return suite if isinstance(suite, dict) else {}

@@ -1,40 +1,23 @@
 """Loading user documents (JSON and JSONC) with locations for every problem.
 
-json5 parses JSONC (comments, trailing commas).  Duplicate keys are rejected: json5 would silently
-keep the last one, which hides typos in hand-edited files.  Locations are JSON paths where the
-problem is inside the data, and ``line N`` where the text itself does not parse.
+``suite.jsonc`` parses JSONC (comments, trailing commas) at the speed of JSON.  Duplicate keys are
+rejected: keeping the last one would hide typos in hand-edited files.  Locations are JSON paths
+where the problem is inside the data, and ``line N, column M`` where the text does not parse.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import json5
 from pydantic import BaseModel, ValidationError
 
 from pytest_atlante.checks import CHECK_TYPES
 from pytest_atlante.diagnostics import Diagnostic, json_path
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-
-
-class DuplicateKeyError(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(f"duplicate key {key!r}")
-        self.key = key
-
-
-def _reject_duplicates(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise DuplicateKeyError(key)
-        result[key] = value
-    return result
+from pytest_atlante.suite import jsonc
 
 
 @dataclass(frozen=True)
@@ -65,42 +48,21 @@ def load_document(path: Path, display: str, code: str) -> LoadedDocument | Diagn
     except UnicodeDecodeError as exc:
         return Diagnostic(display, f"byte {exc.start}", code, "file is not valid UTF-8", "save the file as UTF-8")
     try:
-        # Plain JSON first: the stdlib parser is ~100x faster than json5 (a suite of thousands of
-        # scenario documents is parsed at every start), and JSON is JSONC.  Anything else, errors
-        # included, goes through json5, whose messages carry the line.
-        data = json.loads(text, object_pairs_hook=_reject_duplicates)
-    except (ValueError, RecursionError):
-        pass
-    else:
-        return LoadedDocument(path, display, text, data)
-    try:
-        data = json5.loads(text, object_pairs_hook=_reject_duplicates)
-    except (ValueError, RecursionError) as exc:
-        # json5 re-wraps exceptions raised by the pairs hook, so the duplicate is recognised by text.
-        duplicate = re.search(r"duplicate key '(.*)'", str(exc))
-        if isinstance(exc, DuplicateKeyError) or duplicate:
-            key = exc.key if isinstance(exc, DuplicateKeyError) else duplicate.group(1) if duplicate else ""
-            line = _line_of_second(text, key)
-            return Diagnostic(display, f"line {line}", code, f"duplicate key {key!r}", "remove one of the two entries; JSON keys must be unique")
-        return Diagnostic(display, _parse_location(str(exc)), code, f"not valid JSON/JSONC: {_parse_message(str(exc))}", "fix the syntax (comments and trailing commas are allowed)")
+        data = jsonc.loads(text)
+    except jsonc.JsoncError as exc:
+        return Diagnostic(display, parse_location(exc), code, *_parse_problem(exc))
     return LoadedDocument(path, display, text, data)
 
 
-def _line_of_second(text: str, key: str) -> int:
-    matches = list(re.finditer(re.escape(f'"{key}"') + r"\s*:", text))
-    if len(matches) < 2:
-        matches = list(re.finditer(re.escape(key) + r"\s*:", text))
-    match = matches[1] if len(matches) > 1 else (matches[0] if matches else None)
-    return text.count("\n", 0, match.start()) + 1 if match else 1
+def parse_location(error: jsonc.JsoncError) -> str:
+    """Where a text does not parse, as diagnostics spell it."""
+    return f"line {error.line}, column {error.column}"
 
 
-def _parse_location(message: str) -> str:
-    match = re.match(r"<string>:(\d+)", message)
-    return f"line {match.group(1)}" if match else "line 1"
-
-
-def _parse_message(message: str) -> str:
-    return re.sub(r"^<string>:\d+\s*", "", message) or message
+def _parse_problem(error: jsonc.JsoncError) -> tuple[str, str]:
+    if error.duplicate_key is not None:
+        return f"duplicate key {error.duplicate_key!r}", "remove one of the two entries; JSON keys must be unique"
+    return f"not valid JSON/JSONC: {error.message}", "fix the syntax (comments and trailing commas are allowed)"
 
 
 def validation_diagnostics(error: ValidationError, file: str, code: str, hint: str) -> list[Diagnostic]:

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import json5
 import pytest
 
 from conftest import copy_example
 from pytest_atlante.report.model import EvalReport, pass_rate, scenario_statistics
+from pytest_atlante.suite import jsonc
 from pytest_atlante.suite.build import build
 from trial_helpers import EvalRun, run_eval
 
@@ -40,7 +40,7 @@ def variant(tmp_path: Path, name: str, *, trials: int, tools: list[str] | None =
     (tmp_path / name).mkdir()
     root = copy_example(tmp_path / name)
     config = root / "atlante.jsonc"
-    doc: dict[str, Any] = json5.loads(config.read_text())
+    doc: dict[str, Any] = jsonc.loads(config.read_text())
     doc["eval"]["budget"]["trials"] = trials
     if tools is not None:
         doc["harness"]["agents"]["greeter-dev"]["tools"] = tools

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import json5
 import pytest
 
 from conftest import copy_example
+from pytest_atlante.suite import jsonc
 from pytest_atlante.suite.build import build
 from trial_helpers import check_outcome, logged_requests, run_eval, system_text, with_request_log
 
@@ -36,7 +36,7 @@ def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str]) -> N
 
 
 def edit_jsonc(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    doc = json5.loads(path.read_text())
+    doc = jsonc.loads(path.read_text())
     change(doc)
     path.write_text(json.dumps(doc, indent=2) + "\n")
 

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import json5
 import pytest
 from junitparser import JUnitXml
 
 from conftest import Project, config_doc, copy_example
 from pytest_atlante.report.model import EvalReport
+from pytest_atlante.suite import jsonc
 from pytest_atlante.suite.build import build
 from test_budgets import fake_project, fake_scenario  # noqa: F401 - fixture
 from trial_helpers import logged_requests, run_eval, with_request_log
@@ -269,7 +269,7 @@ def test_the_example_through_claude_reruns_one_trial_and_files_it_in_allure(
     root = copy_example(tmp_path)
     build(root)
     document = root / "eval/scenarios/settings.eval.json"
-    description = json5.loads(document.read_text())["description"]
+    description = jsonc.loads(document.read_text())["description"]
     log, allure_dir = tmp_path / "requests", tmp_path / "allure"
     first = run_eval(pytester, root, tmp_path / "out", "--teamcity", f"--alluredir={allure_dir}",
                      *with_request_log(monkeypatch, log))

@@ -128,9 +128,9 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_syntax_error_and_duplicate_key_and_missing_file(tmp_path: Path) -> None:
-    assert diagnostics_of(tmp_path, '{"schema": 1,\n "turns": ]}')[0][0] == "line 2"
-    duplicate = diagnostics_of(tmp_path, '{"schema": "atlante/scripted-model-v1", "schema": "x", "turns": []}')
-    assert "duplicate key" in duplicate[0][2]
+    assert diagnostics_of(tmp_path, '{"schema": 1,\n "turns": ]}')[0][0] == "line 2, column 11"
+    duplicate = diagnostics_of(tmp_path, '{"schema": "atlante/scripted-model-v1",\n  "schema": "x", "turns": []}')
+    assert duplicate[0] == ("line 2, column 3", "eval-script-invalid", "duplicate key 'schema'")
     with pytest.raises(ScriptError) as caught:
         load_script(tmp_path / "absent.json")
     assert caught.value.diagnostics[0].code == "eval-script-invalid"

@@ -134,13 +134,14 @@ def test_no_function_takes_more_than_eight_parameters() -> None:
 
 
 def test_the_report_side_imports_no_document_layer() -> None:
-    """``atlante view``, ``compare`` and ``report merge`` read reports only: they load without json5."""
+    """``atlante view``, ``compare`` and ``report merge`` read reports only: they load no document parser."""
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['json5'] = None\n"
+    code = ("import sys\n"
             "import pytest_atlante.report.view, pytest_atlante.report.merge, pytest_atlante.report.compare\n"
-            "assert 'pytest_atlante.suite.documents' not in sys.modules")
+            "assert 'pytest_atlante.suite.documents' not in sys.modules\n"
+            "assert 'pytest_atlante.suite.jsonc' not in sys.modules")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
                           cwd=PACKAGE.parent)
     assert done.returncode == 0, done.stderr

@@ -96,8 +96,8 @@ CLAUDE_MANIFEST = ".atlante/build/claude-code/manifest.json"
 
 # (id, mutation, extra pytest args, expected code, expected file, expected location)
 CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
-    ("config-not-json", write(M, '{"version": "0.2",, }'), [], "eval-config-invalid", M, "line 1"),
-    ("config-duplicate-key", write(M, '{"version": "0.2",\n "version": "0.2"}'), [], "eval-config-invalid", M, "line 2"),
+    ("config-not-json", write(M, '{"version": "0.2",, }'), [], "eval-config-invalid", M, "line 1, column 19"),
+    ("config-duplicate-key", write(M, '{"version": "0.2",\n "version": "0.2"}'), [], "eval-config-invalid", M, "line 2, column 2"),
     ("config-unknown-top-key", cfg_top(bogus=1), [], "eval-config-invalid", M, "$.bogus"),
     ("config-unknown-eval-key", cfg(bogus=True), [], "eval-config-invalid", M, "$.eval.bogus"),
     ("config-bad-host", cfg(host="vscode"), [], "eval-config-invalid", M, "$.eval.host"),
@@ -116,8 +116,8 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("package-unresolved", cfg_top(packages=["@acme/missing-pack"]), [], "eval-package-unresolved", M, "$.packages[0]"),
     ("include-unselected", cfg(include=["@acme/review-pack"]), [], "eval-include-unselected", M, "$.eval.include[0]"),
     ("missing-config-file", lambda p: (p.root / M).unlink(), [], "eval-config-missing", M, ""),
-    ("scenario-not-json", write(S, "{ nope"), [], "eval-scenario-invalid", S, "line 1"),
-    ("scenario-duplicate-key", write(S, '{"name": "a",\n\n "name": "b"}'), [], "eval-scenario-invalid", S, "line 3"),
+    ("scenario-not-json", write(S, "{ nope"), [], "eval-scenario-invalid", S, "line 1, column 3"),
+    ("scenario-duplicate-key", write(S, '{"name": "a",\n\n "name": "b"}'), [], "eval-scenario-invalid", S, "line 3, column 2"),
     ("scenario-bad-schema-uri", scen(**{"$schema": "https://atlante.sh/schema/v9/eval-scenario.json"}), [], "eval-scenario-invalid", S, '$["$schema"]'),
     ("scenario-bad-version", scen(version="0.9"), [], "eval-scenario-invalid", S, "$.version"),
     ("scenario-version-schema-mismatch", scen(version="0.2"), [], "eval-scenario-invalid", S, '$["$schema"]'),

@@ -94,7 +94,7 @@ def test_an_invalid_root_preset_is_located_in_the_pack_file(project: PackProject
 def test_a_root_preset_that_is_not_json_is_located_by_line(project: PackProject) -> None:
     project.write("packs/broken/atlante.jsonc", '{\n  "version": "0.2",,\n}')
     _, [problem] = resolve(project, "./packs/broken")
-    assert (problem.code, problem.file, problem.location) == ("eval-package-invalid", "packs/broken/atlante.jsonc", "line 2")
+    assert (problem.code, problem.file, problem.location) == ("eval-package-invalid", "packs/broken/atlante.jsonc", "line 2, column 20")
 
 
 @pytest.mark.parametrize(("field", "value", "reason"), [
