@@ -13,12 +13,12 @@ Every trial runs the host CLI, setup commands and command checks through ``run``
   ``interrupt_signal`` to the process group (SIGINT by default: Claude Code then kills its tool
   tree and emits a final ``result`` event, host-facts §6), keep reading output for ``grace_s``, then
   SIGKILL the group.
-- Always, once the main process has ended: kill and reap every process that still carries the
-  run's token, sits in its process group, or was adopted by this process (a child subreaper)
-  during the run — tool shells that left the group with ``setsid``, and descendants that also
-  dropped the token with ``env -i`` (see ``reaper`` for the mechanism and its trade-offs). The main
-  process is left unreaped (a zombie) until then, so its process-group id cannot be recycled while
-  we signal it.
+- Always, once the main process has ended: kill and reap every process of the run's tree — the
+  live descendants of the children this process (a child subreaper) gained during the run: tool
+  shells that left the group with ``setsid``, and descendants that also dropped the environment
+  with ``env -i`` (see ``reaper`` for the mechanism, its ``/proc``-scan fallback and trade-offs).
+  The main process is left unreaped (a zombie) until then, so its process-group id cannot be
+  recycled while we signal it.
 - ``wrap`` (namespace isolation, see ``isolation``) turns the argv into a sandboxed one, e.g.
   ``bwrap … -- argv``. The executable is still resolved here first, so a missing program stays a
   start error rather than the wrapper's exit status; the interrupt then goes to every member of

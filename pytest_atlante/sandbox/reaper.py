@@ -6,27 +6,34 @@ them, and SIGTERM to Claude Code 2.1.197 or to OpenCode leaves them running, re-
 
 Mechanism and its trade-offs
 ----------------------------
-1. **Membership.** A process belongs to the run if any of these holds:
+1. **Membership.** The run is the process tree below the children this process gained since the
+   run started (``current_children`` before it, pid *and* start time, so a recycled pid is not
+   mistaken for an old child).  We are a child subreaper (point 3), so no process of the run can
+   leave that tree: when a parent dies, its children re-parent to us, not to pid 1.  That catches
+   the shells the host CLIs start with ``setsid``, and descendants that also exec'd with ``env -i``
+   *and* left the group (``setsid env -i …``, a double fork with an empty environment).  The tree is
+   read from the kernel's per-thread child lists (``/proc/<pid>/task/*/children``), starting at our
+   own: the cost grows with the run's processes, not with the machine's (measured in
+   docs/benchmarks.md "Process sweeps").  Under namespace isolation (``isolation``) the trial's
+   processes live in their own PID namespace and die with it; the tree is then just the
+   bubblewrap process (a zombie by the time of the sweep) and, if bubblewrap died first, its
+   sandbox init on its way out: nothing to scan.
+   Where the kernel lists no children (built without ``CONFIG_PROC_CHILDREN``) or this process
+   could not become a subreaper, a process belongs to the run if any of these holds, found by a
+   scan of every process in ``/proc``:
    - it carries the **environment token**: ``process.run`` puts ``ATLANTE_RUN_TOKEN=<uuid4>`` into
      the child's environment, every descendant inherits it unless it deliberately execs with a
      rewritten environment, and ``/proc/<pid>/environ`` keeps showing the environment a process was
      exec'd with even after ``setsid`` or ``unsetenv``;
    - it is a live member of the run's original **process group** other than the leader (safe
      because the caller keeps the leader unreaped, so the group id is not recycled);
-   - it was **adopted** by this process: its parent is us (we are a child subreaper, point 3), and
-     it is not one of the children we already had when the run started (pid *and* start time, so a
-     recycled pid is not mistaken for an old child).  This catches what the first two cannot: a
-     descendant that exec'd with ``env -i`` *and* left the group (``setsid env -i …``, a double
-     fork with an empty environment).  Its parent chain ends at us once the processes in between
-     died; killing an adopted process re-parents its own children to us, so the repeated scan
-     catches the whole subtree.  Limitation: a child that *another thread* of this process starts
-     while a run is being swept counts as adopted; atlante starts processes from one thread.
-   After the run's main process has ended we SIGKILL every member, repeating the scan until none
-   remains (bounded).  Under namespace isolation (``isolation``) every process of the trial lives in
-   a PID namespace and dies with it; the sweep still runs and normally finds nothing.
-   - Cost: two or three small reads per process in ``/proc`` per scan (about 5 ms per run with ~80
-     processes, measured).  Processes of other users are unreadable to a non-root caller and so
-     never matched or killed.
+   - it was **adopted** by this process: its parent is us and it is not one of the children we
+     already had when the run started.
+   Limitation (both ways): a child that *another thread* of this process starts while a run is
+   being swept counts as the run's; atlante starts processes from one thread.
+   After the run's main process has ended we SIGKILL every member, repeating until none remains
+   (bounded): a dying process may fork once more, and killing one hands its children to us.
+   - Processes of other users are unreadable to a non-root caller and so never matched or killed.
    - Linux >= 5.4 only (``/proc``, pidfds with ``P_PIDFD``, ``prctl``), where the host CLIs'
      behaviour was measured (docs/host-facts.md).
 2. **pidfds pin identity.** Between reading ``/proc/<pid>/…`` and signalling, the pid could be
@@ -84,7 +91,7 @@ def _token_entry(token: str) -> bytes:
     return f"\0{TOKEN_VARIABLE}={token}\0".encode()
 
 
-def _read_proc(pid: int, name: str) -> bytes | None:
+def _read_proc(pid: int | str, name: str) -> bytes | None:
     """``/proc/<pid>/<name>``, or None if the process is gone or the file unreadable.
 
     Plain ``os`` calls rather than ``Path.read_bytes``: every trial scans every process of the
@@ -149,16 +156,60 @@ def _stat_if_alive(pid: int) -> _Stat | None:
     return _Stat(ppid=int(fields[1]), pgrp=int(fields[2]), start=int(fields[19]))
 
 
+def _children_of(pid: int | str) -> list[int] | None:
+    """``pid``'s children as the kernel lists them per thread (``/proc/<pid>/task/*/children``):
+    no scan of the machine's processes.  None when the kernel has no such files (built without
+    CONFIG_PROC_CHILDREN) or ``pid`` is gone."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    found: list[int] = []
+    for thread in threads:
+        listed = _read_proc(f"{pid}/task/{thread}", "children")
+        if listed is None:
+            if not os.path.exists(f"/proc/{pid}/task/{thread}"):
+                continue  # the thread ended meanwhile
+            return None
+        found.extend(int(child) for child in listed.split())
+    return found
+
+
 def current_children() -> frozenset[tuple[int, int]]:
     """(pid, start time) of this process's live children: pass to ``kill_processes_with_token`` as
     ``known_children`` so that only children adopted after this call count as the run's."""
     own = os.getpid()
+    listed = _children_of("self")
+    candidates = listed if listed is not None else _proc_pids()
     found = set()
-    for pid in _proc_pids():
+    for pid in candidates:
         stat = _stat_if_alive(pid)
         if stat is not None and stat.ppid == own:
             found.add((pid, stat.start))
     return frozenset(found)
+
+
+def _descendants(roots: list[int], exclude: int | None) -> dict[int, int] | None:
+    """Every live process below ``roots`` (the roots included), as pid → start time; None when the
+    kernel lists no children (the caller then scans ``/proc``).  Zombies are skipped: a process that
+    exited has no children left (they were re-parented at its exit)."""
+    found: dict[int, int] = {}
+    pending = list(roots)
+    while pending:
+        pid = pending.pop()
+        if pid in found or pid == exclude:
+            continue
+        stat = _stat_if_alive(pid)
+        if stat is None:
+            continue
+        children = _children_of(pid)
+        if children is None:
+            if _stat_if_alive(pid) is None:
+                continue  # it died between the two reads
+            return None
+        found[pid] = stat.start
+        pending.extend(children)
+    return found
 
 
 @dataclass(frozen=True)
@@ -193,7 +244,49 @@ class _RunMembership:
         return [pid for pid in _proc_pids() if pid != own and self.includes(pid)]
 
 
-def _kill_pinned(pid: int, membership: _RunMembership, pinned: dict[int, int]) -> bool:
+class _RunTree:
+    """The run as the kernel's process tree shows it (module docstring, point 1): every live
+    descendant of the children this process adopted or started since ``known_children`` was taken.
+
+    We are a child subreaper, so each of the run's processes is below one of our children: the run's
+    main process (a zombie by the time of a sweep, its children re-parented to us), a tool shell that
+    left with ``setsid``, a double-forked ``env -i`` sleeper.  Identity is (pid, start time), so a
+    recycled pid is never taken for a member.  Reading the children of the run's processes costs
+    nothing that grows with the machine; :class:`_RunMembership` scans ``/proc`` where the kernel
+    lists no children."""
+
+    def __init__(self, known_children: frozenset[tuple[int, int]], leader: int | None) -> None:
+        self._known = known_children
+        self._leader = leader
+        self._starts: dict[int, int] = {}
+
+    def live_members(self) -> list[int] | None:
+        own = os.getpid()
+        children = _children_of("self")
+        if children is None:
+            return None
+        roots = [pid for pid in children if (stat := _stat_if_alive(pid)) is not None
+                 and stat.ppid == own and (pid, stat.start) not in self._known]
+        found = _descendants(roots, self._leader)
+        if found is None:
+            return None
+        self._starts.update(found)
+        return sorted(found)
+
+    def includes(self, pid: int) -> bool:
+        stat = _stat_if_alive(pid)
+        return stat is not None and self._starts.get(pid) == stat.start
+
+
+def _members(tree: _RunTree | None, scan: _RunMembership) -> tuple[list[int], _RunMembership | _RunTree]:
+    """The run's live members, from the process tree where the kernel lists children, else from a
+    scan of ``/proc``; with the membership that re-checks a pid after it was pinned."""
+    if tree is not None and (found := tree.live_members()) is not None:
+        return found, tree
+    return scan.live_members(), scan
+
+
+def _kill_pinned(pid: int, membership: _RunMembership | _RunTree, pinned: dict[int, int]) -> bool:
     """SIGKILL ``pid`` through a pidfd if it still belongs to the run; keep the pidfd to reap."""
     fd = pinned.get(pid)
     if fd is None:
@@ -250,21 +343,24 @@ def kill_processes_with_token(
 ) -> int:
     """SIGKILL every live member of the run (module docstring, point 1), then reap ours.
 
-    Members carry ``token``, or sit in ``process_group``, or — when ``known_children`` (from
-    ``current_children`` before the run started) is given — are children of this process that were
-    not among them: descendants that escaped both token and group and were adopted by us.  Scans
+    With ``known_children`` (from ``current_children`` before the run started) and this process a
+    child subreaper, the members are the live descendants of the children it gained since
+    (:class:`_RunTree`): no scan of the machine.  Otherwise — or where the kernel lists no children —
+    members carry ``token``, or sit in ``process_group``, or are children of this process that were
+    not among ``known_children`` (:class:`_RunMembership`, a scan of ``/proc``).  Scans
     repeatedly until no member remains or the sweep budget is spent, because a dying process may
     fork once more before the signal lands, and killing an adopted process hands its children to
     us.  ``process_group`` is the run's original group; its leader is excluded and must be kept
     unreaped by the caller, so the group id cannot have been recycled.  Returns how many distinct
     processes were found alive and killed.
     """
-    membership = _RunMembership(_token_entry(token), process_group, known_children)
+    scan = _RunMembership(_token_entry(token), process_group, known_children)
+    tree = _RunTree(known_children, process_group) if known_children is not None and ensure_child_subreaper() else None
     deadline = time.monotonic() + _SWEEP_BUDGET_S
     with _pidfds() as pinned:
         killed: set[int] = set()
         while True:
-            survivors = membership.live_members()
+            survivors, membership = _members(tree, scan)
             killed.update(pid for pid in survivors if _kill_pinned(pid, membership, pinned))
             if not survivors or time.monotonic() >= deadline:
                 break
@@ -283,9 +379,12 @@ def signal_group_except_leader(group: int, signum: int) -> None:
     For a run wrapped in bubblewrap: the leader is ``bwrap`` itself, which dies of SIGINT and
     SIGTERM at once and takes the sandbox down with it (``--die-with-parent``), so the command
     inside would never get to handle the signal (Claude Code's final ``result`` event, host-facts §6).
-    The leader must be kept unreaped by the caller, so ``group`` cannot have been recycled.
+    The leader must be kept unreaped by the caller, so ``group`` cannot have been recycled.  The
+    group's members are the leader's descendants (under bubblewrap an orphan goes to the sandbox's
+    own init, itself below the leader), so only those are read, not every process of the machine.
     """
-    for pid in _proc_pids():
+    below = _descendants([group], None)
+    for pid in sorted(below) if below is not None else _proc_pids():
         if pid == group:
             continue
         stat = _stat_if_alive(pid)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atlante.sandbox import reaper
 from pytest_atlante.sandbox.process import (
     ENVIRONMENT_ALLOWLIST,
     Bounds,
@@ -330,6 +331,38 @@ def test_a_descendant_without_token_or_group_is_killed_once_adopted(tmp_path: Pa
     _assert_tree_gone(result.stdout)
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(int(_field(result.stdout, "escaped")), 0)
+
+
+ALL_ESCAPES = ("--exit-after-spawn", "--tokenless-sibling", "--escaped")
+
+
+def test_the_sweep_reads_the_runs_own_tree_not_the_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every escape (setsid, a token-less group member, `setsid env -i`) is found from this
+    # process's child lists alone: listing the machine's processes would fail the run.
+    def no_scan() -> list[int]:
+        raise AssertionError("the sweep scanned /proc")
+
+    monkeypatch.setattr(reaper, "_proc_pids", no_scan)
+    result = _run(_helper("tree.py", *ALL_ESCAPES), tmp_path)
+    monkeypatch.undo()
+    assert result.returncode == 0
+    assert result.orphans_killed == 3  # the setsid grandchild, the token-less sibling, the escaped sleeper
+    _assert_tree_gone(result.stdout)
+    for name in ("tokenless", "escaped"):
+        with pytest.raises(ProcessLookupError):  # killed and reaped
+            os.kill(int(_field(result.stdout, name)), 0)
+
+
+def test_without_child_lists_the_proc_scan_still_kills_every_escape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A kernel built without CONFIG_PROC_CHILDREN: token, group and adoption, by a scan of /proc.
+    monkeypatch.setattr(reaper, "_children_of", lambda pid: None)
+    result = _run(_helper("tree.py", *ALL_ESCAPES), tmp_path)
+    assert result.returncode == 0
+    assert result.orphans_killed == 3
+    _assert_tree_gone(result.stdout)
+    for name in ("tokenless", "escaped"):
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(_field(result.stdout, name)), 0)
 
 
 def test_children_this_process_had_before_the_run_are_left_alone(tmp_path: Path) -> None:
