@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.names import HostName
+from pytest_atlante.hosts.probecache import cached_version, file_identity, remember_version
 
 if TYPE_CHECKING:
     from pytest_atlante.hosts.transcripts import TranscriptBuilder
@@ -357,7 +358,8 @@ def _probe_error(code: str, message: str, hint: str) -> DiagnosticError:
 
 
 def probe_version(executable_name: str, env: Mapping[str, str], *, install_hint: str) -> tuple[str, Version]:
-    """Find ``executable_name`` on ``env``'s PATH and run ``--version`` once.
+    """Find ``executable_name`` on ``env``'s PATH and run ``--version`` once — or not at all when
+    the probe cache (``hosts.probecache``) knows this very file.
 
     Returns the absolute executable path and the parsed version; raises ``eval-host-missing`` or
     ``eval-host-probe-failed``. The range check belongs to the caller, which knows the dialects.
@@ -370,6 +372,9 @@ def probe_version(executable_name: str, env: Mapping[str, str], *, install_hint:
             install_hint,
         )
     executable = os.path.abspath(found)
+    identity = file_identity(executable)
+    if identity is not None and (known := cached_version(env, executable, identity)) is not None:
+        return executable, known
     try:
         completed = subprocess.run(
             [executable, "--version"],
@@ -401,6 +406,8 @@ def probe_version(executable_name: str, env: Mapping[str, str], *, install_hint:
             f"`{executable} --version` exited {completed.returncode} and printed {said!r}, not a version",
             "run it by hand; reinstall the CLI if it does not print a version",
         )
+    if identity is not None and file_identity(executable) == identity:  # not swapped meanwhile
+        remember_version(env, executable, identity, version)
     return executable, version
 
 

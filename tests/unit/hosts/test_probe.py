@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from pytest_atlante.diagnostics import DiagnosticError
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import parse_version
+from pytest_atlante.hosts.probecache import CACHE_DIR_VARIABLE, CACHE_FILE, cache_path
 
 
 def fake_cli(tmp_path: Path, name: str, body: str) -> dict[str, str]:
@@ -90,3 +92,94 @@ def test_probe_runs_version_exactly_once(tmp_path: Path) -> None:
     env = fake_cli(tmp_path, "opencode", f'echo "$@" >> {log}; echo 1.18.33')
     host_for("opencode").probe(env)
     assert log.read_text() == "--version\n"
+
+
+# --------------------------------------------------------------------------- the probe cache
+
+
+def counting_cli(tmp_path: Path, version: str) -> tuple[dict[str, str], Path]:
+    """A fake `claude` that appends a line to ``calls`` each time it runs; the env names a cache."""
+    calls = tmp_path / "calls"
+    env = fake_cli(tmp_path, "claude", f'echo run >> "{calls}"; echo "{version} (Claude Code)"')
+    return {**env, CACHE_DIR_VARIABLE: str(tmp_path / "cache")}, calls
+
+
+def runs(calls: Path) -> int:
+    return len(calls.read_text().splitlines()) if calls.exists() else 0
+
+
+def test_a_second_probe_of_the_same_file_runs_nothing(tmp_path: Path) -> None:
+    env, calls = counting_cli(tmp_path, "2.1.197")
+    first = host_for("claude-code").probe(env)
+    second = host_for("claude-code").probe(env)
+    assert first == second and first.version == "2.1.197"
+    assert runs(calls) == 1
+    assert (tmp_path / "cache" / CACHE_FILE).is_file()
+
+
+def test_a_swapped_binary_is_probed_again_even_with_its_size_and_mtime_restored(tmp_path: Path) -> None:
+    env, calls = counting_cli(tmp_path, "2.1.197")
+    host_for("claude-code").probe(env)
+    exe = tmp_path / "bin" / "claude"
+    before = exe.stat()
+    # Same length, same modification time, another version: only the inode or ctime can tell.
+    exe.write_text(exe.read_text().replace("2.1.197", "2.1.198"))
+    os.utime(exe, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert exe.stat().st_size == before.st_size and exe.stat().st_mtime_ns == before.st_mtime_ns
+    assert host_for("claude-code").probe(env).version == "2.1.198"
+    assert runs(calls) == 2
+    replacement = tmp_path / "claude.new"  # a new file renamed over the old one
+    replacement.write_text(exe.read_text().replace("2.1.198", "2.1.199"))
+    replacement.chmod(0o755)
+    replacement.replace(exe)
+    assert host_for("claude-code").probe(env).version == "2.1.199"
+    assert runs(calls) == 3
+
+
+def test_failed_probes_are_not_cached(tmp_path: Path) -> None:
+    calls = tmp_path / "calls"
+    env = {**fake_cli(tmp_path, "claude", f'echo run >> "{calls}"; echo nonsense'), CACHE_DIR_VARIABLE: str(tmp_path / "cache")}
+    assert probe_code("claude-code", env) == "eval-host-probe-failed"
+    assert probe_code("claude-code", env) == "eval-host-probe-failed"
+    assert runs(calls) == 2
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b'{"schema": "other", "entries": {}}', b"\xff\xfe",
+                                     b'{"schema": "atlante/host-probes-v1", "entries": {"x": [1]}}'])
+def test_a_broken_cache_is_an_empty_one(tmp_path: Path, content: bytes) -> None:
+    env, calls = counting_cli(tmp_path, "2.1.197")
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / CACHE_FILE).write_bytes(content)
+    assert host_for("claude-code").probe(env).version == "2.1.197"
+    assert host_for("claude-code").probe(env).version == "2.1.197"
+    assert runs(calls) == 1  # the first probe replaced the broken cache
+
+
+def test_a_forged_entry_for_another_file_is_not_used(tmp_path: Path) -> None:
+    env, calls = counting_cli(tmp_path, "2.1.197")
+    exe = str(tmp_path / "bin" / "claude")
+    (tmp_path / "cache").mkdir()
+    forged = {"schema": "atlante/host-probes-v1", "entries": {exe: {"identity": [1, 2, 3, 4, 5] * 2, "version": [2, 1, 500]}}}
+    (tmp_path / "cache" / CACHE_FILE).write_text(json.dumps(forged))
+    assert host_for("claude-code").probe(env).version == "2.1.197"
+    assert runs(calls) == 1
+
+
+def test_an_unwritable_cache_directory_costs_only_the_probe(tmp_path: Path) -> None:
+    env, calls = counting_cli(tmp_path, "2.1.197")
+    (tmp_path / "cache").write_text("a file where the directory should be")
+    assert host_for("claude-code").probe(env).version == "2.1.197"
+    assert host_for("claude-code").probe(env).version == "2.1.197"
+    assert runs(calls) == 2
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({CACHE_DIR_VARIABLE: "/c", "XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/c/host-probes.json"),
+    ({"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/pytest-atlante/host-probes.json"),
+    ({"XDG_CACHE_HOME": "relative", "HOME": "/h"}, "/h/.cache/pytest-atlante/host-probes.json"),
+    ({"HOME": "/h"}, "/h/.cache/pytest-atlante/host-probes.json"),
+    ({}, None),
+])
+def test_the_cache_lives_in_the_users_cache_directory(env: dict[str, str], expected: str | None) -> None:
+    found = cache_path(env)
+    assert (str(found) if found else None) == expected
