@@ -9,7 +9,7 @@ reports them all.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_atlante.checks import AgentUsedCheck, SkillUsedCheck
@@ -185,6 +185,9 @@ def _script_for(document: Path, name: str) -> Path | None:
 def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_root: Path, host: HostName, scripted: bool,
                     optional_scripts: bool = False) -> None:
     root = suite.project_root
+    # Scenarios usually share fixtures: each tree is walked (and resolved) once per suite, not once
+    # per scenario; its problems are then named after each document that uses it.
+    fixtures: dict[str, tuple[list[Diagnostic], Path]] = {}
     for document in documents:
         display = display_path(document, root)
         loaded = load_document(document, display, "eval-scenario-invalid")
@@ -202,7 +205,11 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
         fixture = fixture_root / scenario.task.fixture
         safe = unsafe_path_reason(scenario.task.fixture) is None
         if safe:
-            suite.diagnostics.extend(_fixture_problems(fixture_root, fixture, scenario.task.fixture, host, display, root))
+            if scenario.task.fixture not in fixtures:
+                fixtures[scenario.task.fixture] = (
+                    _fixture_problems(fixture_root, fixture, scenario.task.fixture, host, "", root), fixture.resolve())
+            problems_of_fixture, resolved = fixtures[scenario.task.fixture]
+            suite.diagnostics.extend(replace(problem, file=display) for problem in problems_of_fixture)
         script = _script_for(document, scenario.name) if scripted else None
         parsed: Script | None = None
         if scripted:
@@ -215,7 +222,7 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
                 suite.diagnostics.extend(script_problems)
         suite.scenarios.append(ScenarioEntry(scenario, document, display, loaded.line_of_key("name", scenario.name),
                                              # an unsafe path (a NUL) is already a diagnostic; never resolve it
-                                             source, fixture.resolve() if safe else fixture, script, parsed))
+                                             source, resolved if safe else fixture, script, parsed))
 
 
 def harness_names(suite: Suite) -> dict[str, set[str]]:

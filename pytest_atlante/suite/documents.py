@@ -7,6 +7,7 @@ where the problem is inside the data, and ``line N, column M`` where the text do
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +30,16 @@ class LoadedDocument:
 
     def line_of_key(self, key: str, value: str | None = None) -> int:
         """1-based line of the first ``"key": value`` (or just ``"key"``); 1 when not found."""
-        pattern = re.escape(f'"{key}"') + r"\s*:"
-        if value is not None:
-            pattern += r"\s*" + re.escape(f'"{value}"')
-        match = re.search(pattern, self.text)
-        return self.text.count("\n", 0, match.start()) + 1 if match else 1
+        # One compiled pattern per key, not per value: a suite asks this of every scenario's name.
+        for match in _key_pattern(key).finditer(self.text):
+            if value is None or self.text.startswith(f'"{value}"', match.end()):
+                return self.text.count("\n", 0, match.start()) + 1
+        return 1
+
+
+@functools.lru_cache(maxsize=64)
+def _key_pattern(key: str) -> re.Pattern[str]:
+    return re.compile(re.escape(f'"{key}"') + r"\s*:\s*")
 
 
 def load_document(path: Path, display: str, code: str) -> LoadedDocument | Diagnostic:

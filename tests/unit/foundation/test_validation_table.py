@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -265,3 +266,18 @@ def test_a_bad_baseline_is_a_validation_problem(pytester: pytest.Pytester, atlan
     status, found, text = run_eval(pytester, atlante_project, extra, workers=0)
     assert status == 2 and "Traceback" not in text, text
     assert [(d["code"], d["file"], d["location"]) for d in found["diagnostics"]] == [("eval-baseline-invalid", file, location)]
+
+
+def test_a_shared_fixture_is_walked_once_and_its_problem_named_for_each_scenario(
+        atlante_project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_atlante.suite import discovery
+
+    symlink_in_fixture(atlante_project)
+    atlante_project.scenario(scenario_doc(name="second"), "eval/scenarios/second.eval.json")
+    walks: list[Path] = []
+    walk = discovery.fixture_diagnostics
+    monkeypatch.setattr(discovery, "fixture_diagnostics",
+                        lambda fixture, host, file: walks.append(fixture) or walk(fixture, host, file))
+    found = [(d.file, d.location) for d in validate_as(atlante_project, []) if d.code == "eval-fixture-invalid"]
+    assert sorted(found) == [(S, "$.task.fixture"), ("eval/scenarios/second.eval.json", "$.task.fixture")]
+    assert len(walks) == 1
