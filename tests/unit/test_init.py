@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import json5
 import pytest
 
 from pytest_atlante.cli import main
+from pytest_atlante.suite import jsonc
 from pytest_atlante.suite.build import build_command
 from pytest_atlante.suite.discovery import discover
 from pytest_atlante.suite.init import CURRENT_VERSION, init_project
@@ -30,7 +30,7 @@ def test_an_empty_directory_gets_a_valid_suite_with_one_scripted_scenario(tmp_pa
     assert sorted(result.created) == [".gitignore", "atlante.jsonc", "eval/conftest.py",
                                       "eval/fixtures/adds-farewell/greeter.py", "eval/fixtures/adds-farewell/test_greeter.py",
                                       "eval/scenarios/adds-farewell.eval.json", "eval/scenarios/scripted/adds-farewell.json"]
-    config = json5.loads((root / "atlante.jsonc").read_text())
+    config = jsonc.loads((root / "atlante.jsonc").read_text())
     assert config["version"] == CURRENT_VERSION == "0.2"
     assert config["$schema"] == "https://atlante.sh/schema/v0.2/config.json" and config["eval"]["host"] == "opencode"
     assert (root / ".gitignore").read_text() == ".atlante/\n"
@@ -73,7 +73,7 @@ def test_a_native_harness_is_adopted_in_place_with_a_starting_scenario_and_warni
     (tmp_path / ".claude/settings.json").write_text('{"hooks": {"PreToolUse": []}}')
     (tmp_path / ".mcp.json").write_text("{}")
     result = init_project(tmp_path)
-    config = json5.loads((tmp_path / "atlante.jsonc").read_text())
+    config = jsonc.loads((tmp_path / "atlante.jsonc").read_text())
     assert config["harness"] == harness_section_for(discover_native_harness(tmp_path))
     assert config["harness"]["agents"]["debugger"]["prompt"] == ".claude/agents/debugger.md"
     assert config["eval"]["host"] == "claude-code"       # the layout the harness was found in
@@ -92,7 +92,7 @@ def test_a_skill_alone_gets_a_starting_scenario_that_names_it(tmp_path: Path) ->
     skill.parent.mkdir(parents=True)
     skill.write_text("---\nname: tidy\ndescription: Keeps files tidy.\n---\nKeep files tidy.\n")
     init_project(tmp_path)
-    config = json5.loads((tmp_path / "atlante.jsonc").read_text())
+    config = jsonc.loads((tmp_path / "atlante.jsonc").read_text())
     assert config["eval"]["host"] == "opencode" and "tidy" in config["harness"]["skills"]
     scenario = json.loads((tmp_path / "eval/scenarios/tidy-starter.eval.json").read_text())
     assert "the tidy skill" in scenario["task"]["prompt"] and "agent" not in scenario["task"]

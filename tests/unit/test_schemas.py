@@ -167,9 +167,8 @@ def test_scenario_schema_and_model_agree(doc: dict[str, Any], valid: bool, versi
 def test_every_document_of_the_example_project_is_valid_against_its_schema() -> None:
     """Real documents (the project's, the pack's and the self-test demo's) under the schema their
     ``$schema`` names, as an editor would check them."""
-    import json5
-
     from conftest import REPO_ROOT
+    from pytest_atlante.suite import jsonc
 
     by_uri = {entry.uri: json.loads(schemas.shipped_text(entry.name)) for entry in schemas.SCHEMAS.values()}
     example = REPO_ROOT / "example_project"
@@ -177,6 +176,6 @@ def test_every_document_of_the_example_project_is_valid_against_its_schema() -> 
                  and (p.name == "atlante.jsonc" or p.name.endswith((".eval.json", ".eval.jsonc")))]
     assert len(documents) >= 8
     for path in documents:
-        doc = json5.loads(path.read_text())
+        doc = jsonc.loads(path.read_text())
         errors = list(Draft202012Validator(by_uri[doc["$schema"]]).iter_errors(doc))
         assert errors == [], (path, errors)
