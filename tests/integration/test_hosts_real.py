@@ -208,9 +208,11 @@ def test_opencode_v1_denies_rm_rf(tmp_path: Path, hosts_path: Callable[[], str])
 
 
 TASK_SCRIPT: list[dict[str, Any]] = [
-    # The subagent's own conversation is played from turn 0 too: it asks for a task once more
-    # (refused at OpenCode's default subagent depth), then ends with the closing turn.
-    {"text": "Delegating.", "actions": [{"type": "task", "prompt": "Say done.", "description": "note"}],
+    # The main session delegates to OpenCode's built-in `general` sub-agent, whose own scripted turn
+    # reports the same usage as the main session's two turns together.
+    {"text": "Delegating.", "actions": [{"type": "task", "agent": "general", "prompt": "Say done.", "description": "note",
+                                         "turns": [{"text": "Sub-agent done.",
+                                                    "usage": {"input": 150, "output": 27, "cache_read": 5}}]}],
      "usage": {"input": 100, "output": 20, "cache_read": 5}},
     {"text": "Done.", "usage": {"input": 50, "output": 7}},
 ]
@@ -255,7 +257,7 @@ def test_opencode_model_and_subagent_costs_equal_what_opencode_export_gives(
     assert session.outcome.usage == sum_usage([streamed.usage, opencode_usage(child_export["tokens"])])
     assert session.outcome.usage == sum_usage([opencode_usage(main_export["tokens"]), opencode_usage(child_export["tokens"])])
     assert session.outcome.cost_usd == pytest.approx(main_export["cost"] + child_export["cost"])
-    # Both sessions played the two scripted turns: 2 x (150 in, 27 out, 5 cache read).
+    # Each session reported 150 in, 27 out, 5 cache read (the main one over its two turns).
     assert session.outcome.usage.model_dump() == {"inputTokens": 300, "outputTokens": 54, "cacheReadTokens": 10,
                                                   "cacheWriteTokens": 0}
 

@@ -253,29 +253,6 @@ def test_bash_description_and_missing_tool_fallback(tmp_path: Path) -> None:
     assert running.requests[0].unoffered_tools == ("write",)
 
 
-def test_task_action_calls_the_hosts_subagent_tool(tmp_path: Path) -> None:
-    script = script_of({"schema": "atlante/scripted-model-v1", "turns": [
-        {"actions": [{"type": "task", "prompt": "Review it.", "agent": "reviewer"}]}]})
-    claude_tools = [{"name": "Agent", "input_schema": {"properties": {"description": {}, "prompt": {}, "subagent_type": {}}}}]
-    opencode_tools = [{"type": "function", "function": {"name": "task", "parameters": {"properties": {
-        "description": {}, "prompt": {}, "subagent_type": {}, "task_id": {}}}}}]
-    with ScriptedModelServer(script, sandbox_root=tmp_path) as running:
-        _, _, payload = post(running.anthropic_base_url + "/v1/messages",
-                             {"model": "m", "stream": True, "messages": history(0), "tools": claude_tools})
-        blocks = [json.loads(d) for e, d in parse_sse(payload) if e == "content_block_start"]
-        deltas = [json.loads(d) for e, d in parse_sse(payload) if e == "content_block_delta"]
-        _, _, openai = post(running.openai_base_url + "/chat/completions",
-                            {"model": "m", "stream": True, "messages": history(0), "tools": opencode_tools})
-        calls = [c["choices"][0]["delta"].get("tool_calls") for c in map(json.loads, (d for _, d in parse_sse(openai)[:-1]))
-                 if c.get("choices")]
-    expected = {"description": "Scripted subagent", "prompt": "Review it.", "subagent_type": "reviewer"}
-    assert [b["content_block"]["name"] for b in blocks] == ["Agent"]
-    assert json.loads(deltas[0]["delta"]["partial_json"]) == expected
-    (call,) = [c[0] for c in calls if c]
-    assert call["function"]["name"] == "task" and json.loads(call["function"]["arguments"]) == expected
-    assert [r.unoffered_tools for r in running.requests] == [(), ()]
-
-
 def test_side_requests_do_not_consume_turns(server: ScriptedModelServer) -> None:
     body = {"model": "m", "stream": True, "messages": history(0), "stream_options": {"include_usage": True}}
     _, _, payload = post(server.openai_base_url + "/chat/completions", body)
