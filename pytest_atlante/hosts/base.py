@@ -239,6 +239,9 @@ class Host(Protocol):
     owned_dir: str  # ".claude" / ".opencode": ignored by the diff allowlist, owns the native outputs
     interrupt_signal: int
     credential_env: tuple[str, ...]  # variables that carry credentials into the session, never checks
+    # JSON paths ("*" = any key) of the credential fields the host itself rewrites in its login file
+    # (a token refresh): the only values a login read after the session may add to the secrets.
+    refreshed_fields: tuple[tuple[str, ...], ...]
     forbidden_fixture_files: Mapping[str, str]  # fixture path → why the CLI would merge it
 
     def probe(self, env: Mapping[str, str]) -> HostInfo: ...

@@ -236,6 +236,8 @@ class ClaudeCodeHost:
     owned_dir = ".claude"
     interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (host-facts §6)
     credential_env = CREDENTIAL_ENV
+    # .credentials.json: {"claudeAiOauth": {"accessToken", "refreshToken", ...}} (host-facts §4)
+    refreshed_fields = (("claudeAiOauth", "accessToken"), ("claudeAiOauth", "refreshToken"))
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
 
     def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:

@@ -19,18 +19,30 @@ Values are replaced first (whole, longest first), then shapes.  Values shorter t
 :data:`MIN_SECRET_CHARS` are not treated as secrets (``1`` or ``true`` would blank out unrelated
 text).  Redaction replaces whole values only: a secret that an agent encodes (base64, reversed) is
 not recognised.
+
+The agent must not choose what is redacted (docs/integrity.md, "Credentials"): every known value is
+fixed before the session starts, when nothing the agent wrote exists yet.  After the session only
+:func:`refreshed_credentials` may add values, and only what a host's token refresh writes: a
+credential field of the login file's own format (``Host.refreshed_fields``) that the copy already
+held, now holding a different token-shaped value — never a string under any other key.  And
+redaction never hides that something changed: names (changed paths, escapes) go through
+:meth:`Secrets.numbered`, so a redacted name still appears, as ``<redacted-N>`` (one number per
+secret of the trial), and still fails the check it failed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 
-__all__ = ["MIN_SECRET_CHARS", "REDACTED", "Secrets", "redact", "secrets_in_env", "secrets_in_file"]
+__all__ = ["MIN_SECRET_CHARS", "REDACTED", "FieldPath", "Secrets", "login_document", "redact", "refreshed_credentials",
+           "secrets_in_env", "secrets_in_file"]
 
 REDACTED = "<redacted>"
 MIN_SECRET_CHARS = 8
@@ -44,6 +56,12 @@ _KEY_SHAPE = re.compile(r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrtbf]))sk-(?:ant-)?[A-Za
                         r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}")
 # Credential files are small JSON documents; anything bigger is not one and is not read whole.
 _MAX_FILE_BYTES = 1 << 20
+# What a refreshed OAuth token looks like (Anthropic's ``sk-ant-oat01-…``, a JWT, GitHub's
+# ``gho_…``): one run of URL-safe characters.  No ``/`` and no whitespace, so a path or a sentence
+# the agent writes into a credential field is never adopted as a secret.
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~+=-]{20,}")
+# A JSON path into a login file; ``*`` matches any key (a provider's name in OpenCode's auth.json).
+FieldPath = tuple[str, ...]
 
 
 class Secrets:
@@ -52,14 +70,16 @@ class Secrets:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._values: set[str] = set()
+        self._value_of: dict[str, str] = {}  # every form a value may appear in -> the value
         self._forms: tuple[str, ...] = ()
+        self._numbers: dict[str, int] = {}  # secret -> its N in ``<redacted-N>``
         self.add(values)
 
     def add(self, values: Iterable[str]) -> Secrets:
         self._values.update(v for v in values if len(v) >= MIN_SECRET_CHARS and v != REDACTED)
-        forms = {form for v in self._values
-                 for form in (v, json.dumps(v)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1])}
-        self._forms = tuple(sorted(forms, key=lambda v: (-len(v), v)))
+        self._value_of = {form: v for v in self._values
+                          for form in (v, json.dumps(v)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1])}
+        self._forms = tuple(sorted(self._value_of, key=lambda v: (-len(v), v)))
         return self
 
     @property
@@ -75,6 +95,20 @@ class Secrets:
 
     def __call__(self, text: str) -> str:
         return redact(text, self)
+
+    def numbered(self, name: str) -> str:
+        """``name`` (a changed path, an escape) with each secret in it replaced by ``<redacted-N>``.
+
+        N numbers the trial's secrets in the order its names meet them, so two names holding
+        different secrets stay two names, and a redacted name still shows that something is there."""
+        for form in self._forms:
+            if form in name:
+                name = name.replace(form, self._placeholder(self._value_of[form]))
+        return _KEY_SHAPE.sub(lambda match: self._placeholder(match.group(0)), name)
+
+    def _placeholder(self, secret: str) -> str:
+        number = self._numbers.setdefault(secret, len(self._numbers) + 1)
+        return f"<redacted-{number}>"
 
 
 def redact(text: str, secrets: Secrets) -> str:
@@ -92,14 +126,55 @@ def secrets_in_env(env: Mapping[str, str]) -> list[str]:
 
 
 def secrets_in_file(path: Path) -> list[str]:
-    """Secret-looking string values of a JSON credentials file (nothing when absent or not JSON)."""
+    """Secret-looking string values of a JSON credentials file (nothing when absent or not JSON).
+
+    Only for a file read before the session (the user's login, the trial's copy as copied): every
+    string under a secret-named key counts, since nothing the agent wrote is in it yet."""
+    return list(_secret_leaves(login_document(path), secret=False))
+
+
+def login_document(path: Path) -> object:
+    """A JSON login file as parsed, or ``None`` (absent, a special file, too big, not JSON).  Opened
+    without following a symlink, so a link the agent planted to a file of its choosing reads as
+    nothing."""
     try:
-        if not path.is_file() or path.stat().st_size > _MAX_FILE_BYTES:
-            return []
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return []
-    return list(_secret_leaves(document, secret=False))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            data = handle.read(_MAX_FILE_BYTES + 1)
+        if len(data) > _MAX_FILE_BYTES:
+            return None
+        return json.loads(data.decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def refreshed_credentials(before: object, path: Path, fields: Sequence[FieldPath]) -> list[str]:
+    """The tokens the host's refresh wrote into the login at ``path`` since it was ``before``.
+
+    A value counts only where a token refresh could have put it: at one of the host's credential
+    ``fields`` (its login format's, ``Host.refreshed_fields``), which already held a string in the
+    copy, now holding a different token-shaped one (:data:`_TOKEN_SHAPE`).  A string the agent
+    writes under any other key, into a login that was never copied (scripted runs), or shaped like
+    a path or a sentence, is not a secret and redacts nothing."""
+    after = login_document(path)
+    old = dict(_field_values(before, fields))
+    return [value for where, value in _field_values(after, fields)
+            if isinstance(old.get(where), str) and value != old[where] and _TOKEN_SHAPE.fullmatch(value)]
+
+
+def _field_values(document: object, fields: Sequence[FieldPath]) -> Iterable[tuple[FieldPath, str]]:
+    """``(concrete path, string)`` for every string of ``document`` at one of ``fields``."""
+    for field in fields:
+        found: list[tuple[FieldPath, object]] = [((), document)]
+        for key in field:
+            found = [((*where, name), item) for where, value in found if isinstance(value, dict)
+                     for name, item in value.items() if key in ("*", name)]
+        yield from ((where, value) for where, value in found if isinstance(value, str))
 
 
 def _secret_leaves(value: object, *, secret: bool) -> Iterable[str]:

@@ -45,7 +45,7 @@ import stat
 import subprocess
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -371,6 +371,49 @@ def _copy_verified_blob(source: Path, target: Path, oid: str, path: str) -> None
         raise SandboxError(f"{what} is unreadable or corrupt: the baseline repository was tampered with") from exc
     except ValueError as exc:
         raise SandboxError(f"{what} does not match its id: the baseline repository was tampered with") from exc
+
+
+@contextlib.contextmanager
+def held_logins(logins: Iterable[Path]) -> Iterator[None]:
+    """Hold the copied logins open for the session; at its end empty each in place and delete it.
+
+    The agent can hard-link or rename the copied login anywhere it may write (another file in the
+    trial HOME, a kept trial's sandbox): deleting the name would leave the token in that link.  So
+    the file is opened before the session and truncated through that descriptor afterwards — the
+    inode every link shares — and so is whatever regular file sits at the name by then (the host may
+    have replaced it by a renamed copy when it refreshed a token).  A symlink at the name is only
+    removed, never followed: truncating its target could destroy a file of the user's.
+    """
+    held: list[int] = []
+    paths = list(logins)
+    for path in paths:
+        with contextlib.suppress(OSError):
+            held.append(_open_regular(path))
+    try:
+        yield
+    finally:
+        for fd in held:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            os.close(fd)
+        for path in paths:
+            with contextlib.suppress(OSError):
+                fd = _open_regular(path)
+                try:
+                    os.ftruncate(fd, 0)
+                finally:
+                    os.close(fd)
+            with contextlib.suppress(OSError):  # emptied already; a directory there is the agent's
+                path.unlink()
+
+
+def _open_regular(path: Path) -> int:
+    """A read-write descriptor of the regular file at ``path`` (no symlink followed, no FIFO waited on)."""
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return fd
 
 
 def remove(sb: Sandbox) -> None:

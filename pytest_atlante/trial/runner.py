@@ -48,6 +48,8 @@ from pytest_atlante.sandbox.process import (
 )
 from pytest_atlante.sandbox.redact import (
     Secrets,
+    login_document,
+    refreshed_credentials,
     scrub_paths,
     secrets_in_env,
     secrets_in_file,
@@ -265,8 +267,10 @@ class SessionInputs:
 def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionInputs) -> HostSession:
     """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate.
 
-    The session's credentials join ``secrets``; the login copied into the trial HOME is read once
-    more (the host may have refreshed a token in it) and deleted when the session ends.
+    The session's credentials and the login copied into the trial HOME (as copied) join ``secrets``
+    before the session; after it, only tokens the host's refresh wrote into the login's credential
+    fields do (``redact.refreshed_credentials``): the agent can rewrite that file, and must not
+    choose what the report hides.  Then the login is emptied in place and deleted.
     """
     entry, sb, budget, parent_env = inputs.entry, inputs.sb, inputs.budget, inputs.parent_env
     endpoint, confined, secrets, metered = inputs.endpoint, inputs.confined, inputs.secrets, inputs.metered
@@ -290,6 +294,7 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
             env[name] = ",".join(filter(None, [env.get(name), "127.0.0.1", "localhost"]))
     logins = host.credential_files(sb.home, {})
     secrets.add(secrets_in_env(env))
+    as_copied = {path: login_document(path) for path in logins}
     for path in logins:
         secrets.add(secrets_in_file(path))
     # The transcript's redactor uses the trial's own secrets (the one definition the report uses):
@@ -304,12 +309,12 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
         confined = replace(confined, model_relay=ModelRelay(metered.proxy.unix_socket, metered.proxy.port))
     wrap = confined.wrapper(env) if confined else None
     abort_fd = metered.proxy.abort_fd if metered is not None else None
-    process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
-                  bounds=Bounds(interrupt_signal=host.interrupt_signal, abort_fd=abort_fd), wrap=wrap)
-    outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
-    for path in logins:  # the copied login has done its job; no check may read it
-        secrets.add(secrets_in_file(path))
-        path.unlink(missing_ok=True)
+    with sandboxes.held_logins(logins):  # emptied in place at the end, wherever the agent linked them
+        process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
+                      bounds=Bounds(interrupt_signal=host.interrupt_signal, abort_fd=abort_fd), wrap=wrap)
+        outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
+        for path in logins:  # a token the host refreshed meanwhile, and nothing else the file now says
+            secrets.add(refreshed_credentials(as_copied[path], path, host.refreshed_fields))
     return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None)
 
 
@@ -445,7 +450,8 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "streamNotes": notes,
         "meteredBy": "stream" if session.metering is None else "proxy",
         "meteringDisagreement": disagreement(session),
-        "error": session_error(session, budget) or (escape_message(escapes) if escapes else None),
+        "error": session_error(session, budget) or (escape_message([secrets.numbered(e) for e in escapes])
+                                                    if escapes else None),
         "escapes": escapes,
     })
 
@@ -492,8 +498,9 @@ def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> Trial
         "diff": text(rec.diff) if rec.diff else rec.diff,
         "checks": [c.model_copy(update={"message": text(c.message), "output": text(c.output) if c.output else c.output})
                    for c in rec.checks],
-        "changedPaths": [secrets(p) for p in rec.changedPaths],
-        "escapes": [secrets(p) for p in rec.escapes],
+        # A name holding a secret still shows, numbered, and keeps failing what it failed.
+        "changedPaths": [secrets.numbered(p) for p in rec.changedPaths],
+        "escapes": [secrets.numbered(p) for p in rec.escapes],
     })
 
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 from pytest_atlante.sandbox.redact import (
     REDACTED,
     Secrets,
+    login_document,
     redact,
+    refreshed_credentials,
     secrets_in_env,
     secrets_in_file,
 )
@@ -80,3 +83,59 @@ def test_a_key_shape_starts_only_where_a_word_does() -> None:
         "risk-assessment-framework-v2 and task-management-system"
     assert secrets('"line\\nsk-abcdefghijklmnopqrstu"') == '"line\\n<redacted>"'
     assert secrets("key=sk-ant-abcdefghijklmnopqrstuvwxyz") == "key=<redacted>"
+
+
+# --------------------------------------------------------------------------- the agent cannot steer it
+
+CLAUDE_FIELDS = (("claudeAiOauth", "accessToken"), ("claudeAiOauth", "refreshToken"))
+OPENCODE_FIELDS = (("*", "key"), ("*", "access"), ("*", "refresh"))
+OLD_ACCESS = "sk-ant-oat01-" + "a" * 40
+NEW_ACCESS = "sk-ant-oat01-" + "b" * 40
+
+
+def test_a_token_refresh_is_learned_and_nothing_else_the_file_says(tmp_path: Path) -> None:
+    login = tmp_path / ".credentials.json"
+    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": OLD_ACCESS, "refreshToken": "sk-ant-ort01-" + "c" * 40}}))
+    before = login_document(login)
+    # The host refreshed the access token; the agent added strings of its choosing under other keys.
+    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": NEW_ACCESS, "refreshToken": "sk-ant-ort01-" + "c" * 40,
+                                                   "apiToken": "src/app.py-long-enough"},
+                                 "token": "escape-notes-long.txt", "otherAuth": {"accessToken": "README-notes-long"}}))
+    assert refreshed_credentials(before, login, CLAUDE_FIELDS) == [NEW_ACCESS]
+
+
+def test_a_credential_field_the_agent_rewrites_with_a_path_or_a_sentence_is_not_a_secret(tmp_path: Path) -> None:
+    auth = tmp_path / "auth.json"
+    auth.write_text(json.dumps({"anthropic": {"type": "oauth", "access": "oa-access-" + "d" * 30, "refresh": "r" * 30}}))
+    before = login_document(auth)
+    auth.write_text(json.dumps({"anthropic": {"type": "oauth", "access": "src/components/Button.tsx",
+                                              "refresh": "the changed file names"},
+                                "planted": {"type": "api", "key": "a-planted-provider-key-long"}}))
+    assert refreshed_credentials(before, auth, OPENCODE_FIELDS) == []  # a path, a sentence, a field never copied
+
+
+def test_a_login_that_was_never_copied_adds_nothing_after_the_session(tmp_path: Path) -> None:
+    """Scripted runs copy no login: whatever the agent writes at its place is not a refresh."""
+    login = tmp_path / ".credentials.json"
+    before = login_document(login)
+    login.write_text(json.dumps({"claudeAiOauth": {"accessToken": NEW_ACCESS}}))
+    assert before is None and refreshed_credentials(before, login, CLAUDE_FIELDS) == []
+
+
+def test_a_login_read_follows_no_symlink_and_waits_on_no_fifo(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps({"claudeAiOauth": {"accessToken": NEW_ACCESS}}))
+    (tmp_path / "link.json").symlink_to(target)
+    os.mkfifo(tmp_path / "fifo.json")
+    assert login_document(tmp_path / "link.json") is None and login_document(tmp_path / "fifo.json") is None
+    assert secrets_in_file(tmp_path / "link.json") == [] and secrets_in_file(tmp_path / "fifo.json") == []
+
+
+def test_a_name_holding_a_secret_still_shows_as_a_numbered_placeholder() -> None:
+    secrets = Secrets(["first-secret-value", "second-secret-value"])
+    names = ["dir/first-secret-value.txt", "second-secret-value", "first-secret-value/other", "plain.txt",
+             "sk-ant-" + "k" * 30]
+    shown = [secrets.numbered(name) for name in names]
+    assert shown == ["dir/<redacted-1>.txt", "<redacted-2>", "<redacted-1>/other", "plain.txt", "<redacted-3>"]
+    assert len(set(shown)) == len(names)  # two names never collapse into one
+    assert "first-secret" not in "".join(shown) and secrets("x first-secret-value") == f"x {REDACTED}"

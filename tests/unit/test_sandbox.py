@@ -581,3 +581,30 @@ def test_measure_a_thousand_file_fixture(run_id: str, tmp_path: Path) -> None:
         f"\n1,000 files: assemble {assembled - started:.3f}s, snapshot {snapshotted - assembled:.3f}s,"
         f" diff {diffed - snapshotted:.3f}s, remove {removed - diffed:.3f}s"
     )
+
+
+# --------------------------------------------------------------------------- the copied login's end
+
+
+def test_a_copied_login_is_emptied_wherever_the_agent_linked_or_moved_it(tmp_path: Path) -> None:
+    """Issue 26: a hard link (or a rename) the agent made kept the token after the login was deleted."""
+    home = tmp_path / "home"
+    home.mkdir()
+    login, moved = home / "login.json", home / "moved.json"
+    login.write_text('{"token": "the-copied-token-value"}')
+    with sandbox_module.held_logins([login]):
+        os.link(login, home / "hard-link.json")
+        os.rename(login, moved)  # the name now holds a new file, as a host's refresh would leave it
+        login.write_text('{"token": "a-refreshed-token-value"}')
+        os.link(login, home / "link-to-refreshed.json")
+    assert not login.exists()
+    assert [(home / name).read_text() for name in ("hard-link.json", "moved.json", "link-to-refreshed.json")] == [""] * 3
+
+
+def test_a_symlink_at_the_login_is_removed_and_its_target_left_alone(tmp_path: Path) -> None:
+    precious = tmp_path / "users-own-file.txt"
+    precious.write_text("keep me")
+    login = tmp_path / "login.json"
+    with sandbox_module.held_logins([login, tmp_path / "never-there.json"]):
+        login.symlink_to(precious)
+    assert not os.path.lexists(login) and precious.read_text() == "keep me"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import FrozenInstanceError, fields
@@ -145,8 +146,22 @@ def test_a_known_credential_never_leaves_the_trial(echo: Project, monkeypatch: p
     record, _ = run_trial(echo, {"write": {"hello.txt": "hello\n", f"leak-{secret}.txt": f"key={secret}\n"}},
                           checks=[{"type": "command", "run": ["cat", f"leak-{secret}.txt"], "outputMatches": "nothing"}])
     assert secret not in record.model_dump_json()
-    assert "+key=<redacted>" in (record.diff or "") and "leak-<redacted>.txt" in record.changedPaths
+    assert "+key=<redacted>" in (record.diff or "") and "leak-<redacted-1>.txt" in record.changedPaths
     assert record.checks[0].output == "key=<redacted>\n"
+
+
+def test_the_agent_cannot_choose_what_the_report_hides(echo: Project) -> None:
+    """Issue 26: strings the agent writes into its login file after the session started are not
+    secrets, so a changed path, the diff, a check's message and an escape keep their names."""
+    login = {"echo": {"token": "stolen-notes-of-the-agent.txt"}, "api_token": "escaped-by-name-of-the-agent.txt", "password": "allowed-only"}
+    record, _ = run_trial(echo, {"write": {"stolen-notes-of-the-agent.txt": "x\n", str(echo.root / "escaped-by-name-of-the-agent.txt"): "y",
+                                           "../home/.echo-login.json": json.dumps(login)}},
+                          checks=[{"type": "diff-allowlist", "allow": ["allowed-only"]}])
+    assert record.verdict == "fail" and "stolen-notes-of-the-agent.txt" in record.changedPaths, record
+    assert "+++ b/stolen-notes-of-the-agent.txt" in (record.diff or "")
+    assert record.checks[0].message == "diff-allowlist: 1 changed path(s) outside the allowlist: stolen-notes-of-the-agent.txt"
+    assert record.escapes == ["escaped-by-name-of-the-agent.txt"] and "escaped-by-name-of-the-agent.txt" in (record.error or "")
+    assert REDACTED not in record.model_dump_json()
 
 
 KEY_SHAPE = "sk-ant-" + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
@@ -170,7 +185,10 @@ def test_the_report_and_the_transcript_redact_a_text_alike(tmp_path: Path, text:
     rec = TrialRecord(scenario="s", trial=1, nodeId="n", verdict="fail", diff=text, error=text, changedPaths=[text],
                       checks=[CheckResult(index=0, type="command", passed=False, message=text, output=text)])
     report = scrubbed(rec, sb, secrets)
-    assert [report.diff, report.error, *report.changedPaths, report.checks[0].message, report.checks[0].output] == [want] * 5
+    assert [report.diff, report.error, report.checks[0].message, report.checks[0].output] == [want] * 4
+    # a name keeps showing that something is there: each secret in it becomes a numbered placeholder
+    numbered = re.escape(want).replace(re.escape(REDACTED), r"<redacted-\d+>")
+    assert re.fullmatch(numbered, report.changedPaths[0]), report.changedPaths
     transcript = Redactor(secrets, [str(sb.root), str(sb.trial_dir), str(sb.home)])
     assert transcript(text) == want
 
