@@ -59,6 +59,7 @@ from pytest_atlante.suite.digests import suite_digests
 from pytest_atlante.trial.runner import Progress, TrialKey
 
 if TYPE_CHECKING:
+    from pytest_atlante.run.costcap import Ledger
     from pytest_atlante.run.forecast import Forecast
     from pytest_atlante.run.gate import Gate
 
@@ -108,6 +109,9 @@ class Controller(TrialRole):
         self.gate: Gate | None = None
         self.run_claim: RunClaim | None = None    # the run directory, held from the sources copy to the end
         self.stopped: int | None = None           # the exit status of a run that ended before any trial
+        # --atlante-max-cost under xdist: the spend published to workers, MAC'd with a key only this
+        # process and its workers hold (costcap.py)
+        self.ledger = _new_ledger(self.run_id) if self.options.max_cost is not None else None
 
     # -- set-up ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -269,6 +273,7 @@ class Controller(TrialRole):
             "suite": base64.b64encode(pickle.dumps(self.suite)).decode("ascii"),
             "durations": self.durations,
             "sources": self.sources,
+            "ledgerKey": self.ledger.key.hex() if self.ledger is not None else None,
         }
 
     @pytest.hookimpl(optionalhook=True)
@@ -316,10 +321,10 @@ class Controller(TrialRole):
         if self.plan.receive(report, self.state) is not None:
             record = self.state.records[report.nodeid]
             self.terminal.trial_finished(record)
-            if self.options.max_cost is not None:
+            if self.ledger is not None:
                 from pytest_atlante.run import costcap
 
-                costcap.publish(self.run_id, costcap.costs(self.state.records.values()))
+                self.ledger.publish(costcap.costs(self.state.records.values()))
         elif (report.when in ("call", "???") and report.failed and report.nodeid in self.state.expected
               and not self.plan.has_result(report.nodeid, self.state)):
             # "???" is how xdist reports an item whose worker died under it.
@@ -437,3 +442,10 @@ class Controller(TrialRole):
         status = self.plan.finish(self, exitstatus)
         if self.plan.owns(exitstatus, self.options) or status == EXIT_RUN_ERROR:
             session.exitstatus = status
+
+
+def _new_ledger(run_id: str) -> Ledger:
+    from pytest_atlante.run.costcap import Ledger, undumpable
+
+    undumpable()  # the key stays in this process's memory
+    return Ledger.new(run_id)

@@ -17,7 +17,7 @@ import socket
 import threading
 from collections.abc import Generator, Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -33,6 +33,9 @@ from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite, collection
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 from pytest_atlante.trial.budget import trial_budget
 from pytest_atlante.trial.runner import Progress, RunnerSettings, TrialInterrupted, TrialKey, TrialRunner
+
+if TYPE_CHECKING:
+    from pytest_atlante.run.costcap import Ledger
 
 __all__ = ["TrialRole", "Worker", "failure_text", "guard_seconds", "interrupted_record"]
 
@@ -277,6 +280,8 @@ class Worker(TrialRole):
             # socket gateway may not run in the main thread, where no handler can be installed.
             signal.signal(signal.SIGINT, signal.default_int_handler)
         self.own_records: dict[str, TrialRecord] = {}
+        key = shared.get("ledgerKey")
+        self.ledger = _ledger(self.run_id, key) if isinstance(key, str) else None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -289,9 +294,11 @@ class Worker(TrialRole):
     def _spent(self) -> float:
         # The controller's ledger plus this worker's own trials: its last trial's report may not
         # have reached the controller yet.
-        from pytest_atlante.run import costcap
+        if self.ledger is None:  # no key came with workerinput: only this worker's own spend counts
+            from pytest_atlante.run import costcap
 
-        return costcap.spend_before_trial(self.run_id, self.own_records.values())
+            return sum(costcap.costs(self.own_records.values()).values())
+        return self.ledger.spend_before_trial(self.own_records.values())
 
     def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
         super()._annotate(report, item)
@@ -364,3 +371,10 @@ def failure_text(record: TrialRecord, max_sessions: int) -> str:
     text = "\n".join(lines)
     # Check messages and errors are bounded already; this keeps the sum of them bounded too.
     return text if len(text) <= FAILURE_TEXT_CAP else text[:FAILURE_TEXT_CAP] + "\n... (cut; see report.json)"
+
+
+def _ledger(run_id: str, key: str) -> Ledger:
+    from pytest_atlante.run.costcap import Ledger, undumpable
+
+    undumpable()  # the key stays in this process's memory
+    return Ledger(run_id, bytes.fromhex(key))

@@ -3,6 +3,8 @@ matching, arithmetic and the ledger workers read (the real-CLI halves are in tes
 
 from __future__ import annotations
 
+import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -156,10 +158,12 @@ def test_the_cap_ledger_counts_each_trial_once(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(tempfile, "tempdir", None)
     records = [trial("pass", cost=0.5, node="a"), trial("fail", node="b"), trial("skipped-budget", node="c")]
     assert costcap.spent(records) == (0.5, 1)
-    assert costcap.published("run-1") == {}
-    costcap.publish("run-1", costcap.costs(records))
+    controller = costcap.Ledger.new("run-1")
+    worker = costcap.Ledger("run-1", controller.key)
+    assert worker.published() == {}
+    controller.publish(costcap.costs(records))
     own = [trial("pass", cost=0.5, node="a"), trial("pass", cost=0.25, node="d")]
-    assert costcap.spend_before_trial("run-1", own) == 0.75     # "a" is both published and own
+    assert worker.spend_before_trial(own) == 0.75     # "a" is both published and own
     skipped = costcap.skipped_record(trial("pass", node="e"), 0.5, 0.75)
     summary = costcap.summary(0.5, [*records, skipped])
     assert (summary.reached, summary.skippedTrials, summary.unpricedTrials, summary.spentUsd) == (True, 1, 1, 0.5)
@@ -253,3 +257,29 @@ def test_the_summary_prints_each_selftest_diagnostic_once() -> None:
     with_failures = printed(True)
     assert "eval-selftest-vacuous" not in with_failures and "eval-selftest-no-reference: eval/n.eval.json" in with_failures
     assert "eval-selftest-vacuous" in printed(False)
+
+
+def test_a_ledger_a_trial_wrote_is_never_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26: with isolation off a trial rewrote spent.json and later trials were skipped-budget."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    controller = costcap.Ledger.new("run-1")
+    worker = costcap.Ledger("run-1", controller.key)
+    ledger = costcap.run_dir("run-1") / costcap.SPENT_FILE
+    controller.publish({"a": 0.5})
+    first = ledger.read_bytes()
+    controller.publish({"a": 0.5, "b": 0.25})
+    assert worker.published() == {"a": 0.5, "b": 0.25}
+    plain = '{"a": 1000}'
+    forged_body = json.dumps({"run": "run-1", "sequence": 99, "costs": {"x": 1000.0}})
+    for forged in (plain.encode(), json.dumps({"mac": "0" * 64, "body": forged_body}).encode(), first, b"\xff" * 10):
+        ledger.write_bytes(forged)  # made up, MAC'd with a guessed key, an older publication copied back, junk
+        assert worker.published() == {"a": 0.5, "b": 0.25}, forged
+    ledger.unlink()
+    os.mkfifo(ledger)  # never waited on
+    assert worker.published() == {"a": 0.5, "b": 0.25}
+    ledger.unlink()
+    controller.publish({"a": 0.5, "b": 0.25, "c": 0.125})  # the next real publication is used again
+    assert worker.spend_before_trial([]) == 0.875
