@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
-from pytest_atlante.fsutil import atomic_write_bytes
+from pytest_atlante.fsutil import UnreadableFile, atomic_write_bytes
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.report import reader
 from pytest_atlante.report.model import FEW_TRIALS, REPORT_FILE, SCRIPTED_COST_LABEL
@@ -74,9 +75,14 @@ def _inside(report_dir: Path, rel: object) -> Path | None:
     """``rel`` resolved under the report's directory; None for anything that would leave it."""
     if not isinstance(rel, str) or not rel:
         return None
-    base = report_dir.resolve()
-    path = (base / rel).resolve()
-    return path if base in path.parents else None
+    try:
+        base = report_dir.resolve()
+        joined = base / rel
+        # The last component stays as it is: a symlink there is refused by the reader, not followed.
+        path = joined.parent.resolve() / joined.name
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL in the name
+        return None
+    return path if base in path.parents and joined.name not in ("", ".", "..") else None
 
 
 def _transcript_events(report_dir: Path, rel: object) -> tuple[list[J] | None, str | None]:
@@ -88,8 +94,10 @@ def _transcript_events(report_dir: Path, rel: object) -> tuple[list[J] | None, s
         return None, "the transcript path points outside the report's directory; not read"
     try:
         return read_transcript(path), None
-    except OSError:
-        return None, f"transcript {rel} not found beside the report"
+    except UnreadableFile as exc:
+        if exc.missing:
+            return None, f"transcript {rel} not found beside the report"
+        return None, f"transcript {rel} {exc.reason}; not read"
 
 
 # --------------------------------------------------------------------------- small renderers
@@ -140,8 +148,20 @@ def _pass_at_k(scenario: J) -> tuple[str, str]:
     return text, _num(rows[-1].get("passAtK"))
 
 
+def _finite(value: object) -> float | None:
+    """A number as a float, or None (not a number, a bool, NaN, or an integer too big for a float)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _seconds(ms: object) -> str:
-    return f"{float(ms) / 1000:.1f}" if isinstance(ms, (int, float)) else "–"
+    number = _finite(ms)
+    return f"{number / 1000:.1f}" if number is not None else "–"
 
 
 # --------------------------------------------------------------------------- sections
@@ -281,6 +301,12 @@ def _diff(trial: J, ident: str) -> str:
     return _toggle(ident, esc(label), note + "<pre>" + "\n".join(lines) + "</pre>")
 
 
+def _object(value: object) -> J:
+    """A transcript field that should be an object: the file may be anything (a trial can write it
+    with isolation off), and the page shows what it can rather than fail."""
+    return value if isinstance(value, dict) else {}
+
+
 def _event(event: J, ident: str) -> str:
     kind = str(event.get("type"))
     sub = " sub" if event.get("agent") else ""
@@ -302,21 +328,21 @@ def _event(event: J, ident: str) -> str:
         return (f'<li class="result{sub}">{stamp}' + _toggle(ident, f"{status}: {esc(event.get('tool'))} ({size})",
                                                               f"<pre>{esc(event.get('text'))}</pre>") + "</li>")
     if kind == "usage":
-        u = event.get("usage") or {}
+        u = _object(event.get("usage"))
         cost = event.get("costUsd")
         crossed = bool(event.get("budgetCrossed"))
         text = (f"usage: in {esc(u.get('inputTokens'))}, out {esc(u.get('outputTokens'))}"
                 + ("" if event.get("outputExact", True) else " (output counted at the end)")
                 + f", cache r/w {esc(u.get('cacheReadTokens'))}/{esc(u.get('cacheWriteTokens'))}"
-                + (f", ${cost:.4f}" if isinstance(cost, (int, float)) else "")
+                + (f", ${_finite(cost):.4f}" if _finite(cost) is not None else "")
                 + f"; cumulative {esc(event.get('cumulativeTokens'))}")
         mark = ' <strong class="bad">token budget crossed in this turn</strong>' if crossed else ""
         return f'<li class="usage{sub}{" crossed" if crossed else ""}">{stamp}{text}{mark}</li>'
     if kind == "subagent":
         return f'<li class="subagent">{stamp}<strong>subagent</strong> {esc(event.get("agent"))}: {esc(event.get("description"))} ({esc(event.get("status"))})</li>'
     if kind == "result":
-        u = event.get("usage") or {}
-        total = sum(v for v in u.values() if isinstance(v, int))
+        u = _object(event.get("usage"))
+        total = sum(v for v in u.values() if isinstance(v, int) and not isinstance(v, bool))
         return f'<li class="final">{stamp}<strong>session totals</strong>: {total} tokens ({esc(event.get("stopReason") or "ended")})</li>'
     if kind == "abort":
         return f'<li class="abort">{stamp}<strong class="bad">{esc(event.get("reason"))}</strong>: {esc(event.get("message"))}</li>'

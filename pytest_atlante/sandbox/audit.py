@@ -19,9 +19,11 @@ checks ran:
   existence (what tools keep inside ``~/.cache`` or ``~/.claude`` is not watched, nor a log file the
   run's own output is redirected into), except the history and state files interactive tools
   rewrite all the time (``.claude.json``, ``.bash_history``, ... :data:`HOME_VOLATILE`);
-- the report directory: every file in it except under ``trials/`` (per-trial artifacts the runner
-  itself writes for other trials); its creation is not a change (nor, when it lies in HOME, the
-  appearance of the top HOME entry that holds it).
+- the report directory: every file in it; under ``trials/`` (per-trial artifacts the runner writes,
+  each file once, for this and other trials while the window is open) a new file is not a change,
+  but one that was there when the window opened must stay as it was (a trial that rewrites another
+  trial's transcript or host stream is caught); its creation is not a change (nor, when it lies in
+  HOME, the appearance of the top HOME entry that holds it).
 
 What other writers of the run are configured to write (pytest's and its plugins' outputs, other
 runs' reports: ``outputs``, read from the pytest config in ``run/outputs.py``) is skipped wherever it
@@ -47,7 +49,7 @@ import fnmatch
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_atlante.pathnames import escape_path
@@ -81,6 +83,9 @@ class Watched:
     # root-relative paths whose last segment is an ``fnmatch`` pattern (``.coverage.*``): the
     # entries of that one directory it matches are skipped with everything below them
     skip_globs: frozenset[str] = frozenset()
+    # root-relative subtrees where an entry may appear (the runner writes there meanwhile) but one
+    # that was there at the window's start may not change or go
+    grow_only: frozenset[str] = frozenset()
 
     def skipped_paths(self) -> list[Path]:
         """The skipped subtrees as absolute paths (globs by their directory: what may be written there)."""
@@ -129,8 +134,12 @@ def fingerprint(watched: Watched) -> Fingerprint:
     return found
 
 
-def _changed(before: Fingerprint, after: Fingerprint) -> list[str]:
-    return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+def _changed(before: Fingerprint, after: Fingerprint, grow_only: frozenset[str] = frozenset()) -> list[str]:
+    def appeared_where_allowed(path: str) -> bool:
+        return path not in before and any(path.startswith(top + "/") for top in grow_only)
+
+    return sorted(path for path in before.keys() | after.keys()
+                  if before.get(path) != after.get(path) and not appeared_where_allowed(path))
 
 
 class Audit:
@@ -154,7 +163,7 @@ class Audit:
         written = [temp.parent / f"{SANDBOX_DIR_PREFIX}*", *(_real_output(path) for path in outputs)]
         report_label = report.relative_to(project).as_posix() + "/" if report.is_relative_to(project) else f"{report}/"
         watched = [_place(project, "", [report, temp, *written], skip={".git/objects"}),
-                   _place(report, report_label, written, skip={"trials"})]
+                   replace(_place(report, report_label, written), grow_only=frozenset({"trials"}))]
         for root in sorted({Path(os.path.realpath(r)) for r in extra_roots}):
             if not root.is_relative_to(project):
                 watched.append(_place(root, f"{root}/", [temp, *written]))
@@ -177,7 +186,8 @@ class Audit:
         for watched, before in zip(self.watched, started, strict=True):
             if before is None:
                 continue
-            found += [escape_path(watched.label + path) for path in _changed(before, fingerprint(watched))]
+            found += [escape_path(watched.label + path)
+                      for path in _changed(before, fingerprint(watched), watched.grow_only)]
         return sorted(set(found))
 
 

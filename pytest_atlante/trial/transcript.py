@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_atlante.fsutil import atomic_write_bytes
+from pytest_atlante.fsutil import atomic_write_bytes, read_capped
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.hosts.streams import (
     _event as _json,  # the monitors' junk-tolerant reader
@@ -48,6 +48,8 @@ TRANSCRIPT_SCHEMA = "atlante/transcript-v1"
 TRANSCRIPT_FILE = "transcript.jsonl"
 HOST_STREAM_FILE = "host-stream.jsonl"
 STREAM_CAP_BYTES = 2_000_000  # raw stream kept per trial (and written as host-stream.jsonl)
+# A transcript is written from a capped stream; a bigger file is not one the runner wrote.
+MAX_TRANSCRIPT_BYTES = 8 * STREAM_CAP_BYTES
 TAIL_LINES = 64  # lines past the cap still kept: the end of a stream says how the session ended
 
 
@@ -148,10 +150,16 @@ def write_trial_files(out_dir: Path, capture: StreamCapture, transcript: list[di
 
 
 def read_transcript(path: Path) -> list[dict[str, Any]]:
-    """A transcript file's events (the header first); unreadable lines are skipped."""
+    """A transcript file's events (the header first); lines that are no event object are skipped.
+
+    The file sits in the report directory, which a trial can write with isolation off, so it is
+    read as untrusted input: a regular file of at most :data:`MAX_TRANSCRIPT_BYTES`, no symlink
+    followed, never blocking on a FIFO (``fsutil.UnreadableFile`` says why not), and every event an
+    object with a string ``type``."""
+    data = read_capped(path, MAX_TRANSCRIPT_BYTES, follow_symlinks=False)
     events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in data.decode("utf-8", errors="replace").splitlines():
         value = _json(line)
-        if value is not None:
+        if value is not None and isinstance(value.get("type"), str):
             events.append(value)
     return events

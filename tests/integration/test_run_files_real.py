@@ -9,6 +9,7 @@ the runs after it, must not use what it wrote.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,38 @@ def test_a_forged_cost_cap_ledger_skips_no_trial(pytester: pytest.Pytester, tmp_
     assert run.result.ret == 0 and run.report.costCap is not None and not run.report.costCap.reached, run.output()
     assert run.report.costCap.spentUsd < 1, run.report.costCap
     assert json.loads((tmp_path / "out" / "report.json").read_text())["exitStatus"] == 0
+
+
+def tamper_case(out: Path) -> TrialCase:
+    """Runs after the honest trials: rewrites one's transcript with junk (it crashed the view),
+    puts a FIFO in place of the other's (it hung --atlante-html) and appends to a host stream."""
+    trials = out / "trials"
+    script = (f"import json, os, pathlib; t = pathlib.Path({str(trials)!r}); "
+              "junk = [json.dumps([1]), json.dumps(dict(type='usage', usage=[1])), json.dumps(dict(type=7))]; "
+              "(t / 'a-honest/1/transcript.jsonl').write_text(chr(10).join(junk) + chr(10)); "
+              "f = t / 'b-honest/1/transcript.jsonl'; f.unlink(); os.mkfifo(f); "
+              "open(t / 'a-honest/1/host-stream.jsonl', 'a').write('appended' + chr(10))")
+    return TrialCase(name="c-tampers", turns=[bash_turn(f"python3 -c \"{script}\" && echo tampered"), DONE],
+                     checks=[{"type": "file-absent", "path": "hello.txt"}], verdict="fail", outcomes=("pass",))
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_another_trials_files_rewritten_are_an_escape_and_break_no_reader(pytester: pytest.Pytester, tmp_path: Path,
+                                                                         host: HostName) -> None:
+    out = tmp_path / "out"
+    cases = [victim("a-honest"), victim("b-honest"), tamper_case(out)]
+    cases = [TrialCase(name=c.name, turns=c.turns[1:], checks=c.checks, verdict=c.verdict, outcomes=c.outcomes)
+             if c.name.endswith("honest") else c for c in cases]  # the honest ones wait for nothing
+    project = write_project(tmp_path / "project", host, cases)
+    run = run_eval(pytester, project, out, "--atlante-isolation", "off", "--atlante-html", timeout_s=240)
+    assert run.result.ret == 1 and run.report.exitStatus == 1, run.output()
+    verdicts = {s.name: [t.verdict for t in s.trials] for s in run.report.scenarios}
+    assert verdicts == {"a-honest": ["pass"], "b-honest": ["pass"], "c-tampers": ["fail"]}, run.output()
+    tamperer = run.trial("c-tampers")
+    shown = out.as_posix() + "/trials"
+    assert tamperer.escapes == [f"{shown}/a-honest/1/host-stream.jsonl", f"{shown}/a-honest/1/transcript.jsonl",
+                                f"{shown}/b-honest/1/transcript.jsonl"], tamperer
+    page = (out / "report.html").read_text()
+    assert "transcript trials/b-honest/1/transcript.jsonl is a FIFO" in page or "; not read" in page
+    viewed = pytester.run(sys.executable, "-m", "pytest_atlante.cli", "view", str(out), timeout=60)
+    assert viewed.ret == 0 and "Traceback" not in viewed.stderr.str(), viewed.stderr.str()

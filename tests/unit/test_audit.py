@@ -210,3 +210,25 @@ def test_under_namespace_isolation_only_what_the_trial_can_write_is_attributed(t
     (writable / "escaped.txt").write_text("x")
     assert audit.escapes(started) == ["src/escaped.txt"]
     assert audit.start(_confinement(project, inside_temp, tmp_path))[0] is not None
+
+
+def test_another_trials_files_in_the_report_directory_are_watched(tmp_path: Path) -> None:
+    """Issue 26: with isolation off a trial appended the API key to an earlier trial's host stream and
+    rewrote its transcript, unnoticed.  New trial files (the runner writes them meanwhile) are no escape."""
+    project, home, report, run_temp = _layout(tmp_path)
+    earlier = report / "trials" / "earlier" / "1"
+    earlier.mkdir(parents=True)
+    (earlier / "host-stream.jsonl").write_text('{"type": "result"}\n')
+    (earlier / "transcript.jsonl").write_text('{"type": "header"}\n')
+    (earlier / "gone.jsonl").write_text("{}\n")
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    started = audit.start()
+    with (earlier / "host-stream.jsonl").open("a") as stream:
+        stream.write("sk-ant-leaked\n")
+    (earlier / "transcript.jsonl").write_text('{"type": "header", "forged": true}\n')
+    (earlier / "gone.jsonl").unlink()
+    (report / "trials" / "this" / "1").mkdir(parents=True)
+    (report / "trials" / "this" / "1" / "transcript.jsonl").write_text("{}\n")  # the runner's own write
+    shown = report.relative_to(project).as_posix()
+    assert audit.escapes(started) == [f"{shown}/trials/earlier/1/{name}"
+                                      for name in ("gone.jsonl", "host-stream.jsonl", "transcript.jsonl")]

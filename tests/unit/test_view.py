@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from pytest_atlante.cli import main
 from pytest_atlante.report.view import HTML_FILE, load_report, render
+from pytest_atlante.trial.transcript import MAX_TRANSCRIPT_BYTES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from view_helpers import synthetic_report
@@ -154,3 +156,43 @@ def test_a_trajectory_check_links_to_the_transcript_events_it_matched(tmp_path: 
     assert page.count(f'id="{anchor}"') == 1  # the timeline entry the link opens
     assert "not a number" not in page.split("events:")[1].split("</span>")[0]
     assert "skill tidy: used in 1/1 trials (100%, interval 20% to 100%); should use it" in page
+
+
+JUNK_EVENTS = ["[1, 2]", '"text"', "null", '{"no": "type"}', '{"type": 7}',
+               '{"type": "usage", "t": 1e999, "usage": [1], "costUsd": "free", "cumulativeTokens": {}}',
+               '{"type": "result", "usage": "all", "t": ' + "9" * 400 + "}",
+               '{"type": "usage", "usage": {"inputTokens": 1}, "costUsd": ' + "9" * 400 + "}",
+               '{"type": "tool_call", "input": [1], "tool": {}}', "\xff\xfe not utf-8", "{" * 5000]
+
+
+def test_a_transcript_a_trial_rewrote_renders_what_it_can_and_never_crashes(tmp_path: Path) -> None:
+    """Issue 26: a malformed transcript crashed ``atlante view`` (AttributeError) and the run's
+    --atlante-html; each junk line is skipped or shown as far as it makes sense."""
+    path = synthetic_report(tmp_path, scenarios=1, trials=1, transcript_turns=1)
+    transcript = tmp_path / "trials" / "scenario-000" / "1" / "transcript.jsonl"
+    transcript.write_bytes(("\n".join(JUNK_EVENTS) + "\n").encode("utf-8", "surrogateescape"))
+    page = render(load_report(path), tmp_path)
+    assert "Transcript (4 events)" in page and "session totals</strong>: 0 tokens" in page
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory", "huge"])
+def test_a_transcript_that_is_no_regular_file_is_named_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 kind: str) -> None:
+    """Issue 26: a FIFO in place of a transcript hung --atlante-html for ever."""
+    synthetic_report(tmp_path, scenarios=1, trials=1, transcript_turns=1)
+    transcript = tmp_path / "trials" / "scenario-000" / "1" / "transcript.jsonl"
+    transcript.unlink()
+    if kind == "fifo":
+        os.mkfifo(transcript)
+    elif kind == "symlink":
+        (tmp_path / "elsewhere.jsonl").write_text(json.dumps({"type": "text", "text": "PLANTED"}) + "\n")
+        transcript.symlink_to(tmp_path / "elsewhere.jsonl")
+    elif kind == "directory":
+        transcript.mkdir()
+    else:
+        with transcript.open("wb") as handle:
+            handle.truncate(MAX_TRANSCRIPT_BYTES + 1)
+    assert main(["view", str(tmp_path)]) == 0
+    page = (tmp_path / HTML_FILE).read_text()
+    assert "transcript trials/scenario-000/1/transcript.jsonl " in page and "; not read" in page
+    assert "PLANTED" not in page and "Traceback" not in capsys.readouterr().err
