@@ -32,6 +32,7 @@ from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.hosts.names import HostDialect, HostName
 from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
 from pytest_atlante.report import stats as evalstats
+from pytest_atlante.report.seal import write_seal
 from pytest_atlante.report.statrecords import (
     Comparison,
     PassAtK,
@@ -554,6 +555,8 @@ def write_report(report: EvalReport, out_dir: Path) -> Path:
     text = report.to_json()
     path = out_dir / REPORT_FILE
     atomic_write_text(path, text)
+    # What the readers that pick reports up by themselves (forecast, shards, view) require.
+    write_seal(path, text.encode("utf-8", "surrogateescape"))
     return path
 
 

@@ -13,8 +13,8 @@ gate and the pack provenance view all take reports that someone else wrote, so e
 - **validated** against ``EvalReport``.
 
 A refusal is a :class:`ReportRejected` with a stable ``code`` (``report-missing``,
-``report-too-large``, ``report-unsafe``, ``report-unreadable``, ``report-malformed``,
-``report-invalid``) and a reason; :func:`load_report` turns it into the caller's diagnostic code.
+``report-too-large``, ``report-unsafe``, ``report-unreadable``, ``report-unsealed``,
+``report-malformed``, ``report-invalid``) and a reason; :func:`load_report` turns it into the caller's diagnostic code.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
 from pytest_atlante.fsutil import UnreadableFile, no_duplicate_keys, read_capped
 from pytest_atlante.report.model import MAX_REPORT_BYTES, EvalReport
+from pytest_atlante.report.seal import is_sealed
 
 __all__ = ["ReportRejected", "load_report", "parse_json", "read_bytes", "read_report", "validate"]
 
@@ -114,9 +115,17 @@ def validate(document: Any, *, strict: bool = False) -> EvalReport:
                              locations) from None
 
 
-def read_report(path: Path, *, follow_symlinks: bool = True) -> EvalReport:
-    """Read, parse and validate the report at ``path``; ``ReportRejected`` says why not."""
-    return validate(parse_json(read_bytes(path, follow_symlinks=follow_symlinks)))
+def read_report(path: Path, *, follow_symlinks: bool = True, sealed: bool = False) -> EvalReport:
+    """Read, parse and validate the report at ``path``; ``ReportRejected`` says why not.
+
+    ``sealed``: for a reader that picks reports up without being given them (``report/seal.py``):
+    only a report whose seal verifies over the bytes read is used (``report-unsealed``)."""
+    data = read_bytes(path, follow_symlinks=follow_symlinks)
+    report = validate(parse_json(data))
+    if sealed and not is_sealed(path, data):
+        _reject("report-unsealed", "the report carries no valid seal of a run of this user's (a file a trial, "
+                "or anyone, wrote there by hand)")
+    return report
 
 
 def load_report(path: Path, code: str, *, hint: str = _HINT, unreadable_code: str | None = None) -> EvalReport:

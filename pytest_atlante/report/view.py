@@ -56,12 +56,20 @@ def report_path_for(target: Path) -> Path:
 
 
 def latest_run(project_root: Path) -> Path:
-    """The newest run directory with a report under ``<project>/.atlante/eval/`` (run ids sort by time)."""
-    runs = sorted(p.parent for p in (project_root / ".atlante" / "eval").glob(f"*/{REPORT_FILE}"))
-    if not runs:
-        raise DiagnosticError([Diagnostic(str(project_root), "", "view-report-missing", "no eval run with a report under .atlante/eval/",
-                                          "run `atlante eval` first, or name a report.json or run directory")])
-    return runs[-1]
+    """The newest run directory under ``<project>/.atlante/eval/`` whose report a run of this user's
+    wrote (run ids sort by time; an unsealed report, such as one a trial planted, is passed over:
+    ``report/seal.py``).  A file that is no report at all (a FIFO, junk) is not passed over: the
+    view names it and why it cannot be read."""
+    for report in sorted((project_root / ".atlante" / "eval").glob(f"*/{REPORT_FILE}"), reverse=True):
+        try:
+            reader.read_report(report, sealed=True)
+        except reader.ReportRejected as exc:
+            if exc.code == "report-unsealed":
+                continue
+        return report.parent
+    raise DiagnosticError([Diagnostic(str(project_root), "", "view-report-missing",
+                                      "no eval run with a report written by a run of yours under .atlante/eval/",
+                                      "run `atlante eval` first, or name a report.json or run directory")])
 
 
 def load_report(path: Path) -> J:

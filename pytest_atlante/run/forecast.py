@@ -1,7 +1,8 @@
 """Cost forecast: what a run will spend, predicted from earlier reports, before any host session.
 
-History is every ``report.json`` under ``<project>/.atlante/eval/*/`` whose host name, model and
-scripted flag match the run's; within such a report a scenario's trials count when its name
+History is every ``report.json`` under ``<project>/.atlante/eval/*/`` that a run of this user's
+wrote (its seal verifies, ``report/seal.py``: never a file a trial planted) and whose host name,
+model and scripted flag match the run's; within such a report a scenario's trials count when its name
 matches and its ``scenarioDigest`` and ``harnessDigest`` (``digests.py``) match the run's too (a
 changed scenario, fixture, script or harness is not the same experiment); a report written before
 digests were recorded matches by name alone.  A scenario without matching history
@@ -78,6 +79,7 @@ class Forecast:
     scenarios: list[ScenarioForecast] = field(default_factory=list)
     reports: list[UsedReport] = field(default_factory=list)
     unreadable: int = 0                  # report files that did not parse (skipped, counted)
+    unsealed: int = 0                    # report files no run of this user's wrote (skipped, counted)
 
     @property
     def unknown(self) -> list[str]:
@@ -152,30 +154,36 @@ def _same_experiment(record: ScenarioRecord, digests: Digests) -> bool:
 
 
 def load_history(eval_dir: Path, *, host: str, model: str | None, scripted: bool,
-                 now: datetime) -> tuple[list[tuple[UsedReport, EvalReport]], int]:
-    """Matching reports under ``eval_dir`` (newest first) and the number of unreadable ones."""
+                 now: datetime) -> tuple[list[tuple[UsedReport, EvalReport]], int, int]:
+    """Matching reports under ``eval_dir`` (newest first), the number of unreadable ones and of
+    unsealed ones: only a report a run of this user's wrote counts (``report/seal.py``), never a
+    file a trial planted there."""
     found: list[tuple[UsedReport, EvalReport]] = []
-    unreadable = 0
+    unreadable = unsealed = 0
     paths = sorted(eval_dir.glob(f"*/{REPORT_FILE}")) if eval_dir.is_dir() else []
     for path in paths:
         try:
-            report = reader.read_report(path)
-        except reader.ReportRejected:
-            unreadable += 1
+            report = reader.read_report(path, sealed=True)
+        except reader.ReportRejected as exc:
+            if exc.code == "report-unsealed":
+                unsealed += 1
+            else:
+                unreadable += 1
             continue
         if report.host is None or report.host.name != host or report.model != model or report.scripted != scripted:
             continue
         finished = datetime.strptime(report.finishedAt[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
         found.append((UsedReport(report.runId, path, max(0.0, (now - finished).total_seconds())), report))
     found.sort(key=lambda pair: pair[0].age_s)
-    return found, unreadable
+    return found, unreadable, unsealed
 
 
 def forecast(requested: Sequence[RequestedScenario], eval_dir: Path, *, host: str, model: str | None, scripted: bool,
              workers: int, now: datetime | None = None) -> Forecast:
     now = now or datetime.now(UTC)
-    history, unreadable = load_history(eval_dir, host=host, model=model, scripted=scripted, now=now)
-    result = Forecast(host=host, model=model, scripted=scripted, workers=workers, unreadable=unreadable)
+    history, unreadable, unsealed = load_history(eval_dir, host=host, model=model, scripted=scripted, now=now)
+    result = Forecast(host=host, model=model, scripted=scripted, workers=workers, unreadable=unreadable,
+                      unsealed=unsealed)
     used: dict[str, UsedReport] = {}
     for wanted in requested:
         tokens: list[float] = []
@@ -249,4 +257,6 @@ def table_lines(result: Forecast) -> list[str]:
         lines.append("history: no matching report in .atlante/eval/ (host, model and scripted flag must match)")
     if result.unreadable:
         lines.append(f"skipped {result.unreadable} unreadable report(s)")
+    if result.unsealed:
+        lines.append(f"skipped {result.unsealed} report(s) no run of yours wrote (no valid seal)")
     return lines

@@ -153,7 +153,8 @@ class Controller(TrialRole):
 
         self._handle_sigterm()
         found, problems = self.plan.validate(self.options)
-        self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression)
+        self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression,
+                                             self.options.project_root)
         rerun_option = requested_reruns(self.config)
         if rerun_option:
             gate_problems = [*gate_problems, Diagnostic("", rerun_option, "eval-reruns-refused", RERUNS_REFUSED,

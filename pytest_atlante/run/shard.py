@@ -17,13 +17,13 @@ another suite or another CI run cannot be merged by mistake.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_atlante.fsutil import fingerprint
+from pytest_atlante.report import reader
 from pytest_atlante.suite.discovery import ValidSuite
 
 # CI variables that identify one run of a pipeline (and its re-run attempt), in the order they are
@@ -73,19 +73,17 @@ def expected_durations(project_root: Path) -> dict[str, float]:
     """
     found: dict[str, tuple[str, float]] = {}
     for path in sorted(project_root.glob(REPORT_GLOB)):
-        try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-            if report.get("shard") is not None:
-                continue
-            finished = str(report["finishedAt"])
-            for scenario in report["scenarios"]:
-                ran = [t for t in scenario["trials"] if t["verdict"] != "skipped-budget"]
-                mean = float(scenario["meanDurationMs"])
-                name = str(scenario["name"])
-                if ran and mean > 0 and (name not in found or found[name][0] < finished):
-                    found[name] = (finished, mean)
-        except (OSError, ValueError, KeyError, TypeError):
+        try:  # capped, no FIFO waited on, and only a report a run of this user's wrote (report/seal.py)
+            report = reader.read_report(path, sealed=True)
+        except reader.ReportRejected:
             continue
+        if report.shard is not None:
+            continue
+        for scenario in report.scenarios:
+            ran = [t for t in scenario.trials if t.verdict != "skipped-budget"]
+            mean = scenario.meanDurationMs
+            if ran and mean > 0 and (scenario.name not in found or found[scenario.name][0] < report.finishedAt):
+                found[scenario.name] = (report.finishedAt, float(mean))
     return {name: mean for name, (_, mean) in found.items()}
 
 

@@ -9,6 +9,7 @@ the runs after it, must not use what it wrote.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -100,3 +101,44 @@ def test_another_trials_files_rewritten_are_an_escape_and_break_no_reader(pytest
     assert "transcript trials/b-honest/1/transcript.jsonl is a FIFO" in page or "; not read" in page
     viewed = pytester.run(sys.executable, "-m", "pytest_atlante.cli", "view", str(out), timeout=60)
     assert viewed.ret == 0 and "Traceback" not in viewed.stderr.str(), viewed.stderr.str()
+
+
+PLANTED_RUN = "29991231T000000Z-ffffff"  # a run id that sorts after every real one
+
+
+def planting_case(project: Path) -> TrialCase:
+    """Copies the project's earlier report into a new run directory with a cost of $20 a trial."""
+    runs = project / ".atlante" / "eval"
+    script = (f"import json, pathlib; runs = pathlib.Path({str(runs)!r}); "
+              "doc = json.loads(sorted(runs.glob('*/report.json'))[0].read_text()); "
+              f"doc['runId'] = {PLANTED_RUN!r}; "
+              "[t.update(costUsd=20.0) for s in doc['scenarios'] for t in s['trials']]; "
+              f"target = runs / {PLANTED_RUN!r} / 'report.json'; target.parent.mkdir(); "
+              "target.write_text(json.dumps(doc))")
+    return TrialCase(name="plants-a-report", turns=[bash_turn(f"python3 -c \"{script}\" && echo planted"), DONE],
+                     checks=[{"type": "file-absent", "path": "hello.txt"}], verdict="pass", outcomes=("pass",))
+
+
+def test_a_report_a_trial_planted_drives_no_forecast_and_no_view(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_project(project, "claude-code", [victim("priced"), planting_case(project)])
+    args = ["--atlante-eval", "--atlante-scripted", "--atlante-project", str(project), "-p", "no:cacheprovider",
+            "--atlante-isolation", "off"]
+    first = pytester.runpytest_subprocess(*args, "--atlante-scenario", "priced", timeout=300)
+    assert first.ret == 0, first.outlines
+    second = pytester.runpytest_subprocess(*args, "--atlante-scenario", "plants-a-report", timeout=300)
+    planted = project / ".atlante" / "eval" / PLANTED_RUN / "report.json"
+    assert planted.is_file(), second.outlines  # the agent did plant it (with isolation off nothing stops the write)
+    runs = sorted(p.parent.name for p in (project / ".atlante" / "eval").glob("*/report.json"))
+    assert len(runs) == 3 and runs[-1] == PLANTED_RUN
+
+    printed = pytester.runpytest_subprocess(*args, "--atlante-scenario", "priced", "--atlante-forecast", timeout=300)
+    text = "\n".join(printed.outlines)
+    assert printed.ret == 0 and PLANTED_RUN not in text, text
+    assert "skipped 1 report(s) no run of yours wrote" in text, text
+    row = next(line for line in printed.outlines if line.startswith("priced"))
+    assert "20.0" not in row and "40.0" not in row, row  # the forecast is the real run's few tenths of a cent
+
+    viewed = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "view"], cwd=project, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert viewed.returncode == 0 and PLANTED_RUN not in viewed.stdout and runs[-2] in viewed.stdout, viewed

@@ -20,6 +20,7 @@ import pytest
 from conftest import Project, config_doc, scenario_doc
 from fakehost import fake_env, install_fake_claude
 from pytest_atlante.report.model import EvalReport
+from pytest_atlante.report.seal import write_seal
 
 SCENARIOS = ("alpha", "beta", "gamma")
 
@@ -171,6 +172,7 @@ def test_shards_deselect_the_other_trials_and_balance_by_earlier_durations(shard
         scenario["meanDurationMs"] = 60_000.0 if scenario["name"] == "alpha" else 1_000.0
     earlier.parent.mkdir(parents=True)
     earlier.write_text(json.dumps(report))
+    write_seal(earlier, earlier.read_bytes())  # as a run of this user's would have: durations come from sealed reports only
     assert whole.returncode == 1
     paths = run_shards(sharded_project, tmp_path, env, 2, tag="bal")
     names = [sorted({t.scenario for s in load(p).scenarios for t in s.trials}) for p in paths]

@@ -363,7 +363,7 @@ def test_failed_rename_keeps_the_old_report(tmp_path: Path, monkeypatch: pytest.
     with pytest.raises(OSError):
         write_report(report_of([trial("a", 1, "fail")]), tmp_path)
     assert path.read_text() == old
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # no temp file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.json.seal"]  # no temp file left
 
 
 def test_failed_serialisation_keeps_the_old_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,3 +105,44 @@ def test_a_forecast_counts_a_fifo_report_unreadable_instead_of_waiting(tmp_path:
                           env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "skipped 1 unreadable report(s)" in done.stdout, done.stdout
+
+
+# --------------------------------------------------------------------------- the seal (issue 26)
+
+
+def test_only_a_report_a_run_wrote_is_picked_up_by_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forecast history, shard durations, ``atlante view`` without an argument and a baseline in
+    ``.atlante/eval/`` take only sealed reports; a planted copy or an edited report is passed over."""
+    from pytest_atlante.report.model import write_report
+    from pytest_atlante.report.reader import ReportRejected, read_report
+    from pytest_atlante.report.seal import key_file
+    from pytest_atlante.report.view import latest_run
+    from pytest_atlante.run.gate import load_gate
+    from pytest_atlante.run.shard import expected_durations
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    runs = tmp_path / "project" / ".atlante" / "eval"
+    real = write_report(run_of({"alpha": ["pass", "fail"]}), runs / "20261201T000000Z-aaaaaa")
+    assert key_file().is_file() and oct(key_file().stat().st_mode & 0o777) == "0o600"
+    planted = runs / "29991231T000000Z-ffffff" / "report.json"
+    planted.parent.mkdir()
+    planted.write_bytes(real.read_bytes())  # a byte-identical copy without its seal
+    edited = runs / "29991231T000000Z-eeeeee"
+    edited.mkdir()
+    (edited / "report.json").write_text(real.read_text().replace('"alpha"', '"gamma"'))
+    (edited / "report.json.seal").write_bytes((real.parent / "report.json.seal").read_bytes())  # the real seal, moved
+    for path in (planted, edited / "report.json"):
+        with pytest.raises(ReportRejected) as rejected:
+            read_report(path, sealed=True)
+        assert rejected.value.code == "report-unsealed"
+        assert read_report(path).runId  # named explicitly, it is still readable
+    assert read_report(real, sealed=True).runId
+    assert latest_run(tmp_path / "project") == real.parent
+    assert set(expected_durations(tmp_path / "project")) == {"alpha"}
+    gate, problems = load_gate(planted, False, tmp_path / "project")
+    assert gate is None and [p.code for p in problems] == ["eval-baseline-invalid"] and "seal" in problems[0].message
+    outside = tmp_path / "ci-artifact.json"
+    outside.write_bytes(planted.read_bytes())
+    assert load_gate(outside, False, tmp_path / "project")[0] is not None  # a CI artifact is the user's choice
+    assert load_gate(real, False, tmp_path / "project")[0] is not None
