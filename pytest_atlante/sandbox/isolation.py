@@ -11,10 +11,14 @@ trial after its setup runs as ``bwrap <mounts> -- argv`` and sees:
   hidden; so are the project's ``.atlante`` (build tree, reports) and the report directory;
 - the project directory itself read-only, not hidden: a project's virtualenv and tools usually live
   in it and checks run them (``python -m pytest`` from ``.venv/bin`` on PATH);
-- whatever the command needs put back read-only where a hidden directory would cover it: every
-  absolute path its environment names (PATH entries, CA bundles, …) and its executable, real path
-  included.  Each is exposed through its top directory below the hidden one (``/tmp/ci`` for
-  ``/tmp/ci/repo/.venv/bin``), because a package tree needs more than the one directory named;
+- whatever the command needs put back read-only where a hidden directory would cover it, each by
+  itself and never its parent (``~/.local/bin`` does not bring back ``~/.local/share/opencode``,
+  ``~/.claude/local`` not ``~/.claude/projects``): every absolute path its environment names (PATH
+  entries, CA bundles, …) and its executable, real path included; for every symlink in such a PATH
+  directory (``~/.local/bin/claude``, ``~/.npm-global/bin/claude``, nvm's ``bin/npm``), its target,
+  as the npm package holding it (the nearest directory with a ``package.json``) or else the file
+  itself; and for a virtualenv's ``bin`` (``pyvenv.cfg`` beside it) or a ``node_modules/.bin``,
+  that virtualenv or ``node_modules`` (what their programs import; they hold no login);
 - its own PID namespace and ``/proc`` (the run's processes and environments are invisible), and
   ``--die-with-parent``: when the runner dies, even by SIGKILL, every process of the trial dies;
 - the network shared: the model API and the scripted server on 127.0.0.1 keep working; or, with
@@ -189,13 +193,11 @@ class Confinement:
         needed = {p for p in named if not p.is_relative_to(self.trial_dir)}
         # A hidden directory that is itself needed (PATH=/tmp) stays visible, read-only.
         hidden = sorted({p for p in self.hidden if p.is_dir() and p != Path("/") and p not in needed})
-        exposed: set[Path] = set()
-        for path in needed:
-            # The innermost hidden directory holding the path decides what is put back.
-            holders = [root for root in hidden if path.is_relative_to(root) and path != root]
-            if holders:
-                root = max(holders, key=lambda r: len(r.parts))
-                exposed.add(root / path.relative_to(root).parts[0])
+        covered = [path for path in needed if any(path.is_relative_to(root) and path != root for root in hidden)]
+        wanted = {put for path in covered for put in _put_backs(path, hidden)}
+        # Each by itself; one inside another put back already needs no mount of its own.
+        exposed = {path for path in wanted
+                   if not any(path != other and path.is_relative_to(other) for other in wanted)}
         # Parents before children: a tmpfs mounted over a directory would cover mounts made inside
         # it earlier, and a put-back parent would uncover a hidden child mounted before it.
         mounts = sorted([(p, "--tmpfs") for p in hidden] + [(p, "--ro-bind-try") for p in exposed],
@@ -255,6 +257,46 @@ def _needed_paths(argv: list[str], env: Mapping[str, str]) -> set[Path]:
             if form.exists():
                 found.add(form)
     return found
+
+
+def _put_backs(path: Path, hidden: Iterable[Path]) -> set[Path]:
+    """What makes ``path`` (a needed path under a hidden directory) work, and nothing beside it."""
+    if not path.is_dir():
+        tops = [root for root in hidden if path.is_relative_to(root)]
+        return {_package_of(path, tops) if tops else path}
+    found = {path}
+    if (path.parent / "pyvenv.cfg").is_file() or (path.name == ".bin" and path.parent.name == "node_modules"):
+        found.add(path.parent)  # a virtualenv, a node_modules: what the programs in it import
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.is_symlink():
+            continue
+        target = _real(Path(entry.path))
+        tops = [root for root in hidden if target.is_relative_to(root)]
+        if tops and target.exists():  # a target nothing hides needs no put-back
+            found.add(_package_of(target, tops))
+    return found
+
+
+def _package_of(target: Path, tops: list[Path]) -> Path:
+    """What an executable ``target`` under the hidden ``tops`` needs beside itself: the npm package
+    holding it (the nearest directory with a ``package.json``); else, for ``PREFIX/bin/program``
+    at least two levels below the innermost top (a uv or pyenv Python, an nvm Node), its
+    installation ``PREFIX`` with the libraries in it; else the file alone.  ``~/.local`` is one
+    level below HOME, so a program in ``~/.local/bin`` never brings ``~/.local`` back."""
+    innermost = max(tops, key=lambda top: len(top.parts))
+    for directory in target.parents:
+        if directory == innermost or not directory.is_relative_to(innermost):
+            break
+        if directory.name != "node_modules" and (directory / "package.json").is_file():
+            return directory
+    prefix = target.parent.parent
+    if target.parent.name == "bin" and len(prefix.relative_to(innermost).parts) >= 2 and (prefix / "lib").is_dir():
+        return prefix
+    return target
 
 
 def _real(path: Path) -> Path:

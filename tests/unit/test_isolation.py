@@ -81,13 +81,13 @@ def test_hidden_directories_are_covered_and_what_the_command_needs_is_put_back(t
     assert args[:2] == ["bwrap", "--unshare-all"] and "--die-with-parent" in args and "--share-net" in args
     assert args[args.index("--") + 1:] == ["agent-cli", "--flag"]
     assert args[args.index("--chdir") + 1] == str(trial / "sandbox")
-    # Parents first; each needed path is put back through its top directory below the hidden one;
-    # HOME and TMPDIR put nothing back; the missing directory is not mounted; writable paths last.
+    # Parents first; each needed path is put back by itself, never its parent (issue 26); HOME and
+    # TMPDIR put nothing back; the missing directory is not mounted; writable paths last.
     assert _mounts(args) == [
         ("--tmpfs", str(outer)),
-        ("--ro-bind-try", str(outer / "ci")),
         ("--tmpfs", str(inner)),
-        ("--ro-bind-try", str(inner / "tools")),
+        ("--ro-bind-try", str(outer / "ci" / "venv" / "bin")),
+        ("--ro-bind-try", str(inner / "tools" / "bin")),
         ("--bind", str(trial / "sandbox")),
         ("--bind", str(trial / "home")),
     ]
@@ -267,3 +267,84 @@ for family, address in ((socket.AF_INET, ("10.255.255.1", 80)), (socket.AF_UNIX,
     assert result.returncode == 0, output
     assert "model says hi:ping" in output
     assert "open" not in output.replace("model says", "") and output.count("blocked") == 2, output
+
+
+# -- the planted-logins matrix (issue 26) ----------------------------------------------------
+
+LOGINS = [".local/share/opencode/auth.json", ".claude/projects/-home-me-app/history.jsonl", ".claude/.credentials.json",
+          ".config/gh/hosts.yml", ".aws/credentials", ".ssh/id_ed25519", ".netrc", ".docker/config.json"]
+
+
+def _program(path: Path, says: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho {says}\n")
+    path.chmod(0o755)
+
+
+def _link(link: Path, target: str) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target)
+
+
+def _installs(home: Path) -> dict[str, tuple[Path, str]]:
+    """Every PATH layout a real install of the CLIs has: ``{layout: (PATH directory, program)}``."""
+    _program(home / ".local/share/claude/versions/2.1.197", "native-ok")          # Claude Code's installer
+    _link(home / ".local/bin/claude", str(home / ".local/share/claude/versions/2.1.197"))
+    _program(home / ".claude/local/node_modules/@anthropic-ai/claude-code/cli.js", "local-ok")  # `claude migrate-installer`
+    (home / ".claude/local/node_modules/@anthropic-ai/claude-code/package.json").write_text("{}")
+    _link(home / ".claude/local/node_modules/.bin/claude", "../@anthropic-ai/claude-code/cli.js")
+    _program(home / ".claude/local/claude", "wrapper-ok")
+    _program(home / ".npm-global/lib/node_modules/opencode-ai/bin/opencode", "npm-global-ok")  # npm -g with a prefix
+    (home / ".npm-global/lib/node_modules/opencode-ai/package.json").write_text("{}")
+    _link(home / ".npm-global/bin/opencode", "../lib/node_modules/opencode-ai/bin/opencode")
+    nvm = home / ".nvm/versions/node/v20.11.1"                                      # nvm
+    _program(nvm / "bin/node", "node-ok")
+    _program(nvm / "lib/node_modules/@anthropic-ai/claude-code/cli.js", "nvm-ok")
+    (nvm / "lib/node_modules/@anthropic-ai/claude-code/package.json").write_text("{}")
+    _link(nvm / "bin/claude", "../lib/node_modules/@anthropic-ai/claude-code/cli.js")
+    app = home / "code/app/node_modules"                                            # a project's own install
+    _program(app / "opencode-ai/bin/opencode", "project-ok")
+    (app / "opencode-ai/package.json").write_text("{}")
+    _link(app / ".bin/opencode", "../opencode-ai/bin/opencode")
+    return {"~/.local/bin": (home / ".local/bin", "claude"), "~/.claude/local": (home / ".claude/local", "claude"),
+            "~/.claude/local/node_modules/.bin": (home / ".claude/local/node_modules/.bin", "claude"),
+            "~/.npm-global/bin": (home / ".npm-global/bin", "opencode"), "nvm": (nvm / "bin", "claude"),
+            "project node_modules/.bin": (app / ".bin", "opencode")}
+
+
+def test_no_login_under_home_is_readable_whatever_path_a_real_install_puts_on_path(trial: Path, tmp_path: Path) -> None:
+    """Issue 26: ``~/.local/bin`` on PATH put all of ``~/.local`` back, and a trial read OpenCode's
+    refresh token in ``~/.local/share/opencode/auth.json``.  Each PATH directory comes back by itself
+    (plus the package its links point into), so every program runs and no login is readable."""
+    home = tmp_path / "home"  # a fake user HOME: hidden like the real one
+    installs = _installs(home)
+    for login in LOGINS:
+        (home / login).parent.mkdir(parents=True, exist_ok=True)
+        (home / login).write_text("SECRET-LOGIN\n")
+    confinement = Confinement(writable=(trial / "sandbox", trial / "home"),
+                              hidden=hidden_roots(user_home=home, project_root=tmp_path / "project", report_dir=None),
+                              trial_dir=trial, cwd=trial / "sandbox")
+    path = ":".join(str(directory) for directory, _ in installs.values())
+    env = {"PATH": f"{path}:{os.environ['PATH']}", "HOME": str(trial / "home")}
+    logins = [str(home / login) for login in LOGINS]
+    code = f"""
+import os, subprocess
+for login in {logins!r}:
+    try:
+        print("READ" if "SECRET" in open(login).read() else "empty", login)
+    except OSError as exc:
+        print("hidden", login, exc.strerror)
+for directory, program in {[(str(d), p) for d, p in installs.values()]!r}:
+    done = subprocess.run([os.path.join(directory, program)], capture_output=True, text=True)
+    print("ran", directory, done.stdout.strip() or done.stderr.strip())
+print("home", sorted(os.listdir({str(home)!r})))
+"""
+    result = run([sys.executable, "-c", code], cwd=trial / "sandbox", env=env, timeout_s=60, wrap=confinement.wrapper(env))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "READ" not in output, output
+    assert output.count("hidden ") == len(LOGINS), output
+    ran = dict(line.split(" ", 2)[1:] for line in output.splitlines() if line.startswith("ran "))
+    assert ran == {str(d): says for (d, _), says in zip(installs.values(), ["native-ok", "wrapper-ok", "local-ok",
+                                                                            "npm-global-ok", "nvm-ok", "project-ok"],
+                                                        strict=True)}, output
