@@ -18,7 +18,8 @@ trial after its setup runs as ``bwrap <mounts> -- argv`` and sees:
   directory (``~/.local/bin/claude``, ``~/.npm-global/bin/claude``, nvm's ``bin/npm``), its target,
   as the npm package holding it (the nearest directory with a ``package.json``) or else the file
   itself; and for a virtualenv's ``bin`` (``pyvenv.cfg`` beside it) or a ``node_modules/.bin``,
-  that virtualenv or ``node_modules`` (what their programs import; they hold no login);
+  that virtualenv or ``node_modules`` (what their programs import; they hold no login); and the
+  interpreter a script's ``#!`` line names (a virtualenv's Python whose installation is under HOME);
 - its own PID namespace and ``/proc`` (the run's processes and environments are invisible), and
   ``--die-with-parent``: when the runner dies, even by SIGKILL, every process of the trial dies;
 - the network shared: the model API and the scripted server on 127.0.0.1 keep working; or, with
@@ -249,6 +250,10 @@ def _needed_paths(argv: list[str], env: Mapping[str, str]) -> set[Path]:
     program = shutil.which(argv[0], path=env.get("PATH", os.defpath)) if argv else None
     if program is not None:
         candidates.append(program)
+        # A script's interpreter (``#!/path/to/.venv/bin/python`` whose Python lives under HOME)
+        interpreter = _interpreter(Path(program), env)
+        if interpreter is not None:
+            candidates.append(interpreter)
     for candidate in candidates:
         if not candidate.startswith("/") or "\0" in candidate:
             continue
@@ -257,6 +262,22 @@ def _needed_paths(argv: list[str], env: Mapping[str, str]) -> set[Path]:
             if form.exists():
                 found.add(form)
     return found
+
+
+def _interpreter(program: Path, env: Mapping[str, str]) -> str | None:
+    """The interpreter a ``#!`` line names (through ``/usr/bin/env``, looked up on the command's PATH)."""
+    try:
+        with open(program, "rb") as handle:
+            first = handle.read(256).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+        return shutil.which(words[0], path=env.get("PATH", os.defpath)) if words else None
+    return words[0] if words else None
 
 
 def _put_backs(path: Path, hidden: Iterable[Path]) -> set[Path]:

@@ -416,6 +416,15 @@ def _open_regular(path: Path) -> int:
     return fd
 
 
+def strip_kept(sb: Sandbox) -> None:
+    """What ``--atlante-keep`` leaves of a trial: the sandbox and the baseline repository, never the
+    trial HOME (the host's config, its session logs, what is left of the copied login), the host's
+    temp directory or the checks' HOMEs — each of which may hold a credential or a session log."""
+    for child in list(sb.trial_dir.iterdir()) if sb.trial_dir.is_dir() else []:
+        if child.name not in (sb.root.name, sb.git_dir.name):
+            remove_tree(child)
+
+
 def remove(sb: Sandbox) -> None:
     """Delete the trial directory, even when the agent left read-only files or directories."""
     remove_tree(sb.trial_dir)

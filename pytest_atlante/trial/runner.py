@@ -595,7 +595,9 @@ class TrialRunner:
                     rec = rec.model_copy(update={"scriptedTurns": turns()})
             return scrubbed(rec, sb, secrets)
         finally:
-            if not self.keep:
+            if self.keep:
+                sandboxes.strip_kept(sb)
+            else:
                 sandboxes.remove(sb)
 
     def _in_sandbox(self, entry: ScenarioEntry, sb: sandboxes.Sandbox, base: TrialRecord, budget: TrialBudget,
