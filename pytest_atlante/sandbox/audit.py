@@ -136,7 +136,12 @@ def fingerprint(watched: Watched) -> Fingerprint:
 
 def _changed(before: Fingerprint, after: Fingerprint, grow_only: frozenset[str] = frozenset()) -> list[str]:
     def appeared_where_allowed(path: str) -> bool:
-        return path not in before and any(path.startswith(top + "/") for top in grow_only)
+        if not any(path.startswith(top + "/") for top in grow_only):
+            return False
+        # The runner's own atomic writes there (another worker's transcript) pass through a
+        # ``.<name>.<random>.tmp`` file that appears and goes; no reader ever opens one.
+        name = path.rpartition("/")[2]
+        return path not in before or (name.startswith(".") and name.endswith(".tmp"))
 
     return sorted(path for path in before.keys() | after.keys()
                   if before.get(path) != after.get(path) and not appeared_where_allowed(path))

@@ -232,3 +232,17 @@ def test_another_trials_files_in_the_report_directory_are_watched(tmp_path: Path
     shown = report.relative_to(project).as_posix()
     assert audit.escapes(started) == [f"{shown}/trials/earlier/1/{name}"
                                       for name in ("gone.jsonl", "host-stream.jsonl", "transcript.jsonl")]
+
+
+def test_the_runners_atomic_writes_under_trials_are_no_escape(tmp_path: Path) -> None:
+    """Another worker's transcript is written through a temp file that is there when the window
+    opens and renamed away before it closes (an xdist run blamed a passing trial for it)."""
+    project, home, report, run_temp = _layout(tmp_path)
+    other = report / "trials" / "other" / "1"
+    other.mkdir(parents=True)
+    temp = other / ".transcript.jsonl.abc123.tmp"
+    temp.write_text("{}\n")
+    audit = Audit.for_run(project, home=home, report_dir=report, run_temp=run_temp)
+    started = audit.start()
+    temp.rename(other / "transcript.jsonl")
+    assert audit.escapes(started) == []
