@@ -29,6 +29,7 @@ from pytest_atlante.records import TrialRecord
 from pytest_atlante.report import reader
 from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION, decide
 from pytest_atlante.report.model import EvalReport, MergedShard, RunState, build_report, keyed
+from pytest_atlante.report.seal import write_seal
 
 __all__ = ["MergeError", "cmd_merge", "load_shard_reports", "merge_reports"]
 
@@ -234,7 +235,11 @@ def cmd_merge(paths: Sequence[Path], out: Path) -> int:
         for problem in sorted(set(exc.diagnostics)):
             print(problem.render(), file=sys.stderr)
         return exc.status
-    atomic_write_text(out, report.to_json())
+    text = report.to_json()
+    atomic_write_text(out, text)
+    # The user chose the shards it merges: the merged report is theirs, sealed like a run's
+    # (the durations of the next --atlante-shard come from it).
+    write_seal(out, text.encode("utf-8", "surrogateescape"))
     counts = ", ".join(f"{n} {v}" for v, n in report.verdicts.items() if n)
     shards = len(report.shards or [])
     print(f"atlante: merged {shards} shard(s) of run group {report.runGroup}: {counts or 'no trials'}; "
