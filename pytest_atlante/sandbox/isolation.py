@@ -9,8 +9,9 @@ trial after its setup runs as ``bwrap <mounts> -- argv`` and sees:
 - a private, empty ``/tmp``, and the same over ``$TMPDIR`` and the invoking user's HOME: other
   trials, the baseline repository beside the sandbox and the user's files (logins included) are
   hidden; so are the project's ``.atlante`` (build tree, reports) and the report directory;
-- the project directory itself read-only, not hidden: a project's virtualenv and tools usually live
-  in it and checks run them (``python -m pytest`` from ``.venv/bin`` on PATH);
+- the project directory itself read-only, not hidden, even when it lies in HOME (put back by itself,
+  ``Confinement.shown``): a project's virtualenv and tools usually live in it and checks run them
+  (``python -m pytest`` from ``.venv/bin`` on PATH);
 - whatever the command needs put back read-only where a hidden directory would cover it, each by
   itself and never its parent (``~/.local/bin`` does not bring back ``~/.local/share/opencode``,
   ``~/.claude/local`` not ``~/.claude/projects``): every absolute path its environment names (PATH
@@ -162,6 +163,9 @@ class Confinement:
     cwd: Path
     network: NetworkSetting = "shared"
     model_relay: ModelRelay | None = None  # model-only host sessions: the way to the metering proxy
+    # Kept visible, read-only, even inside a hidden directory (the project, when it lies in HOME
+    # or under /tmp): by itself, as every put-back is.
+    shown: tuple[Path, ...] = ()
 
     def may_write(self, root: Path, *, except_under: Iterable[Path] = ()) -> bool:
         """Whether a command run under this confinement can change anything under ``root`` that is
@@ -196,6 +200,8 @@ class Confinement:
         hidden = sorted({p for p in self.hidden if p.is_dir() and p != Path("/") and p not in needed})
         covered = [path for path in needed if any(path.is_relative_to(root) and path != root for root in hidden)]
         wanted = {put for path in covered for put in _put_backs(path, hidden)}
+        wanted |= {path for path in map(_real, self.shown) if path.is_dir()
+                   and any(path.is_relative_to(root) and path != root for root in hidden)}
         # Each by itself; one inside another put back already needs no mount of its own.
         exposed = {path for path in wanted
                    if not any(path != other and path.is_relative_to(other) for other in wanted)}

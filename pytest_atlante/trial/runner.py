@@ -214,13 +214,15 @@ def baseline(entry: ScenarioEntry, sb: sandboxes.Sandbox) -> None:
     sandboxes.snapshot(sb, [c.path for c in entry.scenario.checks if c.type == "file-unchanged"])
 
 
-def confinement(sb: sandboxes.Sandbox, isolation: IsolationRecord | None, hidden: tuple[Path, ...]) -> Confinement | None:
+def confinement(sb: sandboxes.Sandbox, isolation: IsolationRecord | None, hidden: tuple[Path, ...],
+                project: Path | None = None) -> Confinement | None:
     """The command-wrapping step: namespace isolation's mounts for this trial (``isolation``), used by
-    the host session and the checks alike; None without namespace isolation."""
+    the host session and the checks alike; None without namespace isolation.  The ``project`` stays
+    visible read-only even where it lies in a hidden directory (HOME)."""
     if isolation is None or isolation.mode != "namespace":
         return None
     return Confinement(writable=(sb.root, sb.home, host_tmp(sb)), hidden=hidden, trial_dir=sb.trial_dir, cwd=sb.root,
-                       network=isolation.network)
+                       network=isolation.network, shown=(project,) if project is not None else ())
 
 
 def host_tmp(sb: sandboxes.Sandbox) -> Path:
@@ -611,7 +613,7 @@ class TrialRunner:
             setup(entry, sb, parent_env)
         baseline(entry, sb)
         # The checks run confined as in a real trial, with or without a host session before them.
-        confined = confinement(sb, self.isolation, self.hidden)
+        confined = confinement(sb, self.isolation, self.hidden, self.suite.project_root)
         if not with_host:
             progress("checks")
             diff = sandboxes.collect_diff(sb, self.host.owned_dir)

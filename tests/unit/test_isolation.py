@@ -348,3 +348,19 @@ print("home", sorted(os.listdir({str(home)!r})))
     assert ran == {str(d): says for (d, _), says in zip(installs.values(), ["native-ok", "wrapper-ok", "local-ok",
                                                                             "npm-global-ok", "nvm-ok", "project-ok"],
                                                         strict=True)}, output
+
+
+def test_a_project_inside_home_stays_visible_by_itself(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    project = home / "code" / "app"
+    (project / ".atlante").mkdir(parents=True)
+    (home / ".aws").mkdir()
+    trial = tmp_path / "run" / "t-1"
+    (trial / "sandbox").mkdir(parents=True)
+    confinement = Confinement(writable=(trial / "sandbox",), hidden=hidden_roots(user_home=home, project_root=project,
+                                                                                report_dir=None),
+                              trial_dir=trial, cwd=trial / "sandbox", shown=(project,))
+    mounts = _mounts(confinement.arguments(["true"], {"PATH": "/usr/bin:/bin"}))
+    assert ("--ro-bind-try", str(project)) in mounts and ("--tmpfs", str(project / ".atlante")) in mounts
+    assert mounts.index(("--ro-bind-try", str(project))) < mounts.index(("--tmpfs", str(project / ".atlante")))
+    assert not any(path in (str(home / "code"), str(home / ".aws")) for _, path in mounts)
