@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from pytest_atlante.report.seal import key_file
+
 __all__ = ["configured_outputs"]
 
 # new_run_id's shape: ``20261130T083655Z-1a2b3c``.
@@ -47,6 +49,9 @@ def configured_outputs(config: pytest.Config, project_root: Path) -> tuple[Path,
     found += _coverage_files(config, base)
     atlante = project_root / ".atlante"
     found += [atlante / "eval" / OTHER_RUN_PATTERN, atlante / ".gitignore"]
+    # Where every run of this user keeps its report key (report/seal.py): the first run to end
+    # creates it, perhaps while another run's trial is open (at HOME's top that is ``~/.local``).
+    found.append(key_file().parent)
     return tuple(found)
 
 
