@@ -10,7 +10,8 @@ from pytest_atlante.sandbox.process import RunResult
 from pytest_atlante.sandbox.redact import Secrets
 from pytest_atlante.trial.budget import TokenGate
 from pytest_atlante.trial.proxy import Metering
-from pytest_atlante.trial.runner import HostSession, disagreement, session_facts, verdict
+from pytest_atlante.trial.runner import session_facts, verdict
+from pytest_atlante.trial.session import HostSession, disagreement
 from pytest_atlante.trial.transcript import Redactor, StreamCapture
 
 

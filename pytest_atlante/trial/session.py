@@ -1,0 +1,338 @@
+"""One host session of a trial: the model route (scripted model, metering proxy, relay), the host
+process with its stream monitor and token gate, and what the session produced (its transcript,
+totals and errors), for ``runner.py`` to turn into a verdict and a record."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_atlante.checks import SessionView
+from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.streams import stream_cost
+from pytest_atlante.records import (
+    TrialRecord,
+    Usage,
+    tail,
+)
+from pytest_atlante.sandbox import trialdir as sandboxes
+from pytest_atlante.sandbox.isolation import Confinement, ModelRelay
+from pytest_atlante.sandbox.process import (
+    Bounds,
+    RunResult,
+    allowlisted_environment,
+    run,
+)
+from pytest_atlante.sandbox.redact import (
+    Secrets,
+    login_document,
+    refreshed_credentials,
+    secrets_in_env,
+    secrets_in_file,
+)
+from pytest_atlante.suite.discovery import ScenarioEntry
+from pytest_atlante.trial.budget import TokenGate, TrialBudget
+from pytest_atlante.trial.proxy import Metering, MeteringProxy, Upstream
+from pytest_atlante.trial.transcript import (
+    Redactor,
+    StreamCapture,
+    build_transcript,
+    write_trial_files,
+)
+
+
+@dataclass
+class HostSession:
+    """The host session step's result: the process, what its stream said, and the gate."""
+
+    process: RunResult
+    outcome: SessionOutcome
+    gate: TokenGate
+    env: dict[str, str]
+    capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
+    metering: Metering | None = None  # what the metering proxy saw; None when metered from the stream
+
+    @property
+    def tripped_at(self) -> int | None:
+        """The total that crossed maxTokens: the proxy's when it saw the crossing, else the stream's."""
+        if self.metering is not None and self.metering.tripped_at is not None:
+            return self.metering.tripped_at
+        return self.gate.tripped_at
+
+    @property
+    def over_budget(self) -> bool:
+        return self.process.aborted or (self.metering is not None and self.metering.tripped_at is not None)
+
+    @property
+    def host_failed(self) -> bool:
+        """The host failed: its exit status says so, or its stream does and the proxy does not
+        contradict it (docs/design.md §10) — a stream the agent can write into cannot turn the agent's
+        own failure into an infrastructure error while the model answered every request."""
+        if self.process.returncode != 0:
+            return True
+        return self.outcome.is_error and not (self.metering is not None and self.metering.vouches_for_the_model)
+
+
+def host_tmp(sb: sandboxes.Sandbox) -> Path:
+    """The host's own temp files (Claude Code keeps a dir per session under $TMPDIR/claude-<uid>/)
+    go inside the trial directory, so they are removed with it instead of piling up in /tmp."""
+    path = sb.trial_dir / "tmp"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True)
+class Metered:
+    """The trial's metering proxy, and the host's variable to point at it (None when the adapter was
+    handed the proxy's address as its scripted endpoint already)."""
+
+    proxy: MeteringProxy
+    variable: str | None
+
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """How the trial's host reaches its model: the scripted endpoint it is handed (scripted runs)
+    and the metering proxy in between (None: metered from the stream)."""
+
+    endpoint: ScriptedEndpoint | None
+    metered: Metered | None
+
+
+@dataclass(frozen=True)
+class SessionInputs:
+    """What one host session starts from: the trial's scenario, sandbox and budget, the runner's
+    environment, the scripted model's endpoint (scripted runs), the confinement and the secrets."""
+
+    entry: ScenarioEntry
+    sb: sandboxes.Sandbox
+    budget: TrialBudget
+    parent_env: dict[str, str]
+    endpoint: ScriptedEndpoint | None
+    confined: Confinement | None
+    secrets: Secrets
+    metered: Metered | None = None
+
+
+def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionInputs) -> HostSession:
+    """Run the host CLI; its stream feeds the host's monitor, whose running total feeds the gate.
+
+    The session's credentials and the login copied into the trial HOME (as copied) join ``secrets``
+    before the session; after it, only tokens the host's refresh wrote into the login's credential
+    fields do (``redact.refreshed_credentials``): the agent can rewrite that file, and must not
+    choose what the report hides.  Then the login is emptied in place and deleted.
+    """
+    entry, sb, budget, parent_env = inputs.entry, inputs.sb, inputs.budget, inputs.parent_env
+    endpoint, confined, secrets, metered = inputs.endpoint, inputs.confined, inputs.secrets, inputs.metered
+    monitor = host.new_monitor()
+    gate = TokenGate(budget.maxTokens)
+
+    def on_line(line: str) -> bool:
+        monitor.feed(line)
+        capture.add(line)
+        # With the proxy metering, the stream's gate stays a second stop: the agent can write into
+        # the stream, but a forged figure can only end its own session sooner (docs/design.md §10).
+        return gate.observe(monitor.cumulative_tokens)
+
+    allowlisted = allowlisted_environment(parent_env, home=sb.home)
+    env = host.environment(info, base_env=allowlisted, parent_env=parent_env, home=sb.home, scripted=endpoint)
+    env["TMPDIR"] = str(host_tmp(sb))
+    if metered is not None and metered.variable is not None:
+        env[metered.variable] = metered.proxy.base_url
+    if metered is not None:  # the host reaches the proxy directly, never through the user's proxy
+        for name in ("NO_PROXY", "no_proxy"):
+            env[name] = ",".join(filter(None, [env.get(name), "127.0.0.1", "localhost"]))
+    logins = host.credential_files(sb.home, {})
+    secrets.add(secrets_in_env(env))
+    as_copied = {path: login_document(path) for path in logins}
+    for path in logins:
+        secrets.add(secrets_in_file(path))
+    # The transcript's redactor uses the trial's own secrets (the one definition the report uses):
+    # the runner's and the session's credential variables, the copied login and the key shapes (a
+    # token refreshed mid-session joins only after the session).
+    roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
+    capture = StreamCapture(Redactor(secrets, roots, [form for root in roots for form in host.stream_path_forms(root)]))
+    argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    if confined is not None and confined.network == "model-only" and metered is not None \
+            and metered.proxy.unix_socket is not None:
+        # The host's only way out of its network namespace: its model address, relayed to the proxy.
+        confined = replace(confined, model_relay=ModelRelay(metered.proxy.unix_socket, metered.proxy.port))
+    wrap = confined.wrapper(env) if confined else None
+    abort_fd = metered.proxy.abort_fd if metered is not None else None
+    with sandboxes.held_logins(logins):  # emptied in place at the end, wherever the agent linked them
+        process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
+                      bounds=Bounds(interrupt_signal=host.interrupt_signal, abort_fd=abort_fd), wrap=wrap)
+        outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
+        for path in logins:  # a token the host refreshed meanwhile, and nothing else the file now says
+            secrets.add(refreshed_credentials(as_copied[path], path, host.refreshed_fields))
+    return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None)
+
+
+def session_error(session: HostSession, budget: TrialBudget) -> str | None:
+    """The one-line reason a session did not end normally (same order as :func:`verdict`)."""
+    process = session.process
+    if process.start_error:
+        return f"the host could not start: {process.start_error}"
+    if process.timed_out:
+        return f"host session exceeded timeoutMs={budget.timeoutMs}"
+    if session.over_budget:
+        return f"cumulative usage {session.tripped_at} exceeded maxTokens={budget.maxTokens}; session aborted"
+    if session.host_failed:
+        detail = session.outcome.error_message or tail(process.stderr, 500).strip() or "no error text"
+        return f"host session failed (exit {process.returncode}): {detail}"
+    return None
+
+
+def transcript_events(info: HostInfo, base: TrialRecord, session: HostSession,
+                      budget: TrialBudget) -> list[dict[str, Any]] | None:
+    """The session's host-neutral transcript (header first), or None when it cannot be built (a
+    stream the host's reader chokes on makes the trajectory checks errors, not the trial a crash)."""
+    process = session.process
+    abort: dict[str, object] | None = None
+    if process.timed_out:
+        abort = {"reason": "timeout", "message": session_error(session, budget)}
+    elif session.over_budget:
+        abort = {"reason": "budget", "message": session_error(session, budget)}
+        if session.metering is not None and session.metering.tripped_at is not None:
+            # The proxy saw the crossing: the stream may hold no usage event past it (the session
+            # ended right after the crossing response).
+            abort |= {"meteredBy": "proxy", "cumulativeTokens": session.metering.tripped_at}
+    try:
+        return build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
+                                trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+    except Exception:  # noqa: BLE001 - the host's stream is untrusted input; its reader must not end the trial
+        return None
+
+
+def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSession,
+                     events: list[dict[str, Any]] | None) -> dict[str, object]:
+    """Write the trial's transcript and raw stream beside the report; the record fields naming them."""
+    if out_dir is None or events is None:
+        return {}
+    try:
+        rel_transcript, rel_stream = write_trial_files(out_dir, session.capture, events, base.scenario, base.trial)
+    except OSError:  # a full disk loses the transcript, not the trial's verdict
+        return {}
+    return {"transcript": rel_transcript, "hostStream": rel_stream, "transcriptTruncated": session.capture.truncated}
+
+
+def session_view(session: HostSession, events: list[dict[str, Any]] | None) -> SessionView:
+    """What the trajectory checks count on: the events after the header, and the session's totals."""
+    totals = session_totals(session)
+    return SessionView(had_session=True, events=tuple(events[1:]) if events is not None else None,
+                       usage=totals.usage, cost_usd=totals.cost_usd,
+                       duration_ms=int(session.process.duration_s * 1000))
+
+
+@dataclass(frozen=True)
+class SessionTotals:
+    """What the session used, as the record states it and the usage-within check bounds it."""
+
+    usage: Usage | None
+    cost_usd: float | None
+    unmonitored: bool
+    notes: list[str]
+
+
+def session_totals(session: HostSession) -> SessionTotals:
+    outcome = session.outcome
+    notes = list(outcome.notes)
+    cost = stream_cost(outcome.cost_usd)  # what finalize added (an export) is bounded like the stream
+    if cost is None and outcome.cost_usd is not None:
+        notes.append(f"ignored cost {outcome.cost_usd!r}")
+    usage, unmonitored, metered = outcome.usage, outcome.budget_unmonitored, session.metering
+    if metered is not None:
+        # The larger count: the proxy's, unless the host's stream reported more than the proxy saw
+        # (traffic that bypassed it); counts only go up (docs/design.md §10).
+        if metered.answered and (usage is None or metered.usage.total >= usage.total):
+            usage = metered.usage
+        # Unmonitored when neither the provider's responses nor the stream reported any usage.
+        unmonitored = not metered.answered and outcome.budget_unmonitored
+        cost = metered.cost_usd if metered.cost_usd is not None else cost
+    return SessionTotals(usage, cost, unmonitored, notes)
+
+
+def disagreement(session: HostSession) -> str | None:
+    """Where the host's stream and the metering proxy disagree, in words (None when they agree)."""
+    metered, outcome = session.metering, session.outcome
+    if metered is None:
+        return None
+    found = []
+    streamed = outcome.usage.total if outcome.usage is not None else 0
+    if streamed != metered.usage.total:
+        found.append(f"the host's stream reported {streamed} tokens, the proxy metered {metered.usage.total}")
+    if outcome.is_error and session.process.returncode == 0 and metered.vouches_for_the_model:
+        found.append(f"the host's stream reported an error ({(outcome.error_message or '')[:200]}) but the model "
+                     f"answered all {metered.answered} request(s) and the host exited 0")
+    return "; ".join(found) or None
+
+
+@contextmanager
+def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
+                   ) -> Iterator[tuple[ScriptedEndpoint | None, Callable[[], int] | None]]:
+    """The scripted model server for one trial (scripted runs only).
+
+    Yields the endpoint the host is pointed at (the adapter derives its own wiring from it) and a
+    callable counting the turns served; for a real-provider run both are ``None``.  The script is
+    the one discovery read and validated (``entry.parsed_script``): a trial never parses it again.
+    """
+    if not enabled:
+        yield None, None
+        return
+    from pytest_atlante.trial.scripted import ScriptedModelServer
+
+    assert entry.parsed_script is not None, "scripted runs validate every scenario's script first"
+    server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root)
+    server.start()
+    try:
+        yield server.endpoint, lambda: server.turns_served
+    finally:
+        server.stop()
+
+
+@contextmanager
+def metering_proxy(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None, max_tokens: int,
+                   unix_socket: Path | None, with_host: bool = True) -> Iterator[ModelRoute]:
+    """The trial's metering proxy (docs/design.md §10), in front of the scripted model or the real
+    provider: the scripted endpoint the adapter is handed becomes the proxy's address, a real
+    provider's base URL variable is pointed at it; with ``unix_socket`` (a ``model-only`` trial,
+    §10) it listens there too.  No proxy when the provider mode cannot go through it (metered from
+    the stream), nor for a trial without a host session."""
+    upstream, variable = _upstream(host, parent_env, scripted) if with_host else (None, None)
+    if upstream is None:
+        yield ModelRoute(scripted, None)
+        return
+    with MeteringProxy(upstream, max_tokens, unix_socket=unix_socket) as proxy:
+        if scripted is not None:
+            scripted = replace(scripted, anthropic_base_url=proxy.base_url, openai_base_url=f"{proxy.base_url}/v1")
+        yield ModelRoute(scripted, Metered(proxy, variable))
+
+
+def _upstream(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None
+              ) -> tuple[Upstream | None, str | None]:
+    """Where the proxy forwards, and the host's variable to point at it (None for the scripted
+    endpoint, which the adapter is handed rewritten)."""
+    if scripted is not None:
+        return Upstream(scripted.anthropic_base_url), None
+    provider = host.provider_endpoint(parent_env)
+    if provider is None:
+        return None, None
+    try:
+        return Upstream(provider.upstream), provider.variable
+    except ValueError:  # no http(s) URL: the host fails on it as it would without the proxy
+        return None, None
+
+
+def model_socket(sb: sandboxes.Sandbox) -> Path:
+    """Where a ``model-only`` trial's proxy listens on a unix socket: in the trial directory (removed
+    with it), or — when that path is too long for a socket address (108 bytes) — in a private
+    directory of the system's temp dir."""
+    path = sb.trial_dir / "model.sock"
+    if len(os.fsencode(path)) < 100:
+        return path
+    return Path(tempfile.mkdtemp(prefix="atlante-model-", dir="/tmp")) / "model.sock"
