@@ -294,6 +294,9 @@ def _put_backs(path: Path, hidden: Iterable[Path]) -> set[Path]:
     found = {path}
     if (path.parent / "pyvenv.cfg").is_file() or (path.name == ".bin" and path.parent.name == "node_modules"):
         found.add(path.parent)  # a virtualenv, a node_modules: what the programs in it import
+    pyenv = _pyenv_root(path)
+    if pyenv is not None:
+        found.add(pyenv)  # its shims exec <root>/libexec/pyenv, which runs <root>/versions/…
     try:
         entries = list(os.scandir(path))
     except OSError:
@@ -306,6 +309,17 @@ def _put_backs(path: Path, hidden: Iterable[Path]) -> set[Path]:
         if tops and target.exists():  # a target nothing hides needs no put-back
             found.add(_package_of(target, tops))
     return found
+
+
+def _pyenv_root(path: Path) -> Path | None:
+    """The pyenv installation a ``shims`` directory on PATH belongs to (``~/.pyenv/shims``, a plugin's
+    ``plugins/NAME/shims``): the root holding ``libexec/pyenv``; it holds interpreters, never a login."""
+    if path.name != "shims":
+        return None
+    for root in (path.parent, *path.parents[1:3]):
+        if (root / "libexec" / "pyenv").is_file():
+            return root
+    return None
 
 
 def _package_of(target: Path, tops: list[Path]) -> Path:

@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
-import yaml
-
 OPEN = "---"
 # Frontmatter is a few fields; PyYAML's scanner slows down quadratically on deep flow nesting, so a
 # block past these is refused before it is parsed rather than left to stall the build.
@@ -60,6 +58,8 @@ def _delimiter(line: str) -> bool:
 
 def split(text: str) -> NativeFile:
     """Parse ``text``; raises :class:`FrontmatterError` when its block is not a YAML mapping."""
+    import yaml  # only a build reads frontmatter: an eval run never loads the YAML parser
+
     lines = text.splitlines(keepends=True)
     if not lines or not _delimiter(lines[0]):
         return NativeFile(None, text, text)
@@ -106,6 +106,7 @@ def split(text: str) -> NativeFile:
 
 def compose(fields: Mapping[str, object], body: str) -> str:
     """One frontmatter block (block style, no line folding) and the body unchanged."""
+    import yaml
     dumped = yaml.safe_dump(dict(fields), sort_keys=False, allow_unicode=True, width=1 << 16,
                             default_flow_style=False)
     return f"{OPEN}\n{dumped}{OPEN}\n{body}"

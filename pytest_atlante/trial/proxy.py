@@ -21,7 +21,6 @@ import json
 import os
 import ssl
 import threading
-import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
@@ -106,6 +105,9 @@ def _proxy_for(scheme: str, host: str) -> SplitResult | None:
     """The user's proxy for ``scheme`` toward ``host``, unless ``no_proxy`` or loopback says direct."""
     if host in ("localhost", "::1") or host.startswith("127."):
         return None
+    # Imported here: urllib.request costs 7 MiB of memory, and a scripted run (loopback) never needs it.
+    import urllib.request
+
     via = urllib.request.getproxies_environment().get(scheme)
     if not via or urllib.request.proxy_bypass(host):
         return None

@@ -306,7 +306,15 @@ def _installs(home: Path) -> dict[str, tuple[Path, str]]:
     _program(app / "opencode-ai/bin/opencode", "project-ok")
     (app / "opencode-ai/package.json").write_text("{}")
     _link(app / ".bin/opencode", "../opencode-ai/bin/opencode")
-    return {"~/.local/bin": (home / ".local/bin", "claude"), "~/.claude/local": (home / ".claude/local", "claude"),
+    pyenv = home / ".pyenv"                                                         # pyenv's shims
+    _program(pyenv / "versions/3.11.7/bin/python3", "pyenv-ok")
+    (pyenv / "libexec").mkdir(parents=True)
+    (pyenv / "libexec/pyenv").write_text(f'#!/bin/sh\nshift\nexec "{pyenv}/versions/3.11.7/bin/$1"\n')
+    (pyenv / "libexec/pyenv").chmod(0o755)
+    (pyenv / "shims").mkdir()
+    (pyenv / "shims/python3").write_text(f'#!/bin/sh\nexec "{pyenv}/libexec/pyenv" exec "${{0##*/}}" "$@"\n')
+    (pyenv / "shims/python3").chmod(0o755)
+    return {"~/.pyenv/shims": (pyenv / "shims", "python3"),"~/.local/bin": (home / ".local/bin", "claude"), "~/.claude/local": (home / ".claude/local", "claude"),
             "~/.claude/local/node_modules/.bin": (home / ".claude/local/node_modules/.bin", "claude"),
             "~/.npm-global/bin": (home / ".npm-global/bin", "opencode"), "nvm": (nvm / "bin", "claude"),
             "project node_modules/.bin": (app / ".bin", "opencode")}
@@ -345,7 +353,7 @@ print("home", sorted(os.listdir({str(home)!r})))
     assert "READ" not in output, output
     assert output.count("hidden ") == len(LOGINS), output
     ran = dict(line.split(" ", 2)[1:] for line in output.splitlines() if line.startswith("ran "))
-    assert ran == {str(d): says for (d, _), says in zip(installs.values(), ["native-ok", "wrapper-ok", "local-ok",
+    assert ran == {str(d): says for (d, _), says in zip(installs.values(), ["pyenv-ok", "native-ok", "wrapper-ok", "local-ok",
                                                                             "npm-global-ok", "nvm-ok", "project-ok"],
                                                         strict=True)}, output
 
