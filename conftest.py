@@ -16,11 +16,23 @@ from typing import Any
 
 import pytest
 
+from pytest_atlante.hosts.names import HOST_NAMES, HostName
+
 REPO_ROOT = Path(__file__).resolve().parent
 HOSTS_BIN = REPO_ROOT / "hosts-npm" / "node_modules" / ".bin"
 # The newest Claude Code release, beside the pinned one: a smoke subset of the host tests runs on it.
 NEWEST_DIR = REPO_ROOT / "hosts-npm-newest"
 SCENARIO_SCHEMA = "https://atlante.sh/schema/v0.1/eval-scenario.json"
+
+# Which real CLIs a real-CLI test runs on.  CI has to stay within its time budget as hosts join, so
+# each such test says which kind it is:
+# * EVERY_HOST: behaviour each host has its own way (its stream, policy, budget abort, interrupt,
+#   credentials, transcript, isolation of its own files).  A host added to hosts/names.py joins these
+#   tests by itself.
+# * ONE_HOST: host-neutral logic that needs *a* real agent loop (run files, audit, reports, selection,
+#   shards, forecast, redaction after the session): once, on the fastest host.
+EVERY_HOST: tuple[HostName, ...] = HOST_NAMES
+ONE_HOST: HostName = "claude-code"
 
 
 def json_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -21,6 +21,7 @@ CONFIG_FILE = "atlante.jsonc"
 CONFIG_SCHEMA_URIS = {
     "0.1": "https://atlante.sh/schema/v0.1/config.json",
     "0.2": "https://atlante.sh/schema/v0.2/config.json",
+    "0.3": "https://atlante.sh/schema/v0.3/config.json",
 }
 MAX_TRIALS = 50
 
@@ -132,7 +133,7 @@ class Preset(StrictModel):
 
 class ProjectConfig(StrictModel):
     schema_uri: str | None = Field(default=None, alias="$schema")
-    version: Literal["0.1", "0.2"]
+    version: Literal["0.1", "0.2", "0.3"]
     eval: EvalSection | None = None
     harness: Harness = Harness()
     packages: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
@@ -143,7 +144,7 @@ class PackConfig(StrictModel):
     """A pack's root preset ``atlante.jsonc``: harness, named presets and suite metadata."""
 
     schema_uri: str | None = Field(default=None, alias="$schema")
-    version: Literal["0.1", "0.2"]
+    version: Literal["0.1", "0.2", "0.3"]
     name: str | None = None
     harness: Harness = Harness()
     presets: dict[Slug, Preset] = Field(default_factory=dict)
@@ -151,7 +152,8 @@ class PackConfig(StrictModel):
 
 
 def version_diagnostics(doc: LoadedDocument, config: ProjectConfig | PackConfig) -> list[Diagnostic]:
-    """The v0.1/v0.2 rules: ``$schema`` must match ``version``; v0.1 admits only OpenCode."""
+    """The version rules: ``$schema`` must match ``version``; each host needs the version that admits it
+    (``hosts/names.py``: v0.1 knew only OpenCode, v0.2 added Claude Code, v0.3 the hosts after it)."""
     found = []
     expected = CONFIG_SCHEMA_URIS[config.version]
     if config.schema_uri is not None and config.schema_uri != expected:

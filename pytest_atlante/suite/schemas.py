@@ -1,6 +1,6 @@
 """JSON Schemas of the documents a user writes, generated from their pydantic models (docs/design.md §14).
 
-One schema per version of ``atlante.jsonc`` (``config-v0.1``, ``config-v0.2``) and of scenario
+One schema per version of ``atlante.jsonc`` (``config-v0.1`` to ``config-v0.3``) and of scenario
 documents (``eval-scenario-v0.1``, ``eval-scenario-v0.2``), each with the ``$id`` the documents' ``$schema`` names.  The
 generated files ship in the package (``pytest_atlante/suite/schema-files/``), so an editor maps
 those URIs to them offline; ``atlante schema NAME`` prints one and ``atlante schema --list`` names
