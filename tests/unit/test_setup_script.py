@@ -34,7 +34,7 @@ def checkout(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     for name in ("git", "rg", "bwrap", "node"):
         (stubs / name).write_text(VERSION)
     # the CLIs are there but their lock is newer than what npm installed: npm is called for them
-    clis = [root / "hosts-npm/node_modules/.bin" / n for n in ("claude", "opencode")]
+    clis = [root / "hosts-npm/node_modules/.bin" / n for n in ("claude", "opencode", "codex", "gemini")]
     clis.append(root / "hosts-npm-newest/node_modules/.bin/claude")
     for cli in clis:
         cli.write_text(VERSION)
