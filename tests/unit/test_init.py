@@ -111,3 +111,37 @@ def test_a_file_where_the_directory_should_be_is_a_diagnostic(tmp_path: Path, ca
     (tmp_path / "taken").write_text("")
     assert main(["init", str(tmp_path / "taken")]) == 2
     assert "init-not-a-directory" in capsys.readouterr().err
+
+
+def test_init_adopts_real_public_harness_files_and_the_build_gives_back_what_claude_code_loads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`atlante init` in a copy of the public harness files (tests/data/harnesses, their licences
+    beside them), kept where a user keeps them: the harness section it writes is the adoption in
+    place, the files are untouched, and the Claude Code build holds the agent, the command and every
+    file of the skill byte for byte (the same-host round trip of tests/unit/harness)."""
+    import shutil
+
+    from conftest import COMMAND, DEBUGGER, SKILL
+    from pytest_atlante.suite.build import tree_dir
+
+    root = tmp_path / "mine"
+    shutil.copytree(SKILL, root / ".claude/skills/skill-creator")
+    for source, target in ((DEBUGGER, ".claude/agents/debugger.md"), (COMMAND, ".claude/commands/team-review.md")):
+        (root / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, root / target)
+    before = tree(root)
+    assert main(["init", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "adopted" in out, out
+    config = jsonc.loads((root / "atlante.jsonc").read_text())
+    assert config["harness"] == harness_section_for(discover_native_harness(root))
+    assert {name: data for name, data in tree(root).items() if name in before} == before  # nothing rewritten
+    assert build_command(root, "claude-code") == 0
+    built = tree_dir(root, "claude-code")
+    assert (built / ".claude/agents/debugger.md").read_bytes() == DEBUGGER.read_bytes()
+    assert (built / ".claude/commands/team-review.md").read_bytes() == COMMAND.read_bytes()
+    for path in SKILL.rglob("*"):
+        if path.is_file():
+            copy = built / ".claude/skills/skill-creator" / path.relative_to(SKILL)
+            assert copy.read_bytes() == path.read_bytes() and copy.stat().st_mode & 0o111 == path.stat().st_mode & 0o111, path
+    assert discover(root, scripted=True).diagnostics == []
