@@ -88,10 +88,8 @@ def validation_diagnostics(error: ValidationError, file: str, code: str, hint: s
 def _is_union_tag(part: int | str) -> bool:
     # pydantic inserts the discriminator value / function-validator names into ``loc`` for unions;
     # users never wrote those, so they are dropped from the JSON path.
-    return isinstance(part, str) and (part.startswith("function-") or part in _CHECK_TAGS)
+    return isinstance(part, str) and (part.startswith("function-") or part in CHECK_TYPES)
 
-
-_CHECK_TAGS = CHECK_TYPES
 
 
 def validate_model(model: type[BaseModel], doc: LoadedDocument, code: str, hint: str) -> tuple[Any, list[Diagnostic]]:

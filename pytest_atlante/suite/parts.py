@@ -167,19 +167,43 @@ class _Agreement:
         self.out.problems.append(Diagnostic(self.origin.file, where, CONFLICT, message, hint))
 
 
+@dataclass(frozen=True)
+class _OpenedPart:
+    """A harness part's source, read: what every kind needs before its own fields."""
+
+    path: Path            # the prompt file, command file or skill directory
+    native: NativeFile    # its Markdown (a skill's SKILL.md) split into frontmatter and body
+    rel: str              # ``path`` as the user wrote it, relative to the origin
+    source_host: HostName | None
+    agree: _Agreement
+
+
+def _open_part(origin: Origin, where: str, key: str, value: str, declared: HostName | None,
+               out: Rendered, skill: bool = False) -> _OpenedPart | None:
+    """Resolve ``$.harness.<kind>.<name>.<key>`` inside the origin and read its Markdown, or None
+    (a problem recorded).  A skill's value is its directory; its Markdown is the SKILL.md inside."""
+    path = _safe_path(origin, value, f"{where}.{key}", skill, out.problems)
+    if path is None:
+        return None
+    markdown = path / "SKILL.md" if skill else path
+    native = _native(origin, markdown, f"{where}.{key}", out)
+    if native is None:
+        return None
+    rel = origin.rel(path)
+    return _OpenedPart(path, native, rel, _source_host(declared, rel, origin.base, path),
+                       _Agreement(origin, where, native, markdown, out))
+
+
 def _source(native: NativeFile, host: HostName | None, rel: str) -> NativeSource | None:
     return NativeSource(host, native.fields, rel) if native.fields is not None else None
 
 
 def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Rendered) -> None:
     where = f"$.harness.agents.{name}"
-    path = _safe_path(origin, agent.prompt, f"{where}.prompt", False, out.problems)
-    native = _native(origin, path, f"{where}.prompt", out) if path is not None else None
-    if path is None or native is None:
+    part = _open_part(origin, where, "prompt", agent.prompt, agent.host, out)
+    if part is None:
         return
-    rel = origin.rel(path)
-    source_host = _source_host(agent.host, rel, origin.base, path)
-    agree = _Agreement(origin, where, native, path, out)
+    native, rel, source_host, agree = part.native, part.rel, part.source_host, part.agree
     native_fields = _agent_name(native, name, rel, agree, out)
     # A plain prompt needs its description from atlante.jsonc; a native file is built as it is.
     description = agree.text("description", agent.description, required=native.fields is None)
@@ -248,13 +272,10 @@ def _agent_name(native: NativeFile, name: str, rel: str, agree: _Agreement, out:
 
 def add_command(host: Host, origin: Origin, name: str, command: CommandSource, out: Rendered) -> None:
     where = f"$.harness.commands.{name}"
-    path = _safe_path(origin, command.file, f"{where}.file", False, out.problems)
-    native = _native(origin, path, f"{where}.file", out) if path is not None else None
-    if path is None or native is None:
+    part = _open_part(origin, where, "file", command.file, command.host, out)
+    if part is None:
         return
-    rel = origin.rel(path)
-    source_host = _source_host(command.host, rel, origin.base, path)
-    agree = _Agreement(origin, where, native, path, out)
+    native, rel, source_host, agree = part.native, part.rel, part.source_host, part.agree
     description = agree.text("description", command.description, required=False)
     model, dropped_model = _model(agree, command.model, source_host, host)
     spec = PartSpec(description, model, _source(native, source_host, rel), dropped_model)
@@ -285,15 +306,10 @@ def _command_path(rel: str, name: str) -> str:
 def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Rendered) -> None:
     """SKILL.md rendered; every other file of the directory byte for byte, with its mode."""
     where = f"$.harness.skills.{name}"
-    path = _safe_path(origin, skill.dir, f"{where}.dir", True, out.problems)
-    if path is None:
+    part = _open_part(origin, where, "dir", skill.dir, skill.host, out, skill=True)
+    if part is None:
         return
-    native = _native(origin, path / "SKILL.md", f"{where}.dir", out)
-    if native is None:
-        return
-    rel = origin.rel(path)
-    source_host = _source_host(skill.host, rel, origin.base, path)
-    agree = _Agreement(origin, where, native, path / "SKILL.md", out)
+    path, native, rel, source_host, agree = part.path, part.native, part.rel, part.source_host, part.agree
     agree.text("name", name, required=False)
     description = agree.text("description", skill.description)
     if description is None:
