@@ -63,7 +63,6 @@ from pytest_atlante.trial.session import (
     model_socket,
     scripted_model,
     session_error,
-    session_totals,
     session_view,
     transcript_events,
     transcript_files,
@@ -250,7 +249,7 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
     diff_text, truncated = cap_diff(secrets(diff.text))  # redacted before the cut: no half secret survives
     changed_paths, changed_total = cap_paths(diff.changed_paths)
     outcome = session.outcome
-    totals = session_totals(session)
+    totals = session.totals
     usage, cost, unmonitored, notes = totals.usage, totals.cost_usd, totals.unmonitored, totals.notes
     return base.model_copy(update={
         "verdict": verdict(session_facts(session, results, escapes)),

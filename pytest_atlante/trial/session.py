@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,12 @@ class HostSession:
     env: dict[str, str]
     capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
     metering: Metering | None = None  # what the metering proxy saw; None when metered from the stream
+
+    @cached_property
+    def totals(self) -> SessionTotals:
+        """What the session used (the session is finished and finalized when this is read): computed
+        once for the usage-within checks and the record, which must state the same figures."""
+        return session_totals(self)
 
     @property
     def tripped_at(self) -> int | None:
@@ -223,7 +230,7 @@ def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSessi
 
 def session_view(session: HostSession, events: list[dict[str, Any]] | None) -> SessionView:
     """What the trajectory checks count on: the events after the header, and the session's totals."""
-    totals = session_totals(session)
+    totals = session.totals
     return SessionView(had_session=True, events=tuple(events[1:]) if events is not None else None,
                        usage=totals.usage, cost_usd=totals.cost_usd,
                        duration_ms=int(session.process.duration_s * 1000))
