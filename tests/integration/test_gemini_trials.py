@@ -1,0 +1,41 @@
+"""Whole eval trials through the real Gemini CLI (0.61.0) and the scripted model's Gemini dialect.
+
+A Gemini trial costs about 3.4 s of node start-up alone (FACTS-codex-gemini, "Timing"), so the cases
+share runs.  Gemini specifics proven here: the verdict comes from the stream's ``result`` event,
+never from the exit code (0 on an interrupt); the model identity is the response's ``modelVersion``
+(the key of ``result.stats.models``); usage is only in that final event.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
+from trial_helpers import (
+    MATRIX,
+    HostName,
+    assert_clean_run,
+    expected_table,
+    outcome_table,
+    run_eval,
+    write_project,
+)
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+
+HOST: HostName = "gemini-cli"
+VERSION = "0.61.0"
+
+
+@pytest.mark.usefixtures("on_path")
+def test_check_matrix_runs_through_gemini(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
+    run = run_eval(pytester, write_project(tmp_path / "project", HOST, MATRIX), tmp_path / "out", "-n", "2")
+    assert run.result.ret == 1, run.output()
+    assert_clean_run(run, private_tmp)
+    host = run.report.host
+    assert host is not None and (host.name, host.version, host.dialect) == (HOST, VERSION, "gemini-cli")
+    assert outcome_table(run, MATRIX) == expected_table(MATRIX)
+    sessions = [case.name for case in MATRIX if case.setup is None]
+    assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL_ID)
