@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import signal
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -156,9 +157,15 @@ class GeminiCliHost(GeminiParts):
         return []
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
-        executable, version = probe_version(
-            "gemini", env, install_hint="install Gemini CLI (`npm install -g @google/gemini-cli`) and put `gemini` on PATH"
-        )
+        # Even `--version` writes `projects.json` files under its config dir and, relaunching,
+        # starts node twice: the probe runs without relaunch against a throwaway config dir, so
+        # it neither touches the user's ~/.gemini nor waits on its lock beside another run.
+        with tempfile.TemporaryDirectory(prefix="atlante-gemini-probe-") as scratch:
+            probe_env = {**env, "GEMINI_CLI_HOME": scratch, **QUIET_ENV}
+            executable, version = probe_version(
+                "gemini", probe_env,
+                install_hint="install Gemini CLI (`npm install -g @google/gemini-cli`) and put `gemini` on PATH",
+            )
         if not (MINIMUM <= version < (1, 0, 0)):
             raise unsupported_version(executable, version, SUPPORTED, "install @google/gemini-cli 0.61.x")
         return HostInfo(self.name, ".".join(map(str, version)), "gemini-cli", executable)

@@ -36,12 +36,16 @@ ALLOW_PRIORITY = 100
 # a quote or the end of the JSON string.
 _BEFORE = r'[^\s"]*(?<=["/])'
 _AFTER = r"""(?![^\s"\\;&|)'`])"""
+# Between the words: whitespace, which the JSON the regex reads spells as itself or as ``\t``.  A
+# class, not ``(?:\s|\\t)+``: the guard refuses quantified groups.  (It also lets a name ending
+# in "t" through as a separator, as in "gitt push": a false denial of no real command.)
+_BETWEEN = r"[\s\\t]+"
 
 
 def command_regex(command: str) -> str:
     """The regex for one denied command prefix (``rm -rf`` → ``…rm\\s+-rf…``)."""
     words = [re.escape(word) for word in command.split()]
-    return _BEFORE + r"\s+".join(words) + _AFTER
+    return _BEFORE + _BETWEEN.join(words) + _AFTER
 
 
 def _toml_string(value: str) -> str:
