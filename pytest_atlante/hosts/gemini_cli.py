@@ -1,6 +1,6 @@
 """Gemini CLI (``gemini``): version, credentials, fresh settings and policy, command, environment.
 
-Facts this adapter relies on (FACTS-codex-gemini §9–§17, measured on 0.61.0), and what it does
+Facts this adapter relies on (``docs/host-facts-gemini.md`` §9–§17, measured on 0.61.0), and what it does
 about each default that would break a trial silently:
 - ``gemini --version`` prints a bare ``0.61.0`` (2–4 s: the probe cache keeps it to once);
 - ``GOOGLE_GEMINI_BASE_URL`` alone makes the auth type ``gateway``, which headless mode refuses
@@ -65,7 +65,7 @@ SCRIPTED_API_KEY = "atlante-scripted"
 API_KEY_ENV = "GEMINI_API_KEY"
 #: Variables that carry Gemini's credentials into the session (never into checks).
 CREDENTIAL_ENV: tuple[str, ...] = (API_KEY_ENV,)
-#: The stored "Login with Google" (OAuth) files under ``~/.gemini`` (FACTS-codex-gemini §14).
+#: The stored "Login with Google" (OAuth) files under ``~/.gemini`` (host-facts-gemini §14).
 OAUTH_FILES = ("oauth_creds.json", "google_accounts.json")
 
 #: Variables that would change the auth type, the model, trust or the settings layers behind the
@@ -117,7 +117,7 @@ def _usable_oauth(path: Path) -> bool:
 
 
 def settings_document(*, model: str, auth: str) -> dict[str, Any]:
-    """The trial's ``~/.gemini/settings.json`` (FACTS-codex-gemini, "What a host adapter needs")."""
+    """The trial's ``~/.gemini/settings.json`` (host-facts-gemini, "What a host adapter needs")."""
     return {
         "security": {"auth": {"selectedType": auth}},
         "privacy": {"usageStatisticsEnabled": False},

@@ -1,5 +1,5 @@
 """How ``atlante build`` writes a harness for Gemini CLI: its tool names and the frontmatter of its
-agent, skill and command files (FACTS-codex-gemini §15).
+agent, skill and command files (host-facts-gemini §15).
 
 Gemini CLI loads skills from ``.gemini/skills/<name>/SKILL.md`` (the Agent Skills format), sub-agents
 from ``.gemini/agents/<name>.md`` (YAML frontmatter ``name, description, kind, tools, model,
@@ -10,6 +10,7 @@ built ones) and the context file named by ``context.fileName`` (the trial's sett
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pytest_atlante.hosts.base import (
@@ -20,9 +21,11 @@ from pytest_atlante.hosts.base import (
     model_dropped,
     ordered_fields,
     part_frontmatter,
+    source_name,
     tool_dropped,
     tool_names,
 )
+from pytest_atlante.hosts.gemini_policy import toml_string
 
 HOST = "gemini-cli"
 # Harness tool names → Gemini CLI's tool names in an agent's ``tools`` list.
@@ -40,6 +43,7 @@ AGENT_FIELDS = frozenset({"name", "description", "kind", "tools", "model", "max_
                           "timeout_mins", "display_name"})
 SKILL_FIELDS = frozenset({"name", "description", "license", "compatibility", "metadata", "allowed-tools"})
 COMMAND_FIELDS = frozenset({"description"})
+_POSITIONAL = re.compile(r"\$[1-9]")
 
 
 class GeminiParts:
@@ -82,4 +86,24 @@ class GeminiParts:
         return part_frontmatter(HOST, SKILL_FIELDS, name, skill, command=False)
 
     def command_frontmatter(self, name: str, command: PartSpec) -> RenderedFields:
-        return part_frontmatter(HOST, COMMAND_FIELDS, name, command, command=True)
+        rendered = part_frontmatter(HOST, COMMAND_FIELDS, name, command, command=True)
+        fields, dropped = dict(rendered.fields), list(rendered.dropped)
+        if "model" in fields:  # a Gemini command has no model of its own
+            dropped.append(f"{source_name(command.native, name)}: model {fields.pop('model')!r} dropped for "
+                           f"{HOST} (its commands have no model field)")
+        return RenderedFields(fields, tuple(dropped))
+
+    def command_document(self, name: str, fields: Mapping[str, object], body: str) -> tuple[str, str, list[str]]:
+        """A command as Gemini CLI loads it: ``.gemini/commands/<name>.toml`` with ``description``
+        and ``prompt`` (host-facts-gemini §15); Claude Code's ``$ARGUMENTS`` is ``{{args}}`` there.
+        Returns the file suffix, the text and a note per part Gemini has no place for."""
+        notes = [f"field {key!r} dropped for {HOST} (its commands have description and prompt only)"
+                 for key in fields if key not in COMMAND_FIELDS]
+        prompt = body.replace("$ARGUMENTS", "{{args}}")
+        if _POSITIONAL.search(prompt):
+            notes.append(f"positional arguments ($1, $2, …) are not expanded by {HOST}; only {{{{args}}}} is")
+        lines = []
+        if isinstance(fields.get("description"), str):
+            lines.append(f"description = {toml_string(fields['description'])}")
+        lines.append(f"prompt = {toml_string(prompt)}")
+        return ".toml", "\n".join(lines) + "\n", notes

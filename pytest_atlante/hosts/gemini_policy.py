@@ -1,7 +1,7 @@
 """The containment policy (``hosts/policy.py``) rendered for Gemini CLI's policy engine.
 
 Gemini CLI reads TOML policy files from ``~/.gemini/policies/`` (the user tier; workspace policies
-are ignored, FACTS-codex-gemini §13).  What the rendering relies on, measured on 0.61.0:
+are ignored, host-facts-gemini §13).  What the rendering relies on, measured on 0.61.0:
 - a global ``deny`` of a tool removes it from the request's ``tools``: the web tools are not
   offered at all, and a call to one anyway is ``tool_not_registered``;
 - a ``commandPrefix`` rule is checked against every sub-command the CLI's shell parser finds
@@ -48,12 +48,14 @@ def command_regex(command: str) -> str:
     return _BEFORE + _BETWEEN.join(words) + _AFTER
 
 
-def _toml_string(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
+def toml_string(value: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, but not JSON's ``\\uD83D`` surrogate pairs
+    (so the characters stay as they are) and DEL, which TOML wants escaped."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def _toml_list(values: list[str]) -> str:
-    return "[" + ", ".join(_toml_string(v) for v in values) + "]"
+    return "[" + ", ".join(toml_string(v) for v in values) + "]"
 
 
 def gemini_policy_toml(policy: ContainmentPolicy = POLICY) -> str:
@@ -67,21 +69,21 @@ def gemini_policy_toml(policy: ContainmentPolicy = POLICY) -> str:
         f"priority = {DENY_PRIORITY}",
         "",
         "[[rule]]",
-        f"toolName = {_toml_string(SHELL_TOOL)}",
+        f"toolName = {toml_string(SHELL_TOOL)}",
         f"commandPrefix = {_toml_list(list(policy.denied_commands))}",
         'decision = "deny"',
         f"priority = {DENY_PRIORITY}",
-        f"denyMessage = {_toml_string(DENY_MESSAGE)}",
+        f"denyMessage = {toml_string(DENY_MESSAGE)}",
     ]
     for command in policy.denied_commands:
         rules += [
             "",
             "[[rule]]",
-            f"toolName = {_toml_string(SHELL_TOOL)}",
-            f"commandRegex = {_toml_string(command_regex(command))}",
+            f"toolName = {toml_string(SHELL_TOOL)}",
+            f"commandRegex = {toml_string(command_regex(command))}",
             'decision = "deny"',
             f"priority = {DENY_PRIORITY}",
-            f"denyMessage = {_toml_string(DENY_MESSAGE)}",
+            f"denyMessage = {toml_string(DENY_MESSAGE)}",
         ]
     rules += [
         "",

@@ -1,6 +1,6 @@
 """Gemini CLI's ``--output-format stream-json`` events: the budget monitor and the transcript reader.
 
-The stream (FACTS-codex-gemini §12): ``init{session_id, model}``, ``message{role, content, delta}``,
+The stream (host-facts-gemini §12): ``init{session_id, model}``, ``message{role, content, delta}``,
 ``tool_use{tool_name, tool_id, parameters}``, ``tool_result{tool_id, status, output, error}``,
 ``error{severity, message}`` (non-fatal) and one final ``result{status, error?, stats}``.
 
@@ -67,7 +67,7 @@ class GeminiStreamMonitor:
 
     The stream is untrusted input (docs/design.md §10): a second ``result`` (noted) can raise the
     figures, never lower them or undo an error.  No running total exists before ``result``, so
-    ``maxTokens`` is the metering proxy's to enforce (FACTS-codex-gemini §12).
+    ``maxTokens`` is the metering proxy's to enforce (host-facts-gemini §12).
     """
 
     def __init__(self) -> None:

@@ -3,7 +3,7 @@
 Gemini CLI asks ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (and, for its router
 and side checks, ``:generateContent``), with ``contents`` (``role`` ``user``/``model``, ``parts`` of
 ``text``, ``functionCall`` and ``functionResponse``) and ``tools`` as ``functionDeclarations`` whose
-schemas sit in ``parametersJsonSchema`` (FACTS-codex-gemini §11).  The scripted server decides what
+schemas sit in ``parametersJsonSchema`` (host-facts-gemini §11).  The scripted server decides what
 to answer from the request's history the same way for every dialect, so this module reads a Gemini
 request into the OpenAI chat shape the server already reads (:func:`openai_view`: a ``model``
 content is an assistant message, a ``functionResponse`` a tool message), and renders the server's
@@ -126,7 +126,7 @@ def _chunk(reply: Reply, parts: list[dict[str, Any]], *, last: bool) -> dict[str
 
 def gemini_stream(reply: Reply) -> bytes:
     """The reply as ``streamGenerateContent?alt=sse`` chunks: the text first, then the calls with
-    the finish reason and the usage (the shape the real API streams, FACTS-codex-gemini §11)."""
+    the finish reason and the usage (the shape the real API streams, host-facts-gemini §11)."""
     calls = [_call_part(call) for call in reply.tool_calls]
     chunks: list[dict[str, Any]] = []
     if reply.text and calls:

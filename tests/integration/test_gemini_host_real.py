@@ -1,5 +1,5 @@
 """The Gemini CLI adapter against the real ``gemini`` 0.61.0 and the scripted model: one test per
-default of the CLI that would break a trial silently (FACTS-codex-gemini §10–§17), each showing
+default of the CLI that would break a trial silently (host-facts-gemini §10–§17), each showing
 what the adapter does about it, and the containment policy's spelling matrix.
 
 Each test drives the adapter's own ``probe`` → ``prepare`` → ``environment`` → ``command`` →

@@ -1,6 +1,6 @@
 """Whole eval trials through the real Gemini CLI (0.61.0) and the scripted model's Gemini dialect.
 
-A Gemini trial costs about 3.4 s of node start-up alone (FACTS-codex-gemini, "Timing"), so the cases
+A Gemini trial costs about 3.4 s of node start-up alone (host-facts-gemini, "Timing"), so the cases
 share runs.  Gemini specifics proven here: the verdict comes from the stream's ``result`` event,
 never from the exit code (0 on an interrupt); the model identity is the response's ``modelVersion``
 (the key of ``result.stats.models``); usage is only in that final event.

@@ -1,5 +1,5 @@
 """The Gemini CLI adapter without the CLI: its stream reading over verbatim 0.61.0 streams
-(FACTS-codex-gemini §12, kept in samples/), its settings, policy, environment and credentials."""
+(host-facts-gemini §12, kept in samples/), its settings, policy, environment and credentials."""
 
 from __future__ import annotations
 
