@@ -76,6 +76,8 @@ _OVERRIDE_ENV = (
     "GEMINI_SYSTEM_MD", "GEMINI_CLI_USE_COMPUTE_ADC", "CLOUD_SHELL", "GOOGLE_APPLICATION_CREDENTIALS",
 )
 
+NO_SYSTEM_FILE = "no-system-settings.json"
+
 QUIET_ENV: dict[str, str] = {
     # Without it the CLI relaunches itself and the parent ignores SIGINT/SIGTERM (§17).
     "GEMINI_CLI_NO_RELAUNCH": "1",
@@ -203,10 +205,6 @@ class GeminiCliHost(GeminiParts):
             chosen = model or DEFAULT_MODEL
         document = settings_document(model=chosen, auth=auth)
         (config / "settings.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        # System settings override user settings: point them at the trial's own file, so a
-        # machine's /etc/gemini-cli/settings.json cannot change a trial.
-        (config / "system-settings.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        (config / "system-defaults.json").write_text("{}\n", encoding="utf-8")
         (config / "policies" / "atlante.toml").write_text(gemini_policy_toml(), encoding="utf-8")
         agents = acknowledged_agents(sandbox_root)
         if agents:
@@ -244,8 +242,12 @@ class GeminiCliHost(GeminiParts):
         env = {name: value for name, value in base_env.items() if name not in _OVERRIDE_ENV}
         env["HOME"] = str(home)
         env["GEMINI_CLI_HOME"] = str(home)
-        env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"] = str(home / ".gemini" / "system-settings.json")
-        env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] = str(home / ".gemini" / "system-defaults.json")
+        # System settings override the user's: pointed at a file that does not exist, so a
+        # machine's /etc/gemini-cli/settings.json cannot change a trial.  (A file of our own would
+        # be skipped anyway, with a warning: Gemini CLI refuses system files under a world-writable
+        # directory such as /tmp.)
+        env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"] = str(home / ".gemini" / NO_SYSTEM_FILE)
+        env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] = str(home / ".gemini" / NO_SYSTEM_FILE)
         env.update(QUIET_ENV)
         if scripted is not None:
             # The scripted server's root: the client appends /v1beta/models/… itself.

@@ -51,7 +51,6 @@ def settings(home: Path) -> dict[str, Any]:
 
 def write_settings(home: Path, document: dict[str, Any]) -> None:
     (home / ".gemini" / "settings.json").write_text(json.dumps(document))
-    (home / ".gemini" / "system-settings.json").write_text(json.dumps(document))
 
 
 @pytest.fixture

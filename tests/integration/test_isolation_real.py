@@ -61,7 +61,8 @@ def escape_case(marker: str, targets: list[Path]) -> TrialCase:
         command = template.format(flag=f"f-{kind}", marker=f"{marker}-{kind}")
         lines.append(command if kind == "double-fork" else f"{command} </dev/null >/dev/null 2>&1 &")
     flags = " && ".join(f"[ -e f-{kind} ]" for kind in ESCAPES)
-    lines.append(f"for i in $(seq 300); do {flags} && break; sleep 0.1; done")
+    # The 300 rounds spelled out: Gemini CLI's shell tool refuses any command substitution, $(seq …) too.
+    lines.append(f"for i in {' '.join(map(str, range(300)))}; do {flags} && break; sleep 0.1; done")
     writes = "; ".join([*(f"echo escaped > {target}" for target in targets), "echo done > inside.txt"])
     return TrialCase(
         name="escapes",
