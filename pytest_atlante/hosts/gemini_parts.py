@@ -103,7 +103,8 @@ class GeminiParts:
         if _POSITIONAL.search(prompt):
             notes.append(f"positional arguments ($1, $2, …) are not expanded by {HOST}; only {{{{args}}}} is")
         lines = []
-        if isinstance(fields.get("description"), str):
-            lines.append(f"description = {toml_string(fields['description'])}")
+        description = fields.get("description")
+        if isinstance(description, str):
+            lines.append(f"description = {toml_string(description)}")
         lines.append(f"prompt = {toml_string(prompt)}")
         return ".toml", "\n".join(lines) + "\n", notes
