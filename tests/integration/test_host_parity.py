@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,5 +37,9 @@ def test_the_example_suite_gives_the_same_results_on_every_host(
         assert reports[host].host is not None and reports[host].host.name == host
     for host in EVERY_HOST:
         assert outcome(reports[host]) == outcome(reports["claude-code"]), host
+        # `atlante compare` across hosts: the same suite, no scenario changed its pass rate.
+        cli = pytester.run(sys.executable, "-m", "pytest_atlante.cli", "compare",
+                           str(tmp_path / "out-claude-code" / "report.json"), str(tmp_path / f"out-{host}" / "report.json"))
+        assert cli.ret == 0, cli.outlines + cli.errlines
     assert sorted(outcome(reports["opencode"])) == [
         "adds-farewell:pass", "adds-module-docstring:pass", "documents-usage:pass", "keeps-settings-untouched:fail"]
