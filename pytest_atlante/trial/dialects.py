@@ -36,7 +36,7 @@ _ARGUMENT_SPELLINGS: dict[str, tuple[str, ...]] = {
 
 #: Host-neutral tool → the names hosts offer it under, compared case-insensitively: Claude Code
 #: offers its sub-agent tool as ``Agent`` (``Task`` in older releases), OpenCode as ``task``;
-#: Gemini CLI has names of its own for each (FACTS-codex-gemini §11).
+#: Gemini CLI has names of its own for each (host-facts-gemini §11).
 _TOOL_SPELLINGS: dict[str, tuple[str, ...]] = {
     "task": ("task", "agent", "invoke_agent"),
     "write": ("write", "write_file"),
