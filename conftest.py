@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atlante.hosts.names import HOST_NAMES, HostName
+from pytest_atlante.hosts.names import HOST_NAMES, HostName, min_config_version
 
 REPO_ROOT = Path(__file__).resolve().parent
 HOSTS_BIN = REPO_ROOT / "hosts-npm" / "node_modules" / ".bin"
@@ -64,7 +64,7 @@ def scenario_doc(name: str = "writes-hello", **overrides: Any) -> dict[str, Any]
 
 def config_doc(host: str = "claude-code", **eval_overrides: Any) -> dict[str, Any]:
     return {
-        "version": "0.2",
+        "version": max("0.2", min_config_version(host)),  # a host that joined later needs its version
         "harness": {
             "agents": {"helper": {"description": "Writes small files.", "prompt": "harness/helper.md"}},
             "skills": {"tidy": {"description": "Keeps files tidy.", "dir": "harness/tidy"}},

@@ -135,8 +135,10 @@ def make_project(root: Path, *, files: int, trials: int, max_tokens: int = 400_0
     scripted-model script (required in scripted mode) is ``script_turns`` or one trivial turn.
     """
     root.mkdir(parents=True)
+    from pytest_atlante.hosts.names import min_config_version
+
     config = {
-        "version": "0.2",
+        "version": max("0.2", min_config_version(host)),  # a host that joined later needs its version
         "harness": {"agents": {"helper": {"description": "Benchmark agent.", "prompt": "harness/helper.md"}}},
         "eval": {"host": host, "scenarios": "eval/scenarios/*.eval.json",
                  "budget": {"trials": trials, "maxSessions": max(trials * scenarios, 1), "timeoutMs": timeout_ms,

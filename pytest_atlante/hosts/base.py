@@ -221,6 +221,8 @@ class SessionOutcome:
     # Stream values the monitor ignored (invalid counts or costs, a second result): the stream is
     # untrusted input (docs/design.md §10).
     notes: list[str] = field(default_factory=list)
+    # What ``cost_usd`` is estimated from when the host reports no cost (``PriceTable.label``).
+    cost_basis: str | None = None
 
 
 class StreamMonitor(Protocol):

@@ -22,7 +22,8 @@ TEXT_CAP_CHARS = 20_000  # characters of one assistant text kept
 
 # Host argument name → host-neutral name (the scripted model's spelling, docs/scripted-model.md).
 _ARGUMENTS = {"file_path": "path", "filePath": "path", "old_string": "old", "oldString": "old",
-              "new_string": "new", "newString": "new", "replaceAll": "replace_all", "subagent_type": "agent",
+              "new_string": "new", "newString": "new", "replaceAll": "replace_all", "allow_multiple": "replace_all",
+              "subagent_type": "agent", "agent_name": "agent",
               "skill": "name"}
 
 

@@ -285,6 +285,12 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     own = source_host == host.name
     text = frontmatter.render(native if own else None, fields, native.body) if fields or native.fields else native.body
     target = f"{host.owned_dir}/commands/{_command_path(rel, name)}"
+    # A host whose commands are no Markdown files writes its own format (Gemini CLI: TOML).
+    command_document = getattr(host, "command_document", None)
+    if command_document is not None:
+        suffix, text, notes = command_document(name, fields, native.body)
+        target = f"{target.removesuffix('.md')}{suffix}"
+        out.warnings += [f"{rel}: {note}" for note in notes]
     if target in out.outputs:
         out.problems.append(Diagnostic(origin.file, where, CONFLICT, f"command {name!r} would be written over "
                                        f"another command at {target}", "rename one of the command files"))

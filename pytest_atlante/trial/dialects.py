@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Dialect = Literal["anthropic", "openai"]
+Dialect = Literal["anthropic", "openai", "gemini"]  # gemini: ``dialect_gemini.py``
 
 #: Host-neutral argument → the spellings hosts use for it, in order of preference.
 _ARGUMENT_SPELLINGS: dict[str, tuple[str, ...]] = {
@@ -25,18 +25,28 @@ _ARGUMENT_SPELLINGS: dict[str, tuple[str, ...]] = {
     "content": ("content",),
     "old": ("old_string", "oldString"),
     "new": ("new_string", "newString"),
-    "replace_all": ("replace_all", "replaceAll"),
+    "replace_all": ("replace_all", "replaceAll", "allow_multiple"),
     "command": ("command",),
     "description": ("description",),
     "timeout": ("timeout",),
     "name": ("skill", "name"),  # Claude Code's Skill{skill}, OpenCode's skill{name}
-    "agent": ("subagent_type",),
+    "agent": ("subagent_type", "agent_name"),
     "prompt": ("prompt",),
 }
 
 #: Host-neutral tool → the names hosts offer it under, compared case-insensitively: Claude Code
-#: offers its sub-agent tool as ``Agent`` (``Task`` in older releases), OpenCode as ``task``.
-_TOOL_SPELLINGS: dict[str, tuple[str, ...]] = {"task": ("task", "agent")}
+#: offers its sub-agent tool as ``Agent`` (``Task`` in older releases), OpenCode as ``task``;
+#: Gemini CLI has names of its own for each (host-facts-gemini §11).
+_TOOL_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "task": ("task", "agent", "invoke_agent"),
+    "write": ("write", "write_file"),
+    "edit": ("edit", "replace"),
+    "read": ("read", "read_file"),
+    "bash": ("bash", "run_shell_command"),
+    "skill": ("skill", "activate_skill"),
+}
+#: The skill tool's names, as a request's history calls it.
+_SKILL_TOOLS = frozenset({"skill", "activate_skill"})
 
 
 @dataclass(frozen=True)
@@ -208,12 +218,12 @@ def _skill_calls(message: Mapping[str, Any], dialect: Dialect) -> dict[str, str]
     calls: dict[str, str] = {}
     if dialect == "anthropic":
         for block in message.get("content") or []:
-            if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("name")).lower() == "skill":
+            if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("name")).lower() in _SKILL_TOOLS:
                 calls[str(block.get("id"))] = _skill_name(block.get("input"))
         return calls
     for call in message.get("tool_calls") or []:
         function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict) and str(function.get("name")).lower() == "skill":
+        if isinstance(function, dict) and str(function.get("name")).lower() in _SKILL_TOOLS:
             calls[str(call.get("id"))] = _skill_name(function.get("arguments"))
     return calls
 

@@ -3,7 +3,8 @@
 The proxy (``trial/proxy.py``) hands every response body to a :class:`ResponseMeter` chunk by chunk
 as it forwards it; the meter reads the usage the provider reports — Anthropic Messages
 (``message_start.message.usage`` and ``message_delta.usage``, streamed or whole) and OpenAI chat
-completions (``usage`` of the whole body or of the last chunk of a stream) — without holding more
+completions (``usage`` of the whole body or of the last chunk of a stream) and Gemini
+(``usageMetadata`` of each chunk, ``trial/dialect_gemini.py``) — without holding more
 than one SSE event at a time.  Figures are bounded like the host stream's (docs/design.md §10): a
 provider's response is trusted more than the host's stdout, but a broken or hostile upstream still
 cannot crash the runner or lower a count.
@@ -16,6 +17,7 @@ from typing import Any
 
 from pytest_atlante.hosts.streams import MAX_STREAM_TOKENS, stream_cost
 from pytest_atlante.records import Usage
+from pytest_atlante.trial.dialect_gemini import gemini_usage_fields
 
 #: One SSE event (or one whole JSON body) larger than this is not parsed for usage; it still flows.
 MAX_EVENT_BYTES = 4 * 1024 * 1024
@@ -102,6 +104,8 @@ class ResponseMeter:
             self._anthropic(_dict(body.get("usage")), final=True)
         elif "usage" in body and isinstance(body.get("usage"), dict):
             self._openai(body["usage"])
+        elif isinstance(body.get("usageMetadata"), dict):
+            self._gemini(body["usageMetadata"])
 
     def _anthropic(self, usage: dict[str, Any], *, final: bool = False) -> None:
         if not usage:
@@ -127,6 +131,12 @@ class ResponseMeter:
         cost = stream_cost(usage.get("cost"))  # gateways such as OpenRouter price the request themselves
         if cost is not None:
             self.cost_usd = max(cost, self.cost_usd or 0.0)
+
+    def _gemini(self, metadata: dict[str, Any]) -> None:
+        # Each chunk of a Gemini stream states the response's counts so far: the largest is final.
+        self.reported = True
+        for name, value in gemini_usage_fields(metadata).items():
+            self._raise(name, value)
 
     def _raise(self, name: str, value: object) -> None:
         count = _count(value)

@@ -30,6 +30,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from pytest_atlante.hosts.streams import sum_usage
 from pytest_atlante.records import Usage
+from pytest_atlante.trial.dialect_gemini import gemini_route
 from pytest_atlante.trial.loopback import LoopbackServer
 from pytest_atlante.trial.meter import ResponseMeter
 
@@ -272,8 +273,8 @@ class MeteringProxy:
 def _is_model_request(method: str, path: str) -> bool:
     """A request that asks the model for tokens (not a health check, a model list or a token count)."""
     route = urlsplit(path).path.rstrip("/")
-    return method == "POST" and not route.endswith("/count_tokens") and route.endswith(("/messages", "/completions",
-                                                                                         "/responses"))
+    return method == "POST" and not route.endswith("/count_tokens") and (
+        route.endswith(("/messages", "/completions", "/responses")) or gemini_route(route) is not None)
 
 
 def _refusal(max_tokens: int) -> bytes:

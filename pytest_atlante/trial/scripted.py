@@ -39,6 +39,7 @@ from pytest_atlante.suite.script import (
     Turn,
     WriteAction,
 )
+from pytest_atlante.trial.dialect_gemini import gemini_error, gemini_response, gemini_route, gemini_stream, openai_view
 from pytest_atlante.trial.dialects import (
     Dialect,
     LoadedSkill,
@@ -214,6 +215,8 @@ class ScriptedModelServer:
             dialect = "anthropic"
         elif route == "/v1/chat/completions":
             dialect = "openai"
+        elif gemini_route(route) is not None:
+            dialect = "gemini"
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -230,19 +233,22 @@ class ScriptedModelServer:
     def _answer_model_request(
         self, path: str, dialect: Dialect, headers: Mapping[str, str], body: dict[str, Any]
     ) -> _Answer:
+        wire, stream, sent = dialect, body.get("stream") is True, body
+        model = body.get("model") if isinstance(body.get("model"), str) else MODEL_ID
+        if dialect == "gemini":  # read as the OpenAI shape; the model and streaming are in the path
+            model, stream = gemini_route(urlsplit(path).path.rstrip("/")) or (MODEL_ID, True)
+            body, dialect = openai_view(body), "openai"
         tools = offered_tools(body, dialect)
         messages = body.get("messages")
         assistant_turns = sum(
             1 for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict) and m.get("role") == "assistant"
         )
-        model = body.get("model") if isinstance(body.get("model"), str) else MODEL_ID
-        stream = body.get("stream") is True
         message_id = f"msg_scripted_{uuid.uuid4().hex[:16]}"
         task = self._delegated_task(body)
         task_index = None if task is None else self.script.tasks().index(task)
         turns = self.script.turns if task is None else task.turns
         common: dict[str, Any] = {
-            "method": "POST", "path": path, "dialect": dialect, "model": model, "stream": stream, "body": body,
+            "method": "POST", "path": path, "dialect": wire, "model": model, "stream": stream, "body": sent,
             "session_id": _session_id(headers), "tools_offered": tuple(t.name for t in tools),
             "subagent": None if task is None else task.agent, "task_index": task_index,
             "skills_loaded": loaded_skills(body, dialect),
@@ -260,7 +266,8 @@ class ScriptedModelServer:
             turn = turns[turn_index]
             if turn.error is not None:
                 self._record(kind=kind, status=turn.error.status, turn_index=turn_index, **common)
-                error = (anthropic_error if dialect == "anthropic" else openai_error)(turn.error.status, turn.error.message)
+                error = {"anthropic": anthropic_error, "openai": openai_error,
+                         "gemini": gemini_error}[wire](turn.error.status, turn.error.message)
                 return _Answer(turn.error.status, "application/json", json.dumps(error).encode())
             call_prefix = "" if task_index is None else f"s{task_index}_"
             calls, unoffered = self._tool_calls(turn, f"{call_prefix}t{turn_index}", tools, dialect)
@@ -274,7 +281,7 @@ class ScriptedModelServer:
             )
         self._record(kind=kind, status=200, turn_index=turn_index,
                      tool_calls=tuple(c.name for c in reply.tool_calls), unoffered_tools=unoffered, **common)
-        return _render(reply, dialect, stream, body)
+        return _render(reply, wire, stream, body)
 
     def _delegated_task(self, body: Mapping[str, Any]) -> TaskAction | None:
         """The ``task`` action whose sub-agent sent this request, if any.
@@ -331,6 +338,10 @@ def _session_id(headers: Mapping[str, str]) -> str | None:
 
 
 def _render(reply: Reply, dialect: Dialect, stream: bool, body: Mapping[str, Any]) -> _Answer:
+    if dialect == "gemini":
+        if stream:
+            return _Answer(200, "text/event-stream", gemini_stream(reply))
+        return _Answer(200, "application/json", json.dumps(gemini_response(reply)).encode())
     if dialect == "anthropic":
         if stream:
             return _Answer(200, "text/event-stream", anthropic_stream(reply))

@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_atlante.checks import SessionView
 from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.prices import estimate_cost
 from pytest_atlante.hosts.streams import stream_cost
 from pytest_atlante.records import (
     TrialRecord,
@@ -244,6 +245,7 @@ class SessionTotals:
     cost_usd: float | None
     unmonitored: bool
     notes: list[str]
+    cost_basis: str | None = None  # the price table's label when ``cost_usd`` is its estimate
 
 
 def session_totals(session: HostSession) -> SessionTotals:
@@ -261,7 +263,12 @@ def session_totals(session: HostSession) -> SessionTotals:
         # Unmonitored when neither the provider's responses nor the stream reported any usage.
         unmonitored = not metered.answered and outcome.budget_unmonitored
         cost = metered.cost_usd if metered.cost_usd is not None else cost
-    return SessionTotals(usage, cost, unmonitored, notes)
+    basis = outcome.cost_basis if cost is not None and (metered is None or metered.cost_usd is None) else None
+    if basis is not None and usage is not None and usage != outcome.usage:
+        # An estimate is of the tokens the record states (the proxy's count when it saw more).
+        cost = estimate_cost(outcome.model_identity, usage.inputTokens + usage.cacheReadTokens,
+                             usage.cacheReadTokens, usage.outputTokens)
+    return SessionTotals(usage, cost, unmonitored, notes, basis if cost is not None else None)
 
 
 def disagreement(session: HostSession) -> str | None:

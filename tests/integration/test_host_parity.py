@@ -1,13 +1,14 @@
-"""One suite, both hosts: the example project gives the same verdicts and check results."""
+"""One suite, every host: the example project gives the same verdicts and check results."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import copy_example
+from conftest import EVERY_HOST, copy_example
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.build import build
 
@@ -19,14 +20,14 @@ def outcome(report: EvalReport) -> dict[str, list[tuple[str, bool, str]]]:
             for s in report.scenarios for t in s.trials}
 
 
-def test_the_example_suite_gives_the_same_results_on_both_hosts(
+def test_the_example_suite_gives_the_same_results_on_every_host(
     pytester: pytest.Pytester, tmp_path: Path, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", hosts_path())
     root = copy_example(tmp_path)
     build(root)
     reports = {}
-    for host in ("claude-code", "opencode"):
+    for host in EVERY_HOST:
         out = tmp_path / f"out-{host}"
         result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-host", host,
                                                "--atlante-project", str(root), "--atlante-out", str(out),
@@ -34,6 +35,11 @@ def test_the_example_suite_gives_the_same_results_on_both_hosts(
         assert result.ret == 1, result.stdout.str()  # keeps-settings-untouched fails on purpose
         reports[host] = EvalReport.model_validate_json((out / "report.json").read_text())
         assert reports[host].host is not None and reports[host].host.name == host
-    assert outcome(reports["claude-code"]) == outcome(reports["opencode"])
+    for host in EVERY_HOST:
+        assert outcome(reports[host]) == outcome(reports["claude-code"]), host
+        # `atlante compare` across hosts: the same suite, no scenario changed its pass rate.
+        cli = pytester.run(sys.executable, "-m", "pytest_atlante.cli", "compare",
+                           str(tmp_path / "out-claude-code" / "report.json"), str(tmp_path / f"out-{host}" / "report.json"))
+        assert cli.ret == 0, cli.outlines + cli.errlines
     assert sorted(outcome(reports["opencode"])) == [
         "adds-farewell:pass", "adds-module-docstring:pass", "documents-usage:pass", "keeps-settings-untouched:fail"]

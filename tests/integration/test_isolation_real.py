@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EVERY_HOST
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from trial_helpers import (
@@ -40,7 +41,6 @@ from trial_helpers import (
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600), pytest.mark.usefixtures("on_path")]
 
-HOSTS: list[HostName] = ["claude-code", "opencode"]
 # Ignores every polite signal, touches the flag file named by its first argument, sleeps 300 s.
 STUBBORN = ("import pathlib, signal, sys, time; "
             "[signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]; "
@@ -61,7 +61,8 @@ def escape_case(marker: str, targets: list[Path]) -> TrialCase:
         command = template.format(flag=f"f-{kind}", marker=f"{marker}-{kind}")
         lines.append(command if kind == "double-fork" else f"{command} </dev/null >/dev/null 2>&1 &")
     flags = " && ".join(f"[ -e f-{kind} ]" for kind in ESCAPES)
-    lines.append(f"for i in $(seq 300); do {flags} && break; sleep 0.1; done")
+    # The 300 rounds spelled out: Gemini CLI's shell tool refuses any command substitution, $(seq …) too.
+    lines.append(f"for i in {' '.join(map(str, range(300)))}; do {flags} && break; sleep 0.1; done")
     writes = "; ".join([*(f"echo escaped > {target}" for target in targets), "echo done > inside.txt"])
     return TrialCase(
         name="escapes",
@@ -73,7 +74,7 @@ def escape_case(marker: str, targets: list[Path]) -> TrialCase:
     )
 
 
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("host", EVERY_HOST)
 @pytest.mark.parametrize(("isolation", "workers"), [("namespace", "0"), ("off", "0"), ("off", "2")])
 def test_no_process_survives_and_nothing_outside_is_written(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName, isolation: str, workers: str
@@ -136,7 +137,7 @@ def wait_until_gone(marker: str, timeout_s: float = 15) -> list[tuple[int, str]]
     return processes_with(marker)
 
 
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_sigkill_of_the_runner_leaves_nothing_running_and_the_next_run_cleans_up(
     tmp_path: Path, private_tmp: Path, host: HostName
 ) -> None:
@@ -167,7 +168,7 @@ def test_sigkill_of_the_runner_leaves_nothing_running_and_the_next_run_cleans_up
         os.close(lock)
 
 
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("host", EVERY_HOST)
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path, private_tmp: Path, host: HostName, workers: str) -> None:
     marker = new_marker()

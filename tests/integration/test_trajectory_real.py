@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from conftest import EVERY_HOST
 from trial_helpers import (
     DONE,
     HostName,
@@ -51,7 +52,7 @@ def transcript_calls(out: Path, trial_transcript: str) -> list[tuple[str, dict[s
     return [(e["tool"], e["input"]) for e in events if e.get("type") == "tool_call"]
 
 
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_trajectory_checks_agree_with_the_transcript_on_each_host(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, host: HostName
 ) -> None:
@@ -108,7 +109,7 @@ HARNESS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_skill_and_agent_checks_on_a_scripted_delegation(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, host: HostName
 ) -> None:

@@ -1,0 +1,172 @@
+"""The scripted model's Gemini dialect: the Generative Language API as Gemini CLI speaks it.
+
+Gemini CLI asks ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (and, for its router
+and side checks, ``:generateContent``), with ``contents`` (``role`` ``user``/``model``, ``parts`` of
+``text``, ``functionCall`` and ``functionResponse``) and ``tools`` as ``functionDeclarations`` whose
+schemas sit in ``parametersJsonSchema`` (host-facts-gemini §11).  The scripted server decides what
+to answer from the request's history the same way for every dialect, so this module reads a Gemini
+request into the OpenAI chat shape the server already reads (:func:`openai_view`: a ``model``
+content is an assistant message, a ``functionResponse`` a tool message), and renders the server's
+host-neutral :class:`~pytest_atlante.trial.dialects.Reply` back as Gemini's SSE chunks.
+
+Usage as Gemini reports it: ``promptTokenCount`` includes the cached tokens
+(``cachedContentTokenCount``), ``candidatesTokenCount`` is the visible output,
+``thoughtsTokenCount`` the thinking; ``totalTokenCount`` is their sum (prompt + candidates +
+thoughts).  The metering proxy reads it with :func:`gemini_usage_fields`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_atlante.trial.dialects import Reply, ToolCall, sse_event
+
+#: ``/v1beta/models/gemini-2.5-pro:streamGenerateContent`` → model and method.
+ROUTE = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$")
+
+# Gemini's ``replace`` requires an ``instruction`` the neutral edit action has no word for.
+_REQUIRED_DEFAULTS: dict[str, dict[str, str]] = {
+    "replace": {"instruction": "Apply the scripted edit."},
+}
+
+
+def gemini_route(route: str) -> tuple[str, bool] | None:
+    """``(model, streamed)`` of a Gemini model request path (without query), or None."""
+    match = ROUTE.match(route)
+    if match is None:
+        return None
+    return match.group("model"), match.group("method") == "streamGenerateContent"
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _parts(content: Mapping[str, Any]) -> list[dict[str, Any]]:
+    parts = content.get("parts")
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The request's function declarations as OpenAI ``{type: function, function: {…}}`` tools."""
+    tools: list[dict[str, Any]] = []
+    raw = body.get("tools")
+    for group in raw if isinstance(raw, list) else []:
+        declarations = _dict(group).get("functionDeclarations")
+        for raw_declaration in declarations if isinstance(declarations, list) else []:
+            declaration = _dict(raw_declaration)
+            if not isinstance(declaration.get("name"), str):
+                continue
+            schema = declaration.get("parametersJsonSchema", declaration.get("parameters"))
+            tools.append({"type": "function", "function": {"name": declaration["name"], "parameters": _dict(schema)}})
+    return tools
+
+
+def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``contents`` as OpenAI chat messages: one per content, plus one tool message per response."""
+    messages: list[dict[str, Any]] = []
+    raw = body.get("contents")
+    for raw_content in raw if isinstance(raw, list) else []:
+        content = _dict(raw_content)
+        parts = _parts(content)
+        texts = [str(p["text"]) for p in parts if isinstance(p.get("text"), str) and p.get("thought") is not True]
+        if content.get("role") == "model":
+            calls = []
+            for index, part in enumerate(parts):
+                call = _dict(part.get("functionCall"))
+                if isinstance(call.get("name"), str):
+                    calls.append({"id": str(call.get("id") or f"{call['name']}_{len(messages)}_{index}"), "type": "function",
+                                  "function": {"name": call["name"], "arguments": json.dumps(call.get("args") or {})}})
+            messages.append({"role": "assistant", "content": "\n".join(texts), "tool_calls": calls})
+            continue
+        for part in parts:
+            response = _dict(part.get("functionResponse"))
+            if isinstance(response.get("name"), str):
+                output = _dict(response.get("response"))
+                text = output.get("output", output.get("error", output))
+                messages.append({"role": "tool", "tool_call_id": str(response.get("id") or response["name"]),
+                                 "content": text if isinstance(text, str) else json.dumps(text)})
+        if texts:
+            messages.append({"role": "user", "content": "\n".join(texts)})
+    return messages
+
+
+def openai_view(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The Gemini request read as an OpenAI chat request (``messages``, ``tools``): what the
+    scripted server counts turns, finds offered tools, sub-agents and loaded skills in."""
+    return {"messages": _messages(body), "tools": _tools(body)}
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _usage_metadata(reply: Reply) -> dict[str, int]:
+    prompt = reply.usage.input + reply.usage.cache_read  # Gemini counts cached tokens inside the prompt
+    return {"promptTokenCount": prompt, "candidatesTokenCount": reply.usage.output,
+            "cachedContentTokenCount": reply.usage.cache_read, "totalTokenCount": prompt + reply.usage.output}
+
+
+def _call_part(call: ToolCall) -> dict[str, Any]:
+    arguments = {**_REQUIRED_DEFAULTS.get(call.name, {}), **call.arguments}
+    return {"functionCall": {"name": call.name, "args": arguments}}
+
+
+def _chunk(reply: Reply, parts: list[dict[str, Any]], *, last: bool) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    chunk: dict[str, Any] = {"candidates": [candidate]}
+    if last:
+        candidate["finishReason"] = "STOP"  # Gemini ends a tool-calling turn with STOP too (§11)
+        chunk["usageMetadata"] = _usage_metadata(reply)
+    chunk |= {"modelVersion": reply.model, "responseId": reply.message_id}
+    return chunk
+
+
+def gemini_stream(reply: Reply) -> bytes:
+    """The reply as ``streamGenerateContent?alt=sse`` chunks: the text first, then the calls with
+    the finish reason and the usage (the shape the real API streams, host-facts-gemini §11)."""
+    calls = [_call_part(call) for call in reply.tool_calls]
+    chunks: list[dict[str, Any]] = []
+    if reply.text and calls:
+        chunks.append(_chunk(reply, [{"text": reply.text}], last=False))
+        chunks.append(_chunk(reply, calls, last=True))
+    else:
+        # An empty parts list is an "empty response" error to Gemini CLI: a turn without text or
+        # calls still says something.
+        chunks.append(_chunk(reply, calls or [{"text": reply.text or " "}], last=True))
+    return b"".join(sse_event(chunk) for chunk in chunks)
+
+
+def gemini_response(reply: Reply) -> dict[str, Any]:
+    """The reply as one ``generateContent`` response body."""
+    parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
+    parts += [_call_part(call) for call in reply.tool_calls]
+    return _chunk(reply, parts or [{"text": " "}], last=True)
+
+
+def gemini_error(status: int, message: str) -> dict[str, Any]:
+    """Google's error body (``google.rpc.Status``)."""
+    kind = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+            429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    return {"error": {"code": status, "message": message, "status": kind}}
+
+
+# --------------------------------------------------------------------------- metering
+
+
+def gemini_usage_fields(metadata: Mapping[str, Any]) -> dict[str, object]:
+    """A response's ``usageMetadata`` as the report's usage fields (raw values; the meter bounds
+    them): cached tokens apart from input, thinking counted as output."""
+
+    def count(name: str) -> int:
+        value = metadata.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    cached = count("cachedContentTokenCount")
+    return {
+        "inputTokens": max(count("promptTokenCount") - cached, 0),
+        "cacheReadTokens": cached,
+        "outputTokens": count("candidatesTokenCount") + count("thoughtsTokenCount"),
+    }

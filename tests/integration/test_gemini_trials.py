@@ -1,0 +1,72 @@
+"""Whole eval trials through the real Gemini CLI (0.61.0) and the scripted model's Gemini dialect.
+
+A Gemini trial costs about 3.4 s of node start-up alone (host-facts-gemini, "Timing"), so the cases
+share runs.  Gemini specifics proven here: the verdict comes from the stream's ``result`` event,
+never from the exit code (0 on an interrupt); the model identity is the response's ``modelVersion``
+(the key of ``result.stats.models``); usage is only in that final event.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
+from trial_helpers import (
+    ALL_CHECKS_PASS,
+    MATRIX,
+    HostName,
+    assert_clean_run,
+    expected_table,
+    outcome_table,
+    run_eval,
+    run_session_timeout,
+    write_project,
+)
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+
+HOST: HostName = "gemini-cli"
+VERSION = "0.61.0"
+
+
+@pytest.mark.usefixtures("on_path")
+def test_check_matrix_runs_through_gemini(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
+    run = run_eval(pytester, write_project(tmp_path / "project", HOST, MATRIX), tmp_path / "out", "-n", "2")
+    assert run.result.ret == 1, run.output()
+    assert_clean_run(run, private_tmp)
+    host = run.report.host
+    assert host is not None and (host.name, host.version, host.dialect) == (HOST, VERSION, "gemini-cli")
+    assert outcome_table(run, MATRIX) == expected_table(MATRIX)
+    sessions = [case.name for case in MATRIX if case.setup is None]
+    assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL_ID)
+
+
+@pytest.mark.usefixtures("on_path")
+def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
+    # 20 s: Gemini CLI needs 3-4 s (more under load) before its first request.
+    run = run_session_timeout(pytester, tmp_path, private_tmp, HOST, timeout_ms=20000)
+    assert run.report.host is not None and run.report.host.name == HOST
+
+
+@pytest.mark.usefixtures("on_path")
+def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
+    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])
+    empty_home = tmp_path / "home"
+    empty_home.mkdir()
+    monkeypatch.setenv("HOME", str(empty_home))
+    for name in list(os.environ):
+        if name.startswith(("GEMINI_", "GOOGLE_")):
+            monkeypatch.delenv(name)
+
+    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
+
+    assert run.result.ret == 3, run.output()
+    report = run.report
+    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
+    assert "GEMINI_API_KEY" in run.output()
+    assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
+    assert_clean_run(run, private_tmp)
