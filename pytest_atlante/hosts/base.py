@@ -288,10 +288,10 @@ class Host(Protocol):
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]: ...
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
-        """Where a real-provider session's model traffic goes, for the metering proxy; None when
-        the provider mode cannot go through it (a cloud mode signing its requests): the trial is
-        then metered from the stream."""
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
+        """Where a real-provider session of ``model`` (the configured one, None for the host's
+        default) sends its model traffic, for the metering proxy; None when the provider mode cannot
+        go through it (a cloud mode signing its requests): the trial is then metered from the stream."""
         ...
 
     def environment(

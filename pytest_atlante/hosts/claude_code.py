@@ -348,7 +348,7 @@ class ClaudeCodeHost:
             argv += ["--model", model]
         return argv
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
         # Bedrock, Vertex and Foundry sign requests for their own endpoints (SigV4, Google and
         # Azure credentials) and are not selected by ANTHROPIC_BASE_URL: metered from the stream.
         if any(_truthy(parent_env.get(switch)) for switch in CLOUD_MODES):

@@ -387,7 +387,8 @@ class TrialRunner:
             model_only = self.isolation is not None and self.isolation.network == "model-only"
             relay_socket = model_socket(sb) if model_only and with_host else None
             with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns), \
-                    metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, relay_socket, with_host) as route:
+                    metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, relay_socket, with_host,
+                                   model=self.model) as route:
                 try:
                     clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
                     rec = self._in_sandbox(entry, sb, base, budget, progress, route, secrets, with_host)

@@ -297,13 +297,14 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
 
 @contextmanager
 def metering_proxy(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None, max_tokens: int,
-                   unix_socket: Path | None, with_host: bool = True) -> Iterator[ModelRoute]:
+                   unix_socket: Path | None, with_host: bool = True, *, model: str | None = None
+                   ) -> Iterator[ModelRoute]:
     """The trial's metering proxy (docs/design.md §10), in front of the scripted model or the real
     provider: the scripted endpoint the adapter is handed becomes the proxy's address, a real
     provider's base URL variable is pointed at it; with ``unix_socket`` (a ``model-only`` trial,
     §10) it listens there too.  No proxy when the provider mode cannot go through it (metered from
     the stream), nor for a trial without a host session."""
-    upstream, variable = _upstream(host, parent_env, scripted) if with_host else (None, None)
+    upstream, variable = _upstream(host, parent_env, scripted, model) if with_host else (None, None)
     if upstream is None:
         yield ModelRoute(scripted, None)
         return
@@ -313,13 +314,13 @@ def metering_proxy(host: Host, parent_env: dict[str, str], scripted: ScriptedEnd
         yield ModelRoute(scripted, Metered(proxy, variable))
 
 
-def _upstream(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None
+def _upstream(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None, model: str | None
               ) -> tuple[Upstream | None, str | None]:
     """Where the proxy forwards, and the host's variable to point at it (None for the scripted
     endpoint, which the adapter is handed rewritten)."""
     if scripted is not None:
         return Upstream(scripted.anthropic_base_url), None
-    provider = host.provider_endpoint(parent_env)
+    provider = host.provider_endpoint(parent_env, model)
     if provider is None:
         return None, None
     try:

@@ -109,7 +109,7 @@ class EchoHost:
                     home: Path, scripted: ScriptedEndpoint | None) -> dict[str, str]:
         return dict(base_env)
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
         return None  # it talks to no model: metered from its stream
 
     def credential_files(self, home: Path, env: Mapping[str, str]) -> list[Path]:
