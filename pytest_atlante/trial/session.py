@@ -38,6 +38,7 @@ from pytest_atlante.sandbox.redact import (
 from pytest_atlante.suite.discovery import ScenarioEntry
 from pytest_atlante.trial.budget import TokenGate, TrialBudget
 from pytest_atlante.trial.proxy import Metering, MeteringProxy, Upstream
+from pytest_atlante.trial.served import mark_unverified
 from pytest_atlante.trial.transcript import (
     Redactor,
     StreamCapture,
@@ -203,10 +204,15 @@ def transcript_events(info: HostInfo, base: TrialRecord, session: HostSession,
             # ended right after the crossing response).
             abort |= {"meteredBy": "proxy", "cumulativeTokens": session.metering.tripped_at}
     try:
-        return build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
-                                trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+        events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
+                                  trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
     except Exception:  # noqa: BLE001 - the host's stream is untrusted input; its reader must not end the trial
         return None
+    if session.metering is not None:
+        # The proxy saw every model response: an event none of them vouches for is not the host's own
+        # (the agent can write into the stream), shown as such and not counted by the checks.
+        events[0]["unverifiedEvents"] = mark_unverified(events[1:], session.metering.model_answers)
+    return events
 
 
 def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSession,
