@@ -373,3 +373,13 @@ def test_a_provider_the_proxy_cannot_front_keeps_its_own_base_url(tmp_path: Path
     HOST.prepare(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="openrouter/m",
                  scripted=None)
     assert "provider" not in json.loads((sandbox / PROJECT_CONFIG).read_text())
+
+
+def test_model_only_admits_an_opencode_provider_the_proxy_fronts_and_refuses_the_others() -> None:
+    from pytest_atlante.run.evalrun import model_only_problem
+
+    assert model_only_problem("opencode", {}, "anthropic/claude-sonnet-4-5") is None
+    assert model_only_problem("opencode", {}, "openai/gpt-5") is None
+    for model in (None, "openrouter/some-model"):
+        problem = model_only_problem("opencode", {}, model)
+        assert problem is not None and problem.code == "eval-network-unavailable"
