@@ -168,10 +168,10 @@ def _call_problem(event: Mapping[str, Any], served: ServedCall | None, claimed: 
 
 
 def _result_problem(event: Mapping[str, Any], served: ServedCall | None, claimed: set[str],
-                    answered: set[str]) -> str | None:
+                    answered: set[str], cut: bool) -> str | None:
     if served is None:
         return "answers no tool call the model made"
-    if served.id not in claimed:
+    if served.id not in claimed and not cut:  # a cut stream may have lost the call's line
         return "comes before the stream showed its tool call"
     if served.id in answered:
         return "a second result for one tool call"
@@ -229,6 +229,7 @@ def mark_unverified(events: Sequence[dict[str, Any]], served: Served) -> int:
     ledger = _Ledger(served)
     claimed: set[str] = set()
     answered: set[str] = set()
+    cut = any(event.get("type") == "truncated" for event in events)
     marked = 0
     for event in events:
         kind = event.get("type")
@@ -239,7 +240,7 @@ def mark_unverified(events: Sequence[dict[str, Any]], served: Served) -> int:
             if problem is None:
                 claimed.add(key)
         elif kind == "tool_result":
-            problem = _result_problem(event, calls.get(key), claimed, answered)
+            problem = _result_problem(event, calls.get(key), claimed, answered, cut)
             if problem is None:
                 answered.add(key)
         elif kind == "usage":

@@ -99,3 +99,9 @@ def test_forged_calls_results_and_figures_are_marked() -> None:
     assert "no model response" in found[1] and "'Bash'" in found[2] and "another skill" in found[3]
     assert "before" in found[4] and "already" in found[6] and "second result" in found[8]
     assert "counted 37" in found[14]
+
+
+def test_a_result_whose_call_the_stream_cap_dropped_is_not_marked() -> None:
+    # The cap keeps the head and the last lines: a result in the tail may have lost its call.
+    events = [{"seq": 1, "type": "truncated", "droppedLines": 40}, result(2, "call_2")]
+    assert mark_unverified(events, SERVED) == 0
