@@ -18,7 +18,9 @@ Rules chosen where the scenario reference leaves room:
   few for ``min`` or not more than ``max``) is an error check, never a guess;
 - the self-test's no-op trial has no session: zero uses, so ``min: 1`` fails there (which is what
   makes such a check count against vacuity) and ``max: 0`` passes;
-- a session without a transcript (it could not be built) makes these checks errors.
+- a session without a transcript (it could not be built) makes these checks errors;
+- an event marked ``unverified`` (no model response the metering proxy served vouches for it: the
+  agent wrote it into the host's stream) is not counted.
 The evidence is the matched events, one line each, capped like command output; their ``seq``
 numbers go in the result's ``events`` for the view's links.
 """
@@ -83,17 +85,23 @@ def rules(check: TrajectoryCheck, where: str, found: Rules) -> None:
         found.pattern(check.inputMatches, f"{where}.inputMatches")
 
 
+def _vouched(event: Mapping[str, Any]) -> bool:
+    """Not marked as written into the stream by someone other than the host (``trial/served.py``)."""
+    return event.get("unverified") is not True
+
+
 def _tool_calls(session: SessionView, tool: str) -> Iterator[Mapping[str, Any]]:
     """The main session's calls of ``tool``."""
     for event in session.events or ():
-        if event.get("type") == "tool_call" and event.get("tool") == tool and event.get("agent") is None:
+        if event.get("type") == "tool_call" and event.get("tool") == tool and event.get("agent") is None \
+                and _vouched(event):
             yield event
 
 
 def _succeeded(session: SessionView, calls: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The calls whose result came back without an error (the host did what was asked)."""
     ok = {e.get("id") for e in session.events or ()
-          if e.get("type") == "tool_result" and e.get("isError") is False and e.get("id") is not None}
+          if e.get("type") == "tool_result" and e.get("isError") is False and e.get("id") is not None and _vouched(e)}
     return [call for call in calls if call.get("id") in ok]
 
 

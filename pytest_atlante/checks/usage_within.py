@@ -50,7 +50,7 @@ def _turns(session: SessionView) -> float | None:
     if session.events is None:
         return None
     for event in reversed(session.events):
-        if event.get("type") == "result" and isinstance(event.get("turns"), int):
+        if event.get("type") == "result" and isinstance(event.get("turns"), int) and event.get("unverified") is not True:
             return float(event["turns"])
     turns = [e["turn"] for e in session.events if isinstance(e.get("turn"), int)]
     return float(max(turns, default=0))

@@ -245,6 +245,10 @@ class Host(Protocol):
     # (a token refresh): the only values a login read after the session may add to the secrets.
     refreshed_fields: tuple[tuple[str, ...], ...]
     forbidden_fixture_files: Mapping[str, str]  # fixture path → why the CLI would merge it
+    # The stream's tool-call ids are the model's own (Claude Code, OpenCode echo the API's ids), so
+    # the metering proxy can vouch for each call and mark a forged one (trial/served.py).  Codex and
+    # Gemini CLI number the calls themselves: their transcripts are not marked (docs/design.md §10).
+    stream_call_ids: bool
 
     def probe(self, env: Mapping[str, str]) -> HostInfo: ...
 
@@ -290,10 +294,10 @@ class Host(Protocol):
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]: ...
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
-        """Where a real-provider session's model traffic goes, for the metering proxy; None when
-        the provider mode cannot go through it (a cloud mode signing its requests): the trial is
-        then metered from the stream."""
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
+        """Where a real-provider session of ``model`` (the configured one, None for the host's
+        default) sends its model traffic, for the metering proxy; None when the provider mode cannot
+        go through it (a cloud mode signing its requests): the trial is then metered from the stream."""
         ...
 
     def environment(

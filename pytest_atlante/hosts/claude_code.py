@@ -233,6 +233,7 @@ def _gcloud_adc(user_home: Path) -> Path:
 
 class ClaudeCodeHost:
     name: HostName = "claude-code"
+    stream_call_ids = True
     owned_dir = ".claude"
     interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (host-facts §6)
     credential_env = CREDENTIAL_ENV
@@ -348,7 +349,7 @@ class ClaudeCodeHost:
             argv += ["--model", model]
         return argv
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
         # Bedrock, Vertex and Foundry sign requests for their own endpoints (SigV4, Google and
         # Azure credentials) and are not selected by ANTHROPIC_BASE_URL: metered from the stream.
         if any(_truthy(parent_env.get(switch)) for switch in CLOUD_MODES):

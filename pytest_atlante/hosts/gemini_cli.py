@@ -146,6 +146,7 @@ def acknowledged_agents(sandbox_root: Path) -> dict[str, dict[str, str]]:
 
 class GeminiCliHost(GeminiParts):
     name: HostName = "gemini-cli"
+    stream_call_ids = False
     owned_dir = ".gemini"
     # With no relaunch, SIGINT reaches the CLI and it exits at once (no result event, rc 0, §17).
     interrupt_signal = int(signal.SIGINT)
@@ -224,7 +225,7 @@ class GeminiCliHost(GeminiParts):
             argv += ["--model", model]
         return argv
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
         # "Login with Google" talks to the Code Assist API, not the base URL: metered from the stream.
         if not parent_env.get(API_KEY_ENV):
             return None

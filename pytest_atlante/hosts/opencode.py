@@ -101,6 +101,17 @@ SCRIPTED_PROVIDER_ID = "atlante-scripted"
 #: The scripted provider's second model, for a harness agent's own ``model`` in a scripted run.
 SCRIPTED_AGENT_MODEL_ID = "scripted-agent-model"
 
+#: The variable the generated config's provider ``baseURL`` reads (OpenCode substitutes ``{env:…}``):
+#: the trial's metering proxy, set in the session's environment by the runner (docs/design.md §10).
+PROXY_BASE_URL_VARIABLE = "ATLANTE_MODEL_BASE_URL"
+#: OpenCode's built-in providers the metering proxy stands in front of: the variable their bundled
+#: SDK takes a base URL from when the config gives none (a user's gateway), and the endpoint it uses
+#: without either (opencode 1.18.33's bundled @ai-sdk/anthropic and @ai-sdk/openai, read from the binary).
+PROXIED_PROVIDERS: dict[str, tuple[str, str]] = {
+    "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com/v1"),
+    "openai": ("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+}
+
 #: Every port-1..1023 service is off on a test machine; 9 is "discard", never an npm registry.
 CLOSED_REGISTRY = "http://127.0.0.1:9/"
 
@@ -181,11 +192,38 @@ def scripted_provider_config(endpoint: ScriptedEndpoint) -> dict[str, Any]:
     }
 
 
-def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: ScriptedEndpoint | None) -> dict[str, Any]:
+def provider_upstream(parent_env: Mapping[str, str], model: str | None) -> tuple[str, str] | None:
+    """``(provider id, URL)`` where a real-provider session of ``model`` goes without the metering
+    proxy: the user's base URL variable for that provider, normalised as the SDK does (the bare API
+    host gains ``/v1``), else the SDK's default.  None when the proxy cannot stand in between: no
+    model to name the provider (OpenCode then picks one itself), a provider other than
+    :data:`PROXIED_PROVIDERS`, or a base URL that is no http(s) URL (the host fails on it as it would
+    without the proxy)."""
+    provider = model.split("/", 1)[0] if model and "/" in model else None
+    if provider not in PROXIED_PROVIDERS:
+        return None
+    variable, default = PROXIED_PROVIDERS[provider]
+    url = (parent_env.get(variable) or "").strip().rstrip("/") or default
+    if provider == "anthropic" and url == "https://api.anthropic.com":  # @ai-sdk/anthropic's own rule
+        url = default
+    if not url.startswith(("http://", "https://")):
+        return None
+    return provider, url
+
+
+def proxied_provider_config(provider: str) -> dict[str, Any]:
+    """The ``provider`` key pointing ``provider``'s base URL at the trial's metering proxy (whose
+    address the session's environment carries); everything else of the provider stays built in."""
+    return {"provider": {provider: {"options": {"baseURL": "{env:" + PROXY_BASE_URL_VARIABLE + "}"}}}}
+
+
+def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: ScriptedEndpoint | None,
+                  proxied: str | None = None) -> dict[str, Any]:
     """The trial's fresh configuration: containment policy, model, and nothing from the project.
 
-    No providers (except the scripted one), MCP servers, plugins, instructions or agents: the
-    native agent files under ``.opencode/agents`` are loaded by OpenCode on its own.
+    No providers (except the scripted one, or the ``proxied`` provider's base URL pointed at the
+    metering proxy), MCP servers, plugins, instructions or agents: the native agent files under
+    ``.opencode/agents`` are loaded by OpenCode on its own.
 
     V1: ``continue_loop_on_deny`` keeps the agent loop running after a denied call, as a deny rule
     does anyway (host-facts §8) — belt and braces for the rules that could reject.
@@ -198,6 +236,8 @@ def render_config(dialect: OpenCodeDialect, *, model: str | None, scripted: Scri
         config.update(scripted_provider_config(scripted))
     elif model:
         config["model"] = model
+        if proxied is not None:
+            config.update(proxied_provider_config(proxied))
     config.update(opencode_permission(dialect))
     if dialect == "opencode-v1":
         config["experimental"] = {"continue_loop_on_deny": True}
@@ -250,6 +290,7 @@ def _contain(fields: dict[str, Any], where: str, *, from_file: bool) -> list[str
 
 class OpenCodeHost:
     name: HostName = "opencode"
+    stream_call_ids = True
     owned_dir = ".opencode"
     interrupt_signal = int(signal.SIGINT)  # host-facts §10: it dies at once either way; the reaper cleans up
     credential_env: tuple[str, ...] = ()  # eval uses OpenCode's stored authentication only
@@ -369,7 +410,9 @@ class OpenCodeHost:
         """Write the fresh config (overwriting a fixture file there) and copy the stored login."""
         config_path = sandbox_root / PROJECT_CONFIG
         config_path.parent.mkdir(parents=True, exist_ok=True)
-        config = render_config(_dialect(info), model=model, scripted=scripted)
+        upstream = provider_upstream(parent_env, model) if scripted is None else None
+        config = render_config(_dialect(info), model=model, scripted=scripted,
+                               proxied=upstream[0] if upstream is not None else None)
         config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         home.mkdir(parents=True, exist_ok=True)
         if scripted is not None:
@@ -416,10 +459,11 @@ class OpenCodeHost:
         store = data_dir(home, env)
         return [store / "auth.json", store / "opencode.db"]
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
-        # A real provider's base URL is per provider in opencode.json, not one variable: such a
-        # session is metered from the stream (docs/design.md §10); scripted runs go through the proxy.
-        return None
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
+        # The model's provider's baseURL in the generated config reads the proxy's address from
+        # PROXY_BASE_URL_VARIABLE (``prepare`` writes it for the same provider_upstream).
+        upstream = provider_upstream(parent_env, model)
+        return ProviderEndpoint(PROXY_BASE_URL_VARIABLE, upstream[1]) if upstream is not None else None
 
     def new_monitor(self) -> StreamMonitor:
         return OpenCodeStreamMonitor()

@@ -316,6 +316,17 @@ def _object(value: object) -> J:
 
 
 def _event(event: J, ident: str) -> str:
+    shown = _event_body(event, ident)
+    if event.get("unverified") is not True:
+        return shown
+    # Written into the host's stream by someone else (the agent): said before the event's own text.
+    mark = (f'<strong class="bad" title="{esc(event.get("unverifiedReason"))}">not the host\'s own '
+            f'({esc(event.get("unverifiedReason"))})</strong> ')
+    head, _, rest = shown.partition(">")
+    return f'{head.replace("<li", "<li data-unverified", 1)}>{mark}{rest}'
+
+
+def _event_body(event: J, ident: str) -> str:
     kind = str(event.get("type"))
     sub = " sub" if event.get("agent") else ""
     stamp = f'<span class="kind">{_seconds(event.get("t"))} s · turn {esc(event.get("turn"))}</span>'

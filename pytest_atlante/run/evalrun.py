@@ -116,15 +116,16 @@ def prepare_isolation(setting: isolations.IsolationSetting, network: isolations.
     return isolations.decide(setting, isolations.probe() if setting != "off" else None, network)
 
 
-def model_only_problem(host: HostName, parent_env: dict[str, str]) -> Diagnostic | None:
+def model_only_problem(host: HostName, parent_env: dict[str, str], model: str | None) -> Diagnostic | None:
     """A real-provider run with ``model-only`` network whose provider mode cannot go through the
     metering proxy (its only way out, docs/design.md §11): refused before any trial (exit 3)."""
-    if host_for(host).provider_endpoint(parent_env) is not None:
+    if host_for(host).provider_endpoint(parent_env, model) is not None:
         return None
     return Diagnostic(
         "", "", "eval-network-unavailable",
         f"eval.network \"model-only\" leaves a trial only the metering proxy, and {host}'s provider mode here "
-        "cannot go through it (a cloud mode, or OpenCode with a real provider)",
+        "cannot go through it (a cloud mode, or an OpenCode provider other than anthropic and openai, or no "
+        "eval.model for OpenCode to name its provider)",
         "set eval.network (--atlante-network) to \"shared\", use a provider mode docs/hosts.md lists as "
         "metered by the proxy, or run with --atlante-scripted",
     )

@@ -237,7 +237,7 @@ class Controller(TrialRole):
         self.isolation, problem = prepare_isolation(setting, network)
         self.terminal.isolation(warning_text(setting, self.isolation))
         if problem is None and network == "model-only" and not self.options.scripted:
-            problem = model_only_problem(self.suite.eval.host, dict(os.environ))
+            problem = model_only_problem(self.suite.eval.host, dict(os.environ), self.suite.eval.model)
         return [problem] if problem is not None else []
 
     def _fail_validation(self, problems: list[Diagnostic]) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_atlante.hosts.streams import MAX_STREAM_TOKENS, stream_cost
 from pytest_atlante.records import Usage
 from pytest_atlante.trial.dialect_gemini import gemini_usage_fields
+from pytest_atlante.trial.served import ToolCallReader
 
 #: One SSE event (or one whole JSON body) larger than this is not parsed for usage; it still flows.
 MAX_EVENT_BYTES = 4 * 1024 * 1024
@@ -51,6 +52,7 @@ class ResponseMeter:
         self._fields: dict[str, int] = {}
         self.cost_usd: float | None = None
         self.reported = False  # a usage object was seen in the response
+        self.tool_calls = ToolCallReader()  # what the model called: the stream's claims are checked against it
 
     @property
     def usage(self) -> Usage:
@@ -83,6 +85,7 @@ class ResponseMeter:
                 self._event(data)
         elif not self._overflow:
             self._document(data)
+        self.tool_calls.finish()
 
     def _event(self, block: bytes) -> None:
         lines = [line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:")]
@@ -96,6 +99,7 @@ class ResponseMeter:
             return  # "[DONE]", a keep-alive, junk: no usage
         if not isinstance(body, dict):
             return
+        self.tool_calls.read(body)
         kind = body.get("type")
         if kind == "message_start" or kind == "message":
             self._anthropic(_dict(_dict(body.get("message") if kind == "message_start" else body).get("usage")))

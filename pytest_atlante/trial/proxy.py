@@ -33,6 +33,7 @@ from pytest_atlante.records import Usage
 from pytest_atlante.trial.dialect_gemini import gemini_route
 from pytest_atlante.trial.loopback import LoopbackServer
 from pytest_atlante.trial.meter import ResponseMeter
+from pytest_atlante.trial.served import Served, ServedCall
 
 #: Request and response headers that belong to one connection, not to the message (RFC 9110 §7.6.1),
 #: plus those the proxy sets itself.  ``accept-encoding`` is dropped so the upstream answers in
@@ -129,6 +130,13 @@ class Metering:
     unmetered: int             # model responses with status < 400 that reported no usage
     tripped_at: int | None     # the total when a response crossed maxTokens
     problems: tuple[str, ...]  # the first upstream failures, in words
+    calls: tuple[ServedCall, ...] = ()   # the tool calls of the served responses
+    responses: tuple[Usage, ...] = ()    # the usage of each served response that reported one
+
+    @property
+    def model_answers(self) -> Served:
+        """What the transcript's events are checked against (``trial/served.py``)."""
+        return Served(self.calls, self.responses, self.usage)
 
     @property
     def vouches_for_the_model(self) -> bool:
@@ -154,6 +162,8 @@ class MeteringProxy:
         self._cost: float | None = None
         self._counts = {"served": 0, "answered": 0, "failed": 0, "refused": 0, "unmetered": 0}
         self._problems: list[str] = []
+        self._calls: list[ServedCall] = []
+        self._reported: list[Usage] = []
         self._abort_read, self._abort_write = os.pipe()
         self._server = LoopbackServer("atlante-metering-proxy")
         self._unix_server = LoopbackServer("atlante-metering-proxy-unix")
@@ -206,7 +216,7 @@ class MeteringProxy:
             self._lock.wait_for(lambda: not self._inflight, timeout=settle_s)
             return Metering(self._total(), self._cost, self._counts["served"], self._counts["answered"],
                             self._counts["failed"], self._counts["refused"], self._counts["unmetered"],
-                            self._tripped_at, tuple(self._problems))
+                            self._tripped_at, tuple(self._problems), tuple(self._calls), tuple(self._reported))
 
     def _total(self) -> Usage:
         return sum_usage([*self._done, *(meter.usage for meter in self._inflight.values())])
@@ -246,6 +256,9 @@ class MeteringProxy:
             if meter is not None:
                 meter.finish()
                 self._done.append(meter.usage)
+                self._calls.extend(meter.tool_calls.calls)
+                if meter.reported:
+                    self._reported.append(meter.usage)
                 if meter.cost_usd is not None:
                     self._cost = (self._cost or 0.0) + meter.cost_usd
             self._counts["served"] += 1

@@ -387,7 +387,8 @@ class TrialRunner:
             model_only = self.isolation is not None and self.isolation.network == "model-only"
             relay_socket = model_socket(sb) if model_only and with_host else None
             with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns), \
-                    metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, relay_socket, with_host) as route:
+                    metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, relay_socket, with_host,
+                                   model=self.model) as route:
                 try:
                     clean_sources(entry, self.overlay, self.sources, self.suite.project_root)
                     rec = self._in_sandbox(entry, sb, base, budget, progress, route, secrets, with_host)
@@ -426,7 +427,7 @@ class TrialRunner:
         progress("host session")
         inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets, route.metered)
         session = host_session(self.host, self.info, self.model, inputs)
-        events = transcript_events(self.info, base, session, budget)
+        events = transcript_events(self.host, self.info, base, session, budget)
         files = transcript_files(self.out_dir, base, session, events)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)

@@ -40,6 +40,7 @@ from pytest_atlante.sandbox.redact import (
 from pytest_atlante.suite.discovery import ScenarioEntry
 from pytest_atlante.trial.budget import TokenGate, TrialBudget
 from pytest_atlante.trial.proxy import Metering, MeteringProxy, Upstream
+from pytest_atlante.trial.served import mark_unverified
 from pytest_atlante.trial.transcript import (
     Redactor,
     StreamCapture,
@@ -196,7 +197,7 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
     return None
 
 
-def transcript_events(info: HostInfo, base: TrialRecord, session: HostSession,
+def transcript_events(host: Host, info: HostInfo, base: TrialRecord, session: HostSession,
                       budget: TrialBudget) -> list[dict[str, Any]] | None:
     """The session's host-neutral transcript (header first), or None when it cannot be built (a
     stream the host's reader chokes on makes the trajectory checks errors, not the trial a crash)."""
@@ -211,10 +212,15 @@ def transcript_events(info: HostInfo, base: TrialRecord, session: HostSession,
             # ended right after the crossing response).
             abort |= {"meteredBy": "proxy", "cumulativeTokens": session.metering.tripped_at}
     try:
-        return build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
-                                trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+        events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
+                                  trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
     except Exception:  # noqa: BLE001 - the host's stream is untrusted input; its reader must not end the trial
         return None
+    if session.metering is not None and host.stream_call_ids:
+        # The proxy saw every model response: an event none of them vouches for is not the host's own
+        # (the agent can write into the stream), shown as such and not counted by the checks.
+        events[0]["unverifiedEvents"] = mark_unverified(events[1:], session.metering.model_answers)
+    return events
 
 
 def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSession,
@@ -311,13 +317,14 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
 
 @contextmanager
 def metering_proxy(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None, max_tokens: int,
-                   unix_socket: Path | None, with_host: bool = True) -> Iterator[ModelRoute]:
+                   unix_socket: Path | None, with_host: bool = True, *, model: str | None = None
+                   ) -> Iterator[ModelRoute]:
     """The trial's metering proxy (docs/design.md §10), in front of the scripted model or the real
     provider: the scripted endpoint the adapter is handed becomes the proxy's address, a real
     provider's base URL variable is pointed at it; with ``unix_socket`` (a ``model-only`` trial,
     §10) it listens there too.  No proxy when the provider mode cannot go through it (metered from
     the stream), nor for a trial without a host session."""
-    upstream, variable = _upstream(host, parent_env, scripted) if with_host else (None, None)
+    upstream, variable = _upstream(host, parent_env, scripted, model) if with_host else (None, None)
     if upstream is None:
         yield ModelRoute(scripted, None)
         return
@@ -327,13 +334,13 @@ def metering_proxy(host: Host, parent_env: dict[str, str], scripted: ScriptedEnd
         yield ModelRoute(scripted, Metered(proxy, variable))
 
 
-def _upstream(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None
+def _upstream(host: Host, parent_env: dict[str, str], scripted: ScriptedEndpoint | None, model: str | None
               ) -> tuple[Upstream | None, str | None]:
     """Where the proxy forwards, and the host's variable to point at it (None for the scripted
     endpoint, which the adapter is handed rewritten)."""
     if scripted is not None:
         return Upstream(scripted.anthropic_base_url), None
-    provider = host.provider_endpoint(parent_env)
+    provider = host.provider_endpoint(parent_env, model)
     if provider is None:
         return None, None
     try:

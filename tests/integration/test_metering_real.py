@@ -98,3 +98,32 @@ def test_a_real_provider_session_is_metered_through_the_proxy_over_verified_tls(
     else:
         assert trial.verdict in ("infra-error", "timeout") and status == 1, text
         assert turns == []  # nothing reached the provider without a verified certificate
+
+
+def test_an_opencode_session_of_a_real_provider_goes_through_the_proxy_and_model_only_admits_it(
+        pytester: pytest.Pytester, atlante_project: Project, provider: tuple[TlsProvider, dict[str, Path]],
+        hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # OpenCode's provider base URL lives in its config, not in one variable: the generated config points
+    # the model's provider (here anthropic, behind the user's ANTHROPIC_BASE_URL gateway) at the proxy.
+    server, certs = provider
+    user_home = tmp_path / "user-home"
+    auth = user_home / ".local" / "share" / "opencode" / "auth.json"
+    auth.parent.mkdir(parents=True)
+    auth.write_text('{"anthropic": {"type": "api", "key": "atlante-test-key"}}')
+    auth.chmod(0o600)
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("PATH", hosts_path())
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"{server.url}/v1")
+    monkeypatch.setenv("SSL_CERT_FILE", str(certs["ca"]))
+    atlante_project.config(config_doc(host="opencode", model="anthropic/claude-sonnet-4-5", isolation="namespace",
+                                      network="model-only", budget={"trials": 1, "timeoutMs": 120000}))
+    atlante_project.scenario(scenario_doc(checks=[{"type": "file-contains", "path": "hello.txt", "pattern": "hello"}]))
+    atlante_project.build()
+    status, report, text = run(pytester, atlante_project)
+    [trial] = report.scenarios[0].trials
+    assert report.isolation is not None and report.isolation.network == "model-only", text
+    assert (trial.verdict, status, trial.meteredBy) == ("pass", 0, "proxy"), text
+    assert trial.usage is not None and trial.usage.total == 400 + 30 + 7 + 500 + 5  # the provider's figures
+    turns = [r for r in server.model.requests if r.kind == "turn"]
+    assert len(turns) == 2 and all(r.path.endswith("/v1/messages") for r in turns)

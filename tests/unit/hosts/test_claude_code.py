@@ -185,11 +185,10 @@ def test_credential_env_names() -> None:
 def test_the_provider_endpoint_is_the_users_base_url_or_the_api_and_none_in_cloud_modes() -> None:
     # docs/design.md §10: where the metering proxy forwards, and which modes it cannot carry
     host = host_for("claude-code")
-    assert host.provider_endpoint({}) is not None
-    assert host.provider_endpoint({}).upstream == "https://api.anthropic.com"  # type: ignore[union-attr]
-    gateway = host.provider_endpoint({"ANTHROPIC_BASE_URL": "https://gateway.example/anthropic"})
+    assert host.provider_endpoint({}, None) is not None
+    assert host.provider_endpoint({}, None).upstream == "https://api.anthropic.com"  # type: ignore[union-attr]
+    gateway = host.provider_endpoint({"ANTHROPIC_BASE_URL": "https://gateway.example/anthropic"}, "sonnet")
     assert gateway is not None and (gateway.variable, gateway.upstream) == ("ANTHROPIC_BASE_URL",
                                                                             "https://gateway.example/anthropic")
     for switch in CLOUD_MODES:
-        assert host.provider_endpoint({switch: "1"}) is None
-    assert host_for("opencode").provider_endpoint({}) is None
+        assert host.provider_endpoint({switch: "1"}, None) is None

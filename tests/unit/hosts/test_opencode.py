@@ -13,7 +13,7 @@ import pytest
 
 from pytest_atlante.hosts import ScriptedEndpoint, host_for, opencode_store
 from pytest_atlante.hosts.base import HostInfo
-from pytest_atlante.hosts.opencode import PROJECT_CONFIG, render_config
+from pytest_atlante.hosts.opencode import PROJECT_CONFIG, PROXY_BASE_URL_VARIABLE, render_config
 from pytest_atlante.hosts.opencode_store import (
     CREDENTIAL_TABLES,
     StoredSession,
@@ -130,8 +130,11 @@ def test_prepare_overwrites_the_fixture_config_and_copies_auth_json(tmp_path: Pa
     HOST.prepare(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="anthropic/claude-sonnet-4-5", scripted=None)
 
     config = json.loads((sandbox / PROJECT_CONFIG).read_text())
-    assert config == render_config("opencode-v1", model="anthropic/claude-sonnet-4-5", scripted=None)
-    assert "mcp" not in config and "provider" not in config
+    assert config == render_config("opencode-v1", model="anthropic/claude-sonnet-4-5", scripted=None,
+                                   proxied="anthropic")
+    assert "mcp" not in config
+    # Only the model's provider, only its base URL: the metering proxy's address from the environment.
+    assert config["provider"] == {"anthropic": {"options": {"baseURL": "{env:ATLANTE_MODEL_BASE_URL}"}}}
     assert config["model"] == "anthropic/claude-sonnet-4-5"
     assert config["experimental"] == {"continue_loop_on_deny": True}
     assert (sandbox / ".opencode" / "agents" / "a.md").read_text() == "agent"
@@ -342,3 +345,41 @@ def test_no_store_and_no_sessions_give_nothing(tmp_path: Path) -> None:
     assert read_sessions(tmp_path, {}, ["ses_main"]) == {}
     store_sessions(tmp_path, [MAIN_ROW])
     assert read_sessions(tmp_path, {}, []) == {}
+
+
+@pytest.mark.parametrize(("env", "model", "expected"), [
+    ({}, "anthropic/claude-sonnet-4-5", "https://api.anthropic.com/v1"),
+    ({"ANTHROPIC_BASE_URL": "https://api.anthropic.com/"}, "anthropic/claude-sonnet-4-5", "https://api.anthropic.com/v1"),
+    ({"ANTHROPIC_BASE_URL": "https://gw.example/anthropic/v1/"}, "anthropic/x", "https://gw.example/anthropic/v1"),
+    ({}, "openai/gpt-5", "https://api.openai.com/v1"),
+    ({"OPENAI_BASE_URL": "https://gw.example/openai"}, "openai/gpt-5", "https://gw.example/openai"),
+    ({"ANTHROPIC_BASE_URL": "https://gw.example/v1"}, "openai/gpt-5", "https://api.openai.com/v1"),
+    ({}, "openrouter/some-model", None),  # no default this adapter knows: metered from the stream
+    ({}, None, None),                     # OpenCode picks the provider itself
+    ({"ANTHROPIC_BASE_URL": "gw.example"}, "anthropic/x", None),
+])
+def test_the_provider_endpoint_is_the_models_providers_base_url_behind_the_proxy(
+        env: dict[str, str], model: str | None, expected: str | None) -> None:
+    # docs/design.md §10: where the metering proxy forwards an OpenCode session of a real provider
+    endpoint = HOST.provider_endpoint(env, model)
+    assert (endpoint.upstream if endpoint is not None else None) == expected
+    if endpoint is not None:
+        assert endpoint.variable == PROXY_BASE_URL_VARIABLE
+
+
+def test_a_provider_the_proxy_cannot_front_keeps_its_own_base_url(tmp_path: Path) -> None:
+    sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user"
+    write_auth(user_home, {"openrouter": {"type": "api", "key": "k"}})
+    HOST.prepare(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="openrouter/m",
+                 scripted=None)
+    assert "provider" not in json.loads((sandbox / PROJECT_CONFIG).read_text())
+
+
+def test_model_only_admits_an_opencode_provider_the_proxy_fronts_and_refuses_the_others() -> None:
+    from pytest_atlante.run.evalrun import model_only_problem
+
+    assert model_only_problem("opencode", {}, "anthropic/claude-sonnet-4-5") is None
+    assert model_only_problem("opencode", {}, "openai/gpt-5") is None
+    for model in (None, "openrouter/some-model"):
+        problem = model_only_problem("opencode", {}, model)
+        assert problem is not None and problem.code == "eval-network-unavailable"

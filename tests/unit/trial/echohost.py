@@ -66,6 +66,7 @@ class EchoHost:
     credential_env: tuple[str, ...] = ()
     refreshed_fields: tuple[tuple[str, ...], ...] = (("echo", "token"),)
     forbidden_fixture_files: Mapping[str, str] = {".echo/config.json": "the echo host would merge it"}
+    stream_call_ids = True
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         return HostInfo(NAME, "1.0.0", NAME, sys.executable)  # type: ignore[arg-type]
@@ -109,7 +110,7 @@ class EchoHost:
                     home: Path, scripted: ScriptedEndpoint | None) -> dict[str, str]:
         return dict(base_env)
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
         return None  # it talks to no model: metered from its stream
 
     def credential_files(self, home: Path, env: Mapping[str, str]) -> list[Path]:

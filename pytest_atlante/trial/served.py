@@ -1,0 +1,253 @@
+"""What the model really answered, and the transcript events the host's stream claims beyond it.
+
+The metering proxy (``trial/proxy.py``) sees every model response of a metered trial.  A
+:class:`ToolCallReader` reads, beside the usage the meter reads, the tool calls each response
+contains — Anthropic Messages (``tool_use`` blocks, streamed or whole), OpenAI chat completions
+(``tool_calls``, streamed or whole) and OpenAI Responses (``function_call`` output items).
+
+The host's stream is untrusted: a tool of the agent can write events into it (``/proc/<cli
+pid>/fd/1``, docs/design.md §10).  :func:`mark_unverified` compares the transcript with what was
+served and marks every event that is not the host's own — ``"unverified": true`` with an
+``unverifiedReason`` — so the view shows it and the trajectory checks do not count it:
+
+- a ``tool_call`` whose id no served response holds, whose tool name differs from the model's, whose
+  skill or agent (``input.name``/``input.agent``, what ``skill-used`` and ``agent-used`` count)
+  differs from the model's arguments, or which repeats a call the stream already showed;
+- a ``tool_result`` for no call the model made, before its call, or after that call's first result;
+- a ``usage`` event whose counts no served response reported (each response vouches for one);
+- a ``result`` stating fewer tokens than the vouched usage events before it, or more than the
+  proxy counted in all.
+
+Other arguments are not compared: the stream's copy is redacted (sandbox paths, secrets) where the
+served one is not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_atlante.hosts.transcripts import neutral_input
+from pytest_atlante.records import Usage
+
+#: Tool calls kept per response, and argument characters assembled per call (beyond: not compared).
+MAX_CALLS = 1000
+MAX_ARGUMENT_CHARS = 1_000_000
+#: The arguments the trajectory checks count on (``trial/checks/trajectory.py``).
+IDENTITY_ARGUMENTS = ("name", "agent")
+
+
+@dataclass(frozen=True)
+class ServedCall:
+    """One tool call of a served model response; ``arguments`` None when they could not be read."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] | None
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _parsed(text: str) -> Mapping[str, Any] | None:
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class ToolCallReader:
+    """The tool calls of one response, read from its JSON documents (whole bodies or SSE events)."""
+
+    def __init__(self) -> None:
+        self.calls: list[ServedCall] = []
+        # Streams assemble a call over several events: its id, name and argument text by index.
+        self._open: dict[tuple[str, object], list[str]] = {}
+
+    def read(self, body: Mapping[str, Any]) -> None:
+        kind = body.get("type")
+        if kind == "message":
+            self._blocks(body.get("content"))
+        elif kind == "content_block_start":
+            block = _dict(body.get("content_block"))
+            if block.get("type") == "tool_use":
+                self._open[("anthropic", body.get("index"))] = [str(block.get("id")), str(block.get("name")), ""]
+        elif kind == "content_block_delta":
+            delta = _dict(body.get("delta"))
+            if delta.get("type") == "input_json_delta":
+                self._extend(("anthropic", body.get("index")), delta.get("partial_json"))
+        elif kind == "content_block_stop":
+            self._close(("anthropic", body.get("index")))
+        elif kind == "response.output_item.done":
+            item = _dict(body.get("item"))
+            if item.get("type") == "function_call":
+                self._add(item.get("call_id"), item.get("name"), _parsed(str(item.get("arguments") or "")))
+        elif isinstance(body.get("choices"), list):
+            for choice in body["choices"]:
+                self._choice(_dict(choice))
+
+    def finish(self) -> None:
+        """The response ended: a streamed chat call has no closing event."""
+        for key in list(self._open):
+            self._close(key)
+
+    def _blocks(self, content: object) -> None:
+        for raw in content if isinstance(content, list) else []:
+            block = _dict(raw)
+            if block.get("type") == "tool_use":
+                self._add(block.get("id"), block.get("name"), _dict(block.get("input")))
+
+    def _choice(self, choice: dict[str, Any]) -> None:
+        message = _dict(choice.get("message"))
+        for call in message.get("tool_calls") or []:
+            function = _dict(_dict(call).get("function"))
+            self._add(_dict(call).get("id"), function.get("name"), _parsed(str(function.get("arguments") or "")))
+        for raw in _dict(choice.get("delta")).get("tool_calls") or []:
+            call = _dict(raw)
+            key = ("openai", call.get("index"))
+            function = _dict(call.get("function"))
+            entry = self._open.setdefault(key, ["", "", ""])
+            entry[0] = str(call.get("id") or entry[0])
+            entry[1] = str(function.get("name") or entry[1])
+            self._extend(key, function.get("arguments"))
+
+    def _extend(self, key: tuple[str, object], text: object) -> None:
+        entry = self._open.get(key)
+        if entry is not None and isinstance(text, str) and len(entry[2]) + len(text) <= MAX_ARGUMENT_CHARS:
+            entry[2] += text
+        elif entry is not None:
+            entry[2] = "\0"  # too long to assemble: the arguments stay unread
+
+    def _close(self, key: tuple[str, object]) -> None:
+        entry = self._open.pop(key, None)
+        if entry is not None:
+            self._add(entry[0], entry[1], _parsed(entry[2]))
+
+    def _add(self, call_id: object, name: object, arguments: Mapping[str, Any] | None) -> None:
+        if isinstance(call_id, str) and call_id and isinstance(name, str) and len(self.calls) < MAX_CALLS:
+            self.calls.append(ServedCall(call_id, name, arguments))
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the proxy served in one trial: every response's tool calls and usage, and the total."""
+
+    calls: Sequence[ServedCall]
+    responses: Sequence[Usage]
+    total: Usage
+
+
+def _mark(event: dict[str, Any], reason: str) -> None:
+    event["unverified"] = True
+    event["unverifiedReason"] = reason
+
+
+def _identity(arguments: Mapping[str, Any] | None) -> dict[str, object] | None:
+    if arguments is None:
+        return None
+    neutral = neutral_input(arguments)
+    return {key: neutral.get(key) for key in IDENTITY_ARGUMENTS}
+
+
+def _call_problem(event: Mapping[str, Any], served: ServedCall | None, claimed: set[str]) -> str | None:
+    if served is None:
+        return "no model response the metering proxy served holds this tool call"
+    if str(event.get("hostTool") or event.get("tool") or "").lower() != served.name.lower():
+        return f"the model called {served.name!r} under this id"
+    wanted = _identity(served.arguments)
+    shown = _dict(event.get("input"))
+    if wanted is not None and any(shown.get(key) != value for key, value in wanted.items()):
+        return "the model's call names another skill or agent"
+    if served.id in claimed:
+        return "repeats a tool call the stream already showed"
+    return None
+
+
+def _result_problem(event: Mapping[str, Any], served: ServedCall | None, claimed: set[str],
+                    answered: set[str], cut: bool) -> str | None:
+    if served is None:
+        return "answers no tool call the model made"
+    if served.id not in claimed and not cut:  # a cut stream may have lost the call's line
+        return "comes before the stream showed its tool call"
+    if served.id in answered:
+        return "a second result for one tool call"
+    return None
+
+
+def _compared(event: Mapping[str, Any]) -> list[str]:
+    """The counts of a usage event that a served response states exactly."""
+    fields = ["inputTokens", "cacheReadTokens", "cacheWriteTokens"]
+    if event.get("outputExact") is not False:  # Claude Code's per-message output is a placeholder
+        fields.append("outputTokens")
+    return fields
+
+
+def _usage_matches(event: Mapping[str, Any], usage: Usage) -> bool:
+    shown = _dict(event.get("usage"))
+    return all(shown.get(name, 0) == getattr(usage, name) for name in _compared(event))
+
+
+def _total(event: Mapping[str, Any]) -> int:
+    shown = _dict(event.get("usage"))
+    return sum(v for v in shown.values() if isinstance(v, int) and not isinstance(v, bool))
+
+
+class _Ledger:
+    """The served responses not yet claimed by a usage event, and what the claimed ones add up to."""
+
+    def __init__(self, served: Served) -> None:
+        self.unclaimed = list(served.responses)
+        self.vouched = 0  # the least a true result can state: the counts of the vouched usage events
+        self.total = served.total.total
+
+    def usage_problem(self, event: Mapping[str, Any]) -> str | None:
+        match = next((u for u in self.unclaimed if _usage_matches(event, u)), None)
+        if match is None:
+            return "no model response the metering proxy served reported these counts"
+        self.unclaimed.remove(match)
+        self.vouched += sum(getattr(match, name) for name in _compared(event))
+        return None
+
+    def result_problem(self, event: Mapping[str, Any]) -> str | None:
+        stated = _total(event)
+        if stated < self.vouched or stated > self.total:
+            return f"states {stated} tokens; the metering proxy counted {self.total}"
+        return None
+
+
+def mark_unverified(events: Sequence[dict[str, Any]], served: Served) -> int:
+    """Mark, in place, the events (header excluded) the served responses do not vouch for; how many.
+
+    A ``result`` is not vouched for when it states fewer tokens than the vouched usage events before
+    it, or more than the proxy counted in all (OpenCode's ``result`` is the transcript's own sum of
+    its steps, so a forged step shows there too)."""
+    calls = {call.id: call for call in served.calls}
+    ledger = _Ledger(served)
+    claimed: set[str] = set()
+    answered: set[str] = set()
+    cut = any(event.get("type") == "truncated" for event in events)
+    marked = 0
+    for event in events:
+        kind = event.get("type")
+        key = str(event.get("id"))
+        problem: str | None = None
+        if kind == "tool_call":
+            problem = _call_problem(event, calls.get(key), claimed)
+            if problem is None:
+                claimed.add(key)
+        elif kind == "tool_result":
+            problem = _result_problem(event, calls.get(key), claimed, answered, cut)
+            if problem is None:
+                answered.add(key)
+        elif kind == "usage":
+            problem = ledger.usage_problem(event)
+        elif kind == "result" and isinstance(event.get("usage"), dict):
+            problem = ledger.result_problem(event)
+        if problem is not None:
+            _mark(event, problem)
+            marked += 1
+    return marked
