@@ -189,8 +189,8 @@ def test_a_real_session_copies_the_oauth_login_and_selects_it(tmp_path: Path) ->
     HOST.prepare(INFO, sandbox_root=tmp_path, home=home, user_home=user, parent_env={}, model=None, scripted=None)
     assert json.loads((home / ".gemini" / "oauth_creds.json").read_text()) == {"refresh_token": "r"}
     assert json.loads((home / ".gemini" / "settings.json").read_text())["security"]["auth"]["selectedType"] == "oauth-personal"
-    assert HOST.provider_endpoint({}) is None  # Code Assist: metered from the stream
-    assert HOST.provider_endpoint({"GEMINI_API_KEY": "k"}).variable == "GOOGLE_GEMINI_BASE_URL"  # type: ignore[union-attr]
+    assert HOST.provider_endpoint({}, None) is None  # Code Assist: metered from the stream
+    assert HOST.provider_endpoint({"GEMINI_API_KEY": "k"}, None).variable == "GOOGLE_GEMINI_BASE_URL"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("rel", sorted(FORBIDDEN_FIXTURE_FILES))
