@@ -63,8 +63,10 @@ def scenario_doc(name: str = "writes-hello", **overrides: Any) -> dict[str, Any]
 
 
 def config_doc(host: str = "claude-code", **eval_overrides: Any) -> dict[str, Any]:
+    from pytest_atlante.hosts.names import min_config_version
+
     return {
-        "version": "0.2",
+        "version": max(min_config_version(host), "0.2"),
         "harness": {
             "agents": {"helper": {"description": "Writes small files.", "prompt": "harness/helper.md"}},
             "skills": {"tidy": {"description": "Keeps files tidy.", "dir": "harness/tidy"}},

@@ -93,6 +93,8 @@ class TrialRecord(Record):
     changedPathsTotal: int | None = None
     usage: Usage | None = None
     costUsd: float | None = None
+    # Set when ``costUsd`` is an estimate from the shipped price table (its label), not the host's figure.
+    costBasis: str | None = None
     modelIdentity: str | None = None
     budgetUnmonitored: bool = False
     # Values of the host's stream that were ignored (no valid count or cost, a second result): the

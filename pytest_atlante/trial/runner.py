@@ -262,6 +262,7 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "changedPathsTotal": changed_total,
         "usage": usage,
         "costUsd": cost,
+        "costBasis": totals.cost_basis,
         "modelIdentity": outcome.model_identity,
         "budgetUnmonitored": unmonitored,
         "streamNotes": notes,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.checks import SessionView
-from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.hosts.streams import stream_cost
 from pytest_atlante.records import (
     TrialRecord,
@@ -158,6 +158,8 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
     capture = StreamCapture(Redactor(secrets, roots, [form for root in roots for form in host.stream_path_forms(root)]))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    if confined is not None and isinstance(host, IsolationAware):
+        argv = host.isolated_command(argv)
     if confined is not None and confined.network == "model-only" and metered is not None \
             and metered.proxy.unix_socket is not None:
         # The host's only way out of its network namespace: its model address, relayed to the proxy.
@@ -168,6 +170,8 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
         process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                       bounds=Bounds(interrupt_signal=host.interrupt_signal, abort_fd=abort_fd), wrap=wrap)
         outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
+        for line in outcome.transcript_lines:
+            capture.add(line)
         for path in logins:  # a token the host refreshed meanwhile, and nothing else the file now says
             secrets.add(refreshed_credentials(as_copied[path], path, host.refreshed_fields))
     return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None)
@@ -237,6 +241,7 @@ class SessionTotals:
     cost_usd: float | None
     unmonitored: bool
     notes: list[str]
+    cost_basis: str | None = None  # the price table an estimated cost comes from
 
 
 def session_totals(session: HostSession) -> SessionTotals:
@@ -254,7 +259,8 @@ def session_totals(session: HostSession) -> SessionTotals:
         # Unmonitored when neither the provider's responses nor the stream reported any usage.
         unmonitored = not metered.answered and outcome.budget_unmonitored
         cost = metered.cost_usd if metered.cost_usd is not None else cost
-    return SessionTotals(usage, cost, unmonitored, notes)
+    basis = outcome.cost_basis if cost is not None and cost == outcome.cost_usd else None
+    return SessionTotals(usage, cost, unmonitored, notes, basis)
 
 
 def disagreement(session: HostSession) -> str | None:
