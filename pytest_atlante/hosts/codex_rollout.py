@@ -28,6 +28,7 @@ from typing import Any
 
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.base import SessionOutcome
+from pytest_atlante.hosts.codex_tools import PATCH_TOOL, SHELL_TOOL, read_path, skill_read
 from pytest_atlante.hosts.streams import StreamNotes, _count, _dict, _event
 from pytest_atlante.hosts.transcripts import (
     RESULT_CAP_CHARS,
@@ -37,7 +38,6 @@ from pytest_atlante.hosts.transcripts import (
     neutral_input,
 )
 from pytest_atlante.records import Usage
-from pytest_atlante.trial.dialect_responses import PATCH_TOOL, SHELL_TOOL, read_path, skill_read
 
 #: The type of the digest line the session appends to the stream after reading the rollout.
 DIGEST_TYPE = "atlante.codex-rollout"

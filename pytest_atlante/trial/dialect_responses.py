@@ -28,13 +28,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_atlante.hosts.codex_tools import PATCH_TOOL, SHELL_TOOL, SKILLS_DIR, skill_read
 from pytest_atlante.trial.dialects import LoadedSkill, OfferedTool, Reply, ReplyUsage, ToolCall, sse_event
 
-#: Codex's tool names (host facts, Codex §3: ``-m gpt-5.5``, a catalog model).
-SHELL_TOOL = "exec_command"
-PATCH_TOOL = "apply_patch"
-#: Where ``atlante build`` puts a harness's skills for Codex (it loads ``<cwd>/.codex/skills``).
-SKILLS_DIR = ".codex/skills"
 #: The argument key of a custom tool call as :class:`ToolCall` carries it (its freeform ``input``).
 CUSTOM_INPUT = "input"
 
@@ -210,32 +206,6 @@ def responses_loaded_skills(body: Mapping[str, Any]) -> tuple[LoadedSkill, ...]:
             output = item.get("output")
             outputs[str(item.get("call_id"))] = output if isinstance(output, str) else json.dumps(output)
     return tuple(LoadedSkill(call_id, name, outputs.get(call_id, "")) for call_id, name in calls.items())
-
-
-def skill_read(command: str) -> str | None:
-    """The skill a plain read of ``…/skills/<name>/SKILL.md`` loads (``cat``, ``sed -n``, ``head``)."""
-    path = read_path(command)
-    if path is None:
-        return None
-    parts = Path(path).parts
-    if len(parts) >= 3 and parts[-1] == "SKILL.md" and parts[-3] == "skills":
-        return parts[-2]
-    return None
-
-
-def read_path(command: str) -> str | None:
-    """The one file a plain read command prints whole: ``cat F``, ``sed -n '1,Np' F``, ``head -n N F``."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if len(words) == 2 and words[0] == "cat":
-        return words[1]
-    if len(words) == 4 and words[0] == "sed" and words[1] == "-n":
-        return words[3]
-    if len(words) == 4 and words[0] == "head" and words[1] == "-n":
-        return words[3]
-    return None
 
 
 # --------------------------------------------------------------------------- the wire
