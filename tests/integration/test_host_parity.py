@@ -1,13 +1,15 @@
-"""One suite, both hosts: the example project gives the same verdicts and check results."""
+"""One suite, every host: the example project gives the same verdicts, check results and trajectory
+results on each real CLI, one report per host, and ``atlante compare`` reads them across hosts."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import copy_example
+from conftest import EVERY_HOST, copy_example
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.build import build
 
@@ -19,14 +21,14 @@ def outcome(report: EvalReport) -> dict[str, list[tuple[str, bool, str]]]:
             for s in report.scenarios for t in s.trials}
 
 
-def test_the_example_suite_gives_the_same_results_on_both_hosts(
+def test_the_example_suite_gives_the_same_results_on_every_host(
     pytester: pytest.Pytester, tmp_path: Path, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", hosts_path())
     root = copy_example(tmp_path)
     build(root)
     reports = {}
-    for host in ("claude-code", "opencode"):
+    for host in EVERY_HOST:
         out = tmp_path / f"out-{host}"
         result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-host", host,
                                                "--atlante-project", str(root), "--atlante-out", str(out),
@@ -34,6 +36,9 @@ def test_the_example_suite_gives_the_same_results_on_both_hosts(
         assert result.ret == 1, result.stdout.str()  # keeps-settings-untouched fails on purpose
         reports[host] = EvalReport.model_validate_json((out / "report.json").read_text())
         assert reports[host].host is not None and reports[host].host.name == host
-    assert outcome(reports["claude-code"]) == outcome(reports["opencode"])
+    for host in EVERY_HOST:
+        assert outcome(reports[host]) == outcome(reports["claude-code"]), host
+    compared = pytester.run(sys.executable, "-m", "pytest_atlante.cli", "compare", str(tmp_path / "out-claude-code"), str(tmp_path / f"out-{EVERY_HOST[-1]}"))
+    assert compared.ret == 0, compared.stdout.str() + compared.stderr.str()
     assert sorted(outcome(reports["opencode"])) == [
         "adds-farewell:pass", "adds-module-docstring:pass", "documents-usage:pass", "keeps-settings-untouched:fail"]
