@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOOSENING_CONFTEST, Project, claude_path, config_doc, scenario_doc
+from conftest import EVERY_HOST, LOOSENING_CONFTEST, Project, claude_path, config_doc, scenario_doc
 from pytest_atlante.report.model import EvalReport
 
 pytestmark = pytest.mark.hosts
-HOSTS = ["claude-code", "opencode"]
+HOSTS = list(EVERY_HOST)
 
 
 def bash_turn(n: int, tokens: int) -> dict[str, object]:
