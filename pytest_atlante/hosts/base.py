@@ -208,6 +208,15 @@ def carried_fields(host: str, known: frozenset[str], native: NativeSource | None
     return kept, dropped
 
 
+def no_place(host: object, kind: str) -> str | None:
+    """Why ``host`` has nowhere to load a harness part of ``kind`` (``agent``, ``command``), or None.
+
+    An adapter lists such parts in an ``unplaced_parts`` mapping (kind → why); the build warns and
+    writes nothing for them."""
+    unplaced = getattr(host, "unplaced_parts", None)
+    return unplaced.get(kind) if isinstance(unplaced, Mapping) else None
+
+
 @dataclass
 class SessionOutcome:
     """What a host session's event stream said about itself."""

@@ -85,6 +85,12 @@ FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
     ".agents/skills": "Codex loads <cwd>/.agents/skills regardless of trust, beside the harness's own skills",
 }
 
+#: Harness parts Codex has no place for (``hosts.base.no_place``): the build warns and skips them.
+UNPLACED_PARTS: Mapping[str, str] = {
+    "agent": "Codex has no agent files: its roles are config.toml tables and `codex exec` cannot select one",
+    "command": "`codex exec` runs no slash commands",
+}
+
 _LOGIN_HINT = ("log in with `codex login` (it stores auth.json in ~/.codex, or $CODEX_HOME), or export "
                "CODEX_API_KEY; OPENAI_API_KEY alone is not sent by Codex")
 
@@ -125,7 +131,8 @@ class CodexHost:
     # auth.json: {"auth_mode", "OPENAI_API_KEY"} or, logged in with ChatGPT, {"tokens": {...}}.
     refreshed_fields = (("tokens", "access_token"), ("tokens", "refresh_token"), ("tokens", "id_token"))
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
-    instructions_file = "AGENTS.md"
+    instructions_file = "AGENTS.md"  # loaded from the cwd without trust; CLAUDE.md is not read
+    unplaced_parts = UNPLACED_PARTS
 
     def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
         return []
@@ -140,17 +147,16 @@ class CodexHost:
         return None, []  # Codex has no agent files: nothing of its own format to read
 
     def agent_frontmatter(self, name: str, agent: AgentSpec) -> RenderedFields:
-        # Codex has no agent files (its roles are config.toml tables): the build skips agents with
-        # a warning (``suite.parts``); this rendering only names what is left out.
+        # Never asked by the build (``unplaced_parts``); named for a caller that asks anyway.
         return RenderedFields({}, (f"{source_name(agent.native, name)}: agent dropped for codex "
-                                   "(Codex has no agent files)",))
+                                   f"({self.unplaced_parts['agent']})",))
 
     def skill_frontmatter(self, name: str, skill: PartSpec) -> RenderedFields:
         return part_frontmatter(self.name, SKILL_FIELDS, name, skill, command=False)
 
     def command_frontmatter(self, name: str, command: PartSpec) -> RenderedFields:
         return RenderedFields({}, (f"{source_name(command.native, name)}: command dropped for codex "
-                                   "(`codex exec` runs no slash commands)",))
+                                   f"({self.unplaced_parts['command']})",))
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         executable, version = probe_version(

@@ -19,7 +19,7 @@ from pathlib import Path
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.hosts.base import AgentSpec, Host, NativeSource, PartSpec
+from pytest_atlante.hosts.base import AgentSpec, Host, NativeSource, PartSpec, no_place
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite import frontmatter
@@ -178,6 +178,9 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     if path is None or native is None:
         return
     rel = origin.rel(path)
+    if (why := no_place(host, "agent")) is not None:
+        out.warnings.append(f"{rel}: agent {name!r} not rendered for {host.name} ({why})")
+        return
     source_host = _source_host(agent.host, rel, origin.base, path)
     agree = _Agreement(origin, where, native, path, out)
     native_fields = _agent_name(native, name, rel, agree, out)
@@ -253,6 +256,9 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     if path is None or native is None:
         return
     rel = origin.rel(path)
+    if (why := no_place(host, "command")) is not None:
+        out.warnings.append(f"{rel}: command {name!r} not rendered for {host.name} ({why})")
+        return
     source_host = _source_host(command.host, rel, origin.base, path)
     agree = _Agreement(origin, where, native, path, out)
     description = agree.text("description", command.description, required=False)

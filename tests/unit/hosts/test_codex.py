@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Project, config_doc
 from pytest_atlante.hosts import ScriptedEndpoint, host_for
 from pytest_atlante.hosts.base import HOST_UNAUTHENTICATED, HostInfo, IsolationAware, parse_version
 from pytest_atlante.hosts.codex import CodexHost, codex_home
@@ -238,3 +239,20 @@ def test_a_model_the_price_table_lacks_stays_unpriced(tmp_path: Path) -> None:
     monitor.feed('{"type":"turn.completed","usage":{"input_tokens":100,"output_tokens":10}}')
     outcome = CodexHost().finalize(INFO, monitor, env={"CODEX_HOME": str(tmp_path)}, cwd=tmp_path)
     assert outcome.model_identity is None and outcome.cost_usd is None and outcome.cost_basis is None
+
+
+def test_the_build_renders_skills_and_instructions_for_codex_and_warns_for_agents_and_commands(
+        atlante_project: Project) -> None:
+    atlante_project.write("harness/AGENTS.md", "Be brief.\n")
+    atlante_project.write("harness/commands/ship.md", "---\ndescription: Ship it.\n---\nShip.\n")
+    doc = config_doc("codex")
+    doc["harness"] |= {"instructions": "harness/AGENTS.md", "commands": {"ship": {"file": "harness/commands/ship.md"}}}
+    atlante_project.config(doc)
+    atlante_project.build()
+    build = atlante_project.root / ".atlante" / "build" / "codex"
+    manifest = json.loads((build / "manifest.json").read_text(encoding="utf-8"))
+    assert sorted(o["path"] for o in manifest["outputs"]) == [".codex/skills/tidy/SKILL.md", "AGENTS.md"]
+    assert (build / "tree" / ".codex" / "skills" / "tidy" / "SKILL.md").read_text(encoding="utf-8").startswith(
+        "---\nname: tidy\ndescription: Keeps files tidy.\n---\n")
+    assert sorted(w.split(":")[0] for w in manifest["warnings"]) == ["harness/commands/ship.md", "harness/helper.md"]
+    assert all("not rendered for codex" in w for w in manifest["warnings"])
