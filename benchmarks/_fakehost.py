@@ -134,9 +134,11 @@ def make_project(root: Path, *, files: int, trials: int, max_tokens: int = 400_0
     scenario's only check is ``file-exists`` on a fixture file: the cheapest check there is.  The
     scripted-model script (required in scripted mode) is ``script_turns`` or one trivial turn.
     """
+    from pytest_atlante.hosts.names import min_config_version
+
     root.mkdir(parents=True)
     config = {
-        "version": "0.2",
+        "version": max(min_config_version(host), "0.2"),  # codex: 0.3
         "harness": {"agents": {"helper": {"description": "Benchmark agent.", "prompt": "harness/helper.md"}}},
         "eval": {"host": host, "scenarios": "eval/scenarios/*.eval.json",
                  "budget": {"trials": trials, "maxSessions": max(trials * scenarios, 1), "timeoutMs": timeout_ms,
