@@ -10,6 +10,7 @@ import pytest
 
 from conftest import Project, scenario_doc
 from pytest_atlante.cli import main
+from pytest_atlante.hosts.names import HOST_NAMES
 from pytest_atlante.run.evalcmd import pytest_args
 
 
@@ -30,7 +31,7 @@ def test_help_shows_the_flags_and_the_pass_through_note(capsys: pytest.CaptureFi
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for flag in ("--scenario NAME", "--out DIR", "--keep", "--host {claude-code,opencode}", "--scripted"):
+    for flag in ("--scenario NAME", "--out DIR", "--keep", f"--host {{{','.join(HOST_NAMES)}}}", "--scripted"):
         assert flag in text
     assert "every other argument is passed to pytest unchanged" in text
 
