@@ -241,11 +241,13 @@ class CodexHost:
         if digest is not None:
             outcome.model_identity = digest.get("model")
             outcome.transcript_lines.append(json.dumps(digest, ensure_ascii=False))
-        if outcome.usage is not None:
-            table = shipped_table()
+        table = shipped_table()
+        if table.price_for(outcome.model_identity) is not None:
+            # The session's cost_basis also lets the trial price the proxy's counts when they are
+            # the record's (a session ended at maxTokens has no turn.completed).
+            outcome.cost_basis = table.label
             usage = outcome.usage
-            cost = estimate_cost(outcome.model_identity, usage.inputTokens + usage.cacheReadTokens,
-                                 usage.cacheReadTokens, usage.outputTokens, table)
-            if cost is not None:
-                outcome.cost_usd, outcome.cost_basis = cost, table.label
+            if usage is not None:
+                outcome.cost_usd = estimate_cost(outcome.model_identity, usage.inputTokens + usage.cacheReadTokens,
+                                                 usage.cacheReadTokens, usage.outputTokens, table)
         return outcome

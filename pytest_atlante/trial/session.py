@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_atlante.checks import SessionView
 from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.prices import estimate_cost
 from pytest_atlante.hosts.streams import stream_cost
 from pytest_atlante.records import (
     TrialRecord,
@@ -259,7 +260,11 @@ def session_totals(session: HostSession) -> SessionTotals:
         # Unmonitored when neither the provider's responses nor the stream reported any usage.
         unmonitored = not metered.answered and outcome.budget_unmonitored
         cost = metered.cost_usd if metered.cost_usd is not None else cost
-    basis = outcome.cost_basis if cost is not None and cost == outcome.cost_usd else None
+    basis = outcome.cost_basis if metered is None or metered.cost_usd is None else None
+    if basis is not None:  # the host reports no cost: the estimate is priced from the counts the record keeps
+        cost = None if usage is None else estimate_cost(outcome.model_identity, usage.inputTokens + usage.cacheReadTokens,
+                                                        usage.cacheReadTokens, usage.outputTokens)
+        basis = basis if cost is not None else None
     return SessionTotals(usage, cost, unmonitored, notes, basis)
 
 
