@@ -134,8 +134,9 @@ def make_project(root: Path, *, files: int, trials: int, max_tokens: int = 400_0
     scenario's only check is ``file-exists`` on a fixture file: the cheapest check there is.  The
     scripted-model script (required in scripted mode) is ``script_turns`` or one trivial turn.
     """
-    root.mkdir(parents=True)
     from pytest_atlante.hosts.names import min_config_version
+
+    root.mkdir(parents=True)
 
     config = {
         "version": max("0.2", min_config_version(host)),  # a host that joined later needs its version

@@ -93,6 +93,7 @@ class TrialRecord(Record):
     changedPathsTotal: int | None = None
     usage: Usage | None = None
     costUsd: float | None = None
+    # Set when ``costUsd`` is an estimate from the shipped price table (its label), not the host's figure.
     costBasis: str | None = None
     modelIdentity: str | None = None
     budgetUnmonitored: bool = False

@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import UnreadableFile, read_capped
@@ -37,7 +37,8 @@ HOST_PREPARE_FAILED = "eval-host-prepare-failed"
 PROBE_TIMEOUT_S = 30.0
 
 Version = tuple[int, int, int]
-_VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)\.(\d+)\b")
+# A program name may come first: Codex prints ``codex-cli 0.171.0``.
+_VERSION = re.compile(r"^\s*(?:codex-cli\s+)?v?(\d+)\.(\d+)\.(\d+)\b")
 
 # Credentials and auth files are small JSON documents; anything larger is not one.
 CREDENTIALS_LIMIT = 1024 * 1024
@@ -49,7 +50,7 @@ class HostInfo:
 
     name: HostName
     version: str
-    dialect: str  # "claude-code" | "opencode-v1" | "opencode-v2"
+    dialect: str  # "claude-code" | "opencode-v1" | "opencode-v2" | "codex-responses"
     executable: str  # absolute path of the probed binary
 
 
@@ -207,6 +208,15 @@ def carried_fields(host: str, known: frozenset[str], native: NativeSource | None
     return kept, dropped
 
 
+def no_place(host: object, kind: str) -> str | None:
+    """Why ``host`` has nowhere to load a harness part of ``kind`` (``agent``, ``command``), or None.
+
+    An adapter lists such parts in an ``unplaced_parts`` mapping (kind → why); the build warns and
+    writes nothing for them."""
+    unplaced = getattr(host, "unplaced_parts", None)
+    return unplaced.get(kind) if isinstance(unplaced, Mapping) else None
+
+
 @dataclass
 class SessionOutcome:
     """What a host session's event stream said about itself."""
@@ -221,8 +231,19 @@ class SessionOutcome:
     # Stream values the monitor ignored (invalid counts or costs, a second result): the stream is
     # untrusted input (docs/design.md §10).
     notes: list[str] = field(default_factory=list)
-    # What ``cost_usd`` is estimated from when the host reports no cost (``PriceTable.label``).
+    # ``cost_usd`` is an estimate from this price table (``PriceTable.label``), not the host's figure.
     cost_basis: str | None = None
+    # Lines the session appends to the captured stream after the host exited (redacted like it):
+    # what the host wrote elsewhere that its transcript needs (Codex's rollout digest).
+    transcript_lines: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class IsolationAware(Protocol):
+    """A host whose command line changes under the project's namespace isolation (Codex: its own
+    sandbox cannot nest inside bubblewrap)."""
+
+    def isolated_command(self, argv: list[str]) -> list[str]: ...
 
 
 class StreamMonitor(Protocol):

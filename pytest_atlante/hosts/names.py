@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-HostName = Literal["claude-code", "opencode", "gemini-cli"]
+HostName = Literal["claude-code", "opencode", "codex", "gemini-cli"]
 HOST_NAMES: tuple[HostName, ...] = get_args(HostName)
 # The wire dialects the adapters report (``HostInfo.dialect``): what a report's ``host.dialect`` admits.
-HostDialect = Literal["claude-code", "opencode-v1", "opencode-v2", "gemini-cli"]
+HostDialect = Literal["claude-code", "opencode-v1", "opencode-v2", "codex-responses", "gemini-cli"]
 # The host-neutral tool names: a harness agent's ``tools`` (each renderer maps them to its host's
 # vocabulary) and the ``tool`` of a transcript's tool calls (each stream reader maps its host's names
 # back), so a ``tool-used`` check means the same on every host.
@@ -35,6 +35,7 @@ HOSTS: dict[HostName, HostEntry] = {
                              dialects=("claude-code",)),
     "opencode": HostEntry("pytest_atlante.hosts.opencode:OpenCodeHost", since="0.1",
                           dialects=("opencode-v1", "opencode-v2")),
+    "codex": HostEntry("pytest_atlante.hosts.codex:CodexHost", since="0.3", dialects=("codex-responses",)),
     "gemini-cli": HostEntry("pytest_atlante.hosts.gemini_cli:GeminiCliHost", since="0.3",
                             dialects=("gemini-cli",)),
 }

@@ -295,7 +295,8 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
         cap = report.costCap
         lines.append(f"cost cap: ${cap.spentUsd:.4f} recorded of ${cap.capUsd:g}"
                      + (f"; {cap.skippedTrials} trial(s) skipped-budget" if cap.skippedTrials else "")
-                     + (f"; {cap.unpricedTrials} trial(s) reported no cost" if cap.unpricedTrials else ""))
+                     + (f"; {cap.unpricedTrials} trial(s) unpriced (no cost from the host or the price table), "
+                        "not counted" if cap.unpricedTrials else ""))
     if report.comparison is not None:
         lines.append("compared with the baseline (--atlante-baseline):")
         lines.extend("  " + line for line in render(report.comparison, "baseline", "this run"))

@@ -64,6 +64,8 @@ class ScenarioForecast:
     cost_mean: float | None = None
     cost_p95: float | None = None
     duration_mean_s: float | None = None
+    unpriced: int = 0                    # history trials with tokens but no cost (a model the price table lacks)
+    cost_basis: str | None = None        # the price table the history's estimated costs came from
 
     @property
     def known(self) -> bool:
@@ -126,6 +128,8 @@ def over_cap(predicted: Forecast, cap: float) -> Diagnostic | None:
     if p95 <= cap:
         return None
     unknown = f" (plus {len(predicted.cost_unknown)} scenario(s) of unknown cost)" if predicted.cost_unknown else ""
+    unpriced = sum(s.unpriced for s in predicted.scenarios if s.sessions)
+    unknown += f" ({unpriced} unpriced history trial(s) not counted)" if unpriced else ""
     return Diagnostic("", "--atlante-max-cost", "eval-max-cost-exceeded",
                       f"the forecast p95 cost ${p95:.4f}{unknown} exceeds the cap ${cap:g} "
                       f"({predicted.sessions} session(s), history of {len(predicted.reports)} report(s))",
@@ -189,6 +193,7 @@ def forecast(requested: Sequence[RequestedScenario], eval_dir: Path, *, host: st
         tokens: list[float] = []
         costs: list[float] = []
         durations: list[float] = []
+        unpriced, basis = 0, None
         for used_report, report in history:
             for record in report.scenarios:
                 if record.name != wanted.name or not _same_experiment(record, wanted.digests):
@@ -202,7 +207,11 @@ def forecast(requested: Sequence[RequestedScenario], eval_dir: Path, *, host: st
                         tokens.append(float(trial.usage.total))
                     if trial.costUsd is not None and math.isfinite(trial.costUsd):
                         costs.append(trial.costUsd)
-        entry = ScenarioForecast(wanted.name, wanted.trials, wanted.sessions, samples=len(durations))
+                        basis = trial.costBasis or basis
+                    elif trial.usage is not None:
+                        unpriced += 1
+        entry = ScenarioForecast(wanted.name, wanted.trials, wanted.sessions, samples=len(durations),
+                                 unpriced=unpriced, cost_basis=basis)
         n = wanted.sessions
         if durations:
             entry.duration_mean_s = sum(durations) / len(durations)
@@ -251,6 +260,13 @@ def table_lines(result: Forecast) -> list[str]:
     cost_only = [n for n in result.cost_unknown if n not in result.unknown]
     if cost_only:
         lines.append("cost unknown (history reported no cost): " + ", ".join(cost_only))
+    unpriced = [f"{s.name} ({s.unpriced})" for s in result.scenarios if s.sessions and s.unpriced]
+    if unpriced:
+        lines.append("unpriced history trials (tokens but no cost: the host reports none and the price table lacks "
+                     "the model; not counted as zero): " + ", ".join(unpriced))
+    bases = sorted({s.cost_basis for s in result.scenarios if s.sessions and s.cost_basis})
+    if bases:
+        lines.append(f"cost $ is an estimate from {', '.join(bases)} (the host reports tokens only)")
     if result.reports:
         lines.append("history: " + ", ".join(f"{u.run_id} ({_age(u.age_s)} old)" for u in result.reports))
     else:

@@ -100,6 +100,8 @@ class EvalTerminalReporter:
 
         tokens = record.usage.total if record.usage else 0
         cost = f"${record.costUsd:.4f}" if record.costUsd is not None else "$-"
+        if record.costBasis is not None and record.costUsd is not None:  # the host reported tokens only
+            cost += f" estimated from {record.costBasis}"
         # A scripted run's figures are the script's and the host's arithmetic, never a real model's bill.
         spent = f"{tokens} scripted tokens, {cost} ({SCRIPTED_COST_LABEL})" if self.state.scripted else f"{tokens} tokens, {cost}"
         reporter.write_line(f"atlante: {record.nodeId}: {record.verdict} in {record.durationMs / 1000:.1f}s, {spent}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.hosts.base import AgentSpec, Host, NativeSource, PartSpec
+from pytest_atlante.hosts.base import AgentSpec, Host, NativeSource, PartSpec, no_place
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite import frontmatter
@@ -204,6 +204,9 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     if part is None:
         return
     native, rel, source_host, agree = part.native, part.rel, part.source_host, part.agree
+    if (why := no_place(host, "agent")) is not None:
+        out.warnings.append(f"{rel}: agent {name!r} not rendered for {host.name} ({why})")
+        return
     native_fields = _agent_name(native, name, rel, agree, out)
     # A plain prompt needs its description from atlante.jsonc; a native file is built as it is.
     description = agree.text("description", agent.description, required=native.fields is None)
@@ -276,6 +279,9 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     if part is None:
         return
     native, rel, source_host, agree = part.native, part.rel, part.source_host, part.agree
+    if (why := no_place(host, "command")) is not None:
+        out.warnings.append(f"{rel}: command {name!r} not rendered for {host.name} ({why})")
+        return
     description = agree.text("description", command.description, required=False)
     model, dropped_model = _model(agree, command.model, source_host, host)
     spec = PartSpec(description, model, _source(native, source_host, rel), dropped_model)

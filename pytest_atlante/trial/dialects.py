@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Dialect = Literal["anthropic", "openai", "gemini"]  # gemini: ``dialect_gemini.py``
+Dialect = Literal["anthropic", "openai", "responses", "gemini"]  # responses: dialect_responses.py; gemini: dialect_gemini.py
 
 #: Host-neutral argument → the spellings hosts use for it, in order of preference.
 _ARGUMENT_SPELLINGS: dict[str, tuple[str, ...]] = {

@@ -2,9 +2,10 @@
 
 The proxy (``trial/proxy.py``) hands every response body to a :class:`ResponseMeter` chunk by chunk
 as it forwards it; the meter reads the usage the provider reports — Anthropic Messages
-(``message_start.message.usage`` and ``message_delta.usage``, streamed or whole) and OpenAI chat
-completions (``usage`` of the whole body or of the last chunk of a stream) and Gemini
-(``usageMetadata`` of each chunk, ``trial/dialect_gemini.py``) — without holding more
+(``message_start.message.usage`` and ``message_delta.usage``, streamed or whole), OpenAI chat
+completions (``usage`` of the whole body or of the last chunk of a stream), OpenAI Responses
+(``response.completed``'s ``response.usage``) and Gemini (``usageMetadata`` of each chunk,
+``trial/dialect_gemini.py``) — without holding more
 than one SSE event at a time.  Figures are bounded like the host stream's (docs/design.md §10): a
 provider's response is trusted more than the host's stdout, but a broken or hostile upstream still
 cannot crash the runner or lower a count.
@@ -106,6 +107,8 @@ class ResponseMeter:
         elif kind == "message_delta":
             # The message's cumulative counts: its output replaces message_start's placeholder (1).
             self._anthropic(_dict(body.get("usage")), final=True)
+        elif kind == "response.completed":  # OpenAI Responses (Codex): the usage of the whole response
+            self._responses(_dict(_dict(body.get("response")).get("usage")))
         elif "usage" in body and isinstance(body.get("usage"), dict):
             self._openai(body["usage"])
         elif isinstance(body.get("usageMetadata"), dict):
@@ -141,6 +144,16 @@ class ResponseMeter:
         self.reported = True
         for name, value in gemini_usage_fields(metadata).items():
             self._raise(name, value)
+    def _responses(self, usage: dict[str, Any]) -> None:
+        if not usage:
+            return
+        self.reported = True
+        total_input = _count(usage.get("input_tokens")) or 0
+        cached = _count(_dict(usage.get("input_tokens_details")).get("cached_tokens")) or 0
+        # Cached tokens are inside input_tokens here too; the report counts them apart.
+        self._raise("inputTokens", max(total_input - cached, 0))
+        self._raise("cacheReadTokens", cached)
+        self._raise("outputTokens", usage.get("output_tokens"))
 
     def _raise(self, name: str, value: object) -> None:
         count = _count(value)

@@ -40,6 +40,16 @@ from pytest_atlante.suite.script import (
     WriteAction,
 )
 from pytest_atlante.trial.dialect_gemini import gemini_error, gemini_response, gemini_route, gemini_stream, openai_view
+from pytest_atlante.trial.dialect_responses import (
+    custom_tools,
+    responses_calls,
+    responses_error,
+    responses_loaded_skills,
+    responses_played,
+    responses_stream,
+    responses_tools,
+)
+from pytest_atlante.trial.dialect_responses import first_user_text as responses_first_user_text
 from pytest_atlante.trial.dialects import (
     Dialect,
     LoadedSkill,
@@ -217,6 +227,8 @@ class ScriptedModelServer:
             dialect = "openai"
         elif gemini_route(route) is not None:
             dialect = "gemini"
+        elif route == "/v1/responses":
+            dialect = "responses"
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -238,20 +250,20 @@ class ScriptedModelServer:
         if dialect == "gemini":  # read as the OpenAI shape; the model and streaming are in the path
             model, stream = gemini_route(urlsplit(path).path.rstrip("/")) or (MODEL_ID, True)
             body, dialect = openai_view(body), "openai"
-        tools = offered_tools(body, dialect)
+        tools = responses_tools(body) if dialect == "responses" else offered_tools(body, dialect)
         messages = body.get("messages")
-        assistant_turns = sum(
+        assistant_turns = responses_played(body) if dialect == "responses" else sum(
             1 for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict) and m.get("role") == "assistant"
         )
         message_id = f"msg_scripted_{uuid.uuid4().hex[:16]}"
-        task = self._delegated_task(body)
+        task = self._delegated_task(body, dialect)
         task_index = None if task is None else self.script.tasks().index(task)
         turns = self.script.turns if task is None else task.turns
         common: dict[str, Any] = {
             "method": "POST", "path": path, "dialect": wire, "model": model, "stream": stream, "body": sent,
             "session_id": _session_id(headers), "tools_offered": tuple(t.name for t in tools),
             "subagent": None if task is None else task.agent, "task_index": task_index,
-            "skills_loaded": loaded_skills(body, dialect),
+            "skills_loaded": responses_loaded_skills(body) if dialect == "responses" else loaded_skills(body, dialect),
         }
         turn_index: int | None = None
         unoffered: tuple[str, ...] = ()
@@ -267,7 +279,7 @@ class ScriptedModelServer:
             if turn.error is not None:
                 self._record(kind=kind, status=turn.error.status, turn_index=turn_index, **common)
                 error = {"anthropic": anthropic_error, "openai": openai_error,
-                         "gemini": gemini_error}[wire](turn.error.status, turn.error.message)
+                         "gemini": gemini_error, "responses": responses_error}[wire](turn.error.status, turn.error.message)
                 return _Answer(turn.error.status, "application/json", json.dumps(error).encode())
             call_prefix = "" if task_index is None else f"s{task_index}_"
             calls, unoffered = self._tool_calls(turn, f"{call_prefix}t{turn_index}", tools, dialect)
@@ -283,20 +295,22 @@ class ScriptedModelServer:
                      tool_calls=tuple(c.name for c in reply.tool_calls), unoffered_tools=unoffered, **common)
         return _render(reply, wire, stream, body)
 
-    def _delegated_task(self, body: Mapping[str, Any]) -> TaskAction | None:
+    def _delegated_task(self, body: Mapping[str, Any], dialect: Dialect) -> TaskAction | None:
         """The ``task`` action whose sub-agent sent this request, if any.
 
         A sub-agent starts a conversation of its own whose first user message is the prompt its
         parent delegated with (both hosts, host-facts §5, §8); the main session's first message is
         the scenario's prompt.  The longest matching prompt wins, so one prompt may contain another.
         """
-        opening = first_user_text(body)
+        opening = responses_first_user_text(body) if dialect == "responses" else first_user_text(body)
         matching = [task for task in self.script.tasks() if task.prompt in opening]
         return max(matching, key=lambda task: len(task.prompt)) if matching else None
 
     def _tool_calls(
         self, turn: Turn, call_tag: str, tools: tuple[OfferedTool, ...], dialect: Dialect
     ) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+        if dialect == "responses":
+            return responses_calls([a.model_dump() for a in turn.actions], tools, call_tag, self.sandbox_root)
         prefix = "toolu_scripted" if dialect == "anthropic" else "call_scripted"
         calls: list[ToolCall] = []
         unoffered: list[str] = []
@@ -330,7 +344,7 @@ class ScriptedModelServer:
 
 def _session_id(headers: Mapping[str, str]) -> str | None:
     # ``headers`` has lower-cased names (HTTP header names are case-insensitive).
-    for name in ("x-claude-code-session-id", "x-session-id"):
+    for name in ("x-claude-code-session-id", "x-session-id", "session-id"):  # session-id: Codex
         value = headers.get(name)
         if value:
             return value
@@ -342,6 +356,8 @@ def _render(reply: Reply, dialect: Dialect, stream: bool, body: Mapping[str, Any
         if stream:
             return _Answer(200, "text/event-stream", gemini_stream(reply))
         return _Answer(200, "application/json", json.dumps(gemini_response(reply)).encode())
+    if dialect == "responses":  # Codex always streams (host facts, Codex §3)
+        return _Answer(200, "text/event-stream", responses_stream(reply, custom_tools(body)))
     if dialect == "anthropic":
         if stream:
             return _Answer(200, "text/event-stream", anthropic_stream(reply))

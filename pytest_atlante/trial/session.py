@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.checks import SessionView
-from pytest_atlante.hosts.base import Host, HostInfo, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.hosts.prices import estimate_cost
 from pytest_atlante.hosts.streams import stream_cost
 from pytest_atlante.records import (
@@ -167,6 +167,8 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
     capture = StreamCapture(Redactor(secrets, roots, [form for root in roots for form in host.stream_path_forms(root)]))
     argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    if confined is not None and isinstance(host, IsolationAware):
+        argv = host.isolated_command(argv)
     if confined is not None and confined.network == "model-only" and metered is not None \
             and metered.proxy.unix_socket is not None:
         # The host's only way out of its network namespace: its model address, relayed to the proxy.
@@ -177,6 +179,8 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
         process = run(argv, cwd=sb.root, env=env, timeout_s=budget.timeoutMs / 1000, on_stdout_line=on_line,
                       bounds=Bounds(interrupt_signal=host.interrupt_signal, abort_fd=abort_fd), wrap=wrap)
         outcome = host.finalize(info, monitor, env=env, cwd=sb.root, wrap=wrap)
+        for line in outcome.transcript_lines:
+            capture.add(line)
         for path in logins:  # a token the host refreshed meanwhile, and nothing else the file now says
             secrets.add(refreshed_credentials(as_copied[path], path, host.refreshed_fields))
     return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None)
@@ -269,12 +273,12 @@ def session_totals(session: HostSession) -> SessionTotals:
         # Unmonitored when neither the provider's responses nor the stream reported any usage.
         unmonitored = not metered.answered and outcome.budget_unmonitored
         cost = metered.cost_usd if metered.cost_usd is not None else cost
-    basis = outcome.cost_basis if cost is not None and (metered is None or metered.cost_usd is None) else None
-    if basis is not None and usage is not None and usage != outcome.usage:
-        # An estimate is of the tokens the record states (the proxy's count when it saw more).
-        cost = estimate_cost(outcome.model_identity, usage.inputTokens + usage.cacheReadTokens,
-                             usage.cacheReadTokens, usage.outputTokens)
-    return SessionTotals(usage, cost, unmonitored, notes, basis if cost is not None else None)
+    basis = outcome.cost_basis if metered is None or metered.cost_usd is None else None
+    if basis is not None:  # the host reports no cost: the estimate is priced from the counts the record keeps
+        cost = None if usage is None else estimate_cost(outcome.model_identity, usage.inputTokens + usage.cacheReadTokens,
+                                                        usage.cacheReadTokens, usage.outputTokens)
+        basis = basis if cost is not None else None
+    return SessionTotals(usage, cost, unmonitored, notes, basis)
 
 
 def disagreement(session: HostSession) -> str | None:

@@ -17,6 +17,7 @@ from conftest import EVERY_HOST, LOOSENING_CONFTEST, Project, claude_path, confi
 from pytest_atlante.report.model import EvalReport
 
 pytestmark = pytest.mark.hosts
+HOSTS = list(EVERY_HOST)
 
 
 def bash_turn(n: int, tokens: int) -> dict[str, object]:

@@ -22,6 +22,7 @@ from pytest_atlante.run.forecast import (
     forecast,
     makespan,
     nearest_rank_p95,
+    over_cap,
     table_lines,
 )
 
@@ -283,3 +284,17 @@ def test_a_ledger_a_trial_wrote_is_never_used(tmp_path: Path, monkeypatch: pytes
     ledger.unlink()
     controller.publish({"a": 0.5, "b": 0.25, "c": 0.125})  # the next real publication is used again
     assert worker.spend_before_trial([]) == 0.875
+
+
+def test_unpriced_history_trials_and_an_estimated_cost_are_named(tmp_path: Path) -> None:
+    eval_dir = tmp_path / ".atlante/eval"
+    estimated = trial("pass", tokens=100, cost=0.01).model_copy(update={"costBasis": "price-table v1 (2026-12-02)"})
+    write_history(eval_dir, "r1", [estimated, trial("pass", tokens=100, number=2)])
+    result = forecast([RequestedScenario("s", 1, 1)], eval_dir, host="claude-code", model=None, scripted=True,
+                      workers=1, now=NOW)
+    assert result.scenarios[0].unpriced == 1 and result.scenarios[0].cost_p95 == pytest.approx(0.01)
+    lines = table_lines(result)
+    assert any(line.startswith("unpriced history trials") and line.endswith(": s (1)") for line in lines)
+    assert "cost $ is an estimate from price-table v1 (2026-12-02) (the host reports tokens only)" in lines
+    refused = over_cap(result, 0.001)
+    assert refused is not None and "(1 unpriced history trial(s) not counted)" in refused.message

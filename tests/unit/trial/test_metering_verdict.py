@@ -58,3 +58,18 @@ def test_the_proxy_crossing_is_budget_exceeded_even_when_the_session_ended_on_it
     trial = session(metering=seen(tokens=5000, tripped_at=5000))
     assert trial.over_budget and trial.tripped_at == 5000
     assert verdict(session_facts(trial, [], [])) == "budget-exceeded"
+
+
+def test_an_estimated_cost_is_priced_from_the_counts_the_record_keeps() -> None:
+    # A Codex session ended at maxTokens: no turn.completed, so no streamed usage; the proxy's
+    # counts are the record's, and the price table prices them.
+    from pytest_atlante.trial.session import session_totals
+
+    ended = session(metering=seen(tokens=1_000_000))
+    ended.outcome.usage, ended.outcome.model_identity, ended.outcome.cost_basis = None, "gpt-5.5", "price-table v1 (x)"
+    totals = session_totals(ended)
+    assert totals.usage == Usage(inputTokens=1_000_000) and totals.cost_usd == pytest.approx(5.0)
+    assert totals.cost_basis == "price-table v1 (x)"
+    unpriced = session(metering=seen())
+    unpriced.outcome.model_identity, unpriced.outcome.cost_basis = "gpt-unknown", "price-table v1 (x)"
+    assert (session_totals(unpriced).cost_usd, session_totals(unpriced).cost_basis) == (None, None)

@@ -1,0 +1,39 @@
+"""Codex's tool names and how a shell command reads as a host-neutral action: shared by the
+transcript (``codex_rollout``) and the scripted model's Responses dialect (``trial/dialect_responses``)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+#: Codex's tool names (host facts, Codex §3: ``-m gpt-5.5``, a catalog model).
+SHELL_TOOL = "exec_command"
+PATCH_TOOL = "apply_patch"
+#: Where ``atlante build`` puts a harness's skills for Codex (it loads ``<cwd>/.codex/skills``).
+SKILLS_DIR = ".codex/skills"
+
+
+def skill_read(command: str) -> str | None:
+    """The skill a plain read of ``…/skills/<name>/SKILL.md`` loads (``cat``, ``sed -n``, ``head``)."""
+    path = read_path(command)
+    if path is None:
+        return None
+    parts = Path(path).parts
+    if len(parts) >= 3 and parts[-1] == "SKILL.md" and parts[-3] == "skills":
+        return parts[-2]
+    return None
+
+
+def read_path(command: str) -> str | None:
+    """The one file a plain read command prints whole: ``cat F``, ``sed -n '1,Np' F``, ``head -n N F``."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) == 2 and words[0] == "cat":
+        return words[1]
+    if len(words) == 4 and words[0] == "sed" and words[1] == "-n":
+        return words[3]
+    if len(words) == 4 and words[0] == "head" and words[1] == "-n":
+        return words[3]
+    return None

@@ -1,0 +1,206 @@
+"""Whole eval trials through the real Codex CLI (0.171.0) and the scripted model's Responses dialect.
+
+Codex specifics proven here (docs/hosts.md "Codex"): every host-neutral action runs through the
+real ``codex exec --json`` (write and edit as ``apply_patch``, read and bash as ``exec_command``);
+the transcript is built from the session's rollout, so it has one turn per model response and the
+commands Codex's rules refused (which its ``--json`` stream leaves out); the policy's rules stop a
+destructive command in the spellings Codex can parse and miss the ones its facts say they miss;
+credentials are ``auth.json`` or ``CODEX_API_KEY``, and a run without them stops before any trial;
+a fixture that brings ``.codex/`` is rejected before the trial.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atlante.suite.script import load_script
+from pytest_atlante.trial.scripted import ScriptedModelServer
+from trial_helpers import (
+    ALL_CHECKS_PASS,
+    DONE,
+    HostName,
+    TrialCase,
+    assert_clean_run,
+    bash_turn,
+    expected_table,
+    outcome_table,
+    run_eval,
+    write_project,
+)
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+
+HOST: HostName = "codex"
+
+
+@pytest.fixture
+def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("CODEX_", "OPENAI_", "ANTHROPIC_")):
+            monkeypatch.delenv(name)
+
+
+def transcript(run: Any, trial: Any) -> list[dict[str, Any]]:
+    text = (run.out / trial.transcript).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()][1:]
+
+
+
+
+def make_dirs(*names: str) -> list[str]:
+    """A setup (one argv) making each directory with a keep.txt in it."""
+    return ["python3", "-c", f"import pathlib\nfor d in {names!r}:\n    pathlib.Path(d).mkdir()\n"
+            "    (pathlib.Path(d) / 'keep.txt').write_text('keep')\n"]
+
+
+EVERY_ACTION = TrialCase(
+    name="every-action",
+    turns=[
+        {"text": "Writing.", "actions": [{"type": "write", "path": "notes.txt", "content": "one\ntwo\n"}]},
+        {"text": "Editing.", "actions": [{"type": "edit", "path": "notes.txt", "old": "two", "new": "three"}]},
+        {"text": "Reading.", "actions": [{"type": "read", "path": "notes.txt"}]},
+        bash_turn("echo hi > bashed.txt"),
+        bash_turn("rm -r victim", text="Removing."),
+        DONE,
+    ],
+    checks=[{"type": "file-contains", "path": "notes.txt", "pattern": "\\Aone\nthree\n\\Z", "regex": True},
+            {"type": "file-contains", "path": "bashed.txt", "pattern": "hi"},
+            {"type": "file-exists", "path": "victim/keep.txt"},
+            {"type": "tool-used", "tool": "write", "min": 1, "max": 1},
+            {"type": "tool-used", "tool": "edit", "min": 1, "max": 1},
+            {"type": "tool-used", "tool": "read", "min": 1, "max": 1},
+            {"type": "tool-used", "tool": "bash", "inputMatches": "^rm -r victim$", "min": 1}],
+    verdict="pass", outcomes=("pass",) * 7, setup=make_dirs("victim"), version="0.2",
+)
+
+
+@pytest.mark.usefixtures("on_path")
+def test_every_action_runs_through_codex_and_the_transcript_shows_the_refused_command(
+        pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
+    project = write_project(tmp_path / "project", HOST, [EVERY_ACTION])
+    run = run_eval(pytester, project, tmp_path / "out")
+    assert run.result.ret == 0, run.output()
+    assert_clean_run(run, private_tmp)
+    assert outcome_table(run, [EVERY_ACTION]) == expected_table([EVERY_ACTION])
+    host = run.report.host
+    assert host is not None and (host.name, host.version, host.dialect) == ("codex", "0.171.0", "codex-responses")
+    trial = run.trial(EVERY_ACTION.name)
+    assert trial.modelIdentity == "gpt-5.5" and trial.scriptedTurns == 6 and trial.meteredBy == "proxy"
+    # The scripted default usage (100 in, 20 out) six times: the proxy and the stream agree.
+    assert trial.usage is not None and (trial.usage.inputTokens, trial.usage.outputTokens) == (600, 120)
+    assert trial.meteringDisagreement is None
+    assert trial.costUsd == pytest.approx((600 * 5 + 120 * 30) / 1e6) and trial.costBasis is not None
+    events = transcript(run, trial)
+    calls = [(e["turn"], e["tool"], e["hostTool"]) for e in events if e["type"] == "tool_call"]
+    assert calls == [(1, "write", "apply_patch"), (2, "edit", "apply_patch"), (3, "read", "exec_command"),
+                     (4, "bash", "exec_command"), (5, "bash", "exec_command")]
+    refused = [e for e in events if e["type"] == "tool_result" and e["turn"] == 5]
+    assert len(refused) == 1 and refused[0]["isError"] and "rejected" in refused[0]["text"]
+    assert events[-1]["type"] == "result" and events[-1]["turns"] == 6
+    # The stream itself has no item for the refused command (host facts Codex §3): it came from the rollout.
+    stream = (run.out / trial.hostStream).read_text(encoding="utf-8")
+    assert "rm -r victim" not in "".join(line for line in stream.splitlines() if '"command_execution"' in line)
+
+
+# Each spelling removes its own directory; the rules stop the spellings Codex parses into words.
+SPELLINGS: dict[str, tuple[str, bool]] = {
+    "bare": ("rm -r d1", True),
+    "arguments": ("rm -r -v d2", True),
+    "chain": ("true && rm -r d3", True),
+    "pipe": ("echo x | rm -r d4", True),
+    "absolute": ("/bin/rm -r d5", True),
+    "redirection": ("rm -r d6 2>/dev/null", False),
+    "nested-shell": ("bash -c 'rm -r d7'", False),
+    "sudo": ("sudo true > sudo-ran.txt", False),  # a redirection again: the rule for sudo is missed
+    "chmod": ("chmod -R 700 d8", True),
+}
+MATRIX = TrialCase(
+    name="spellings",
+    turns=[*[bash_turn(command, text=name) for name, (command, _) in SPELLINGS.items()], DONE],
+    checks=[{"type": "file-exists", "path": "d1/keep.txt"}],
+    verdict="pass", outcomes=("pass",),
+    setup=make_dirs(*(f"d{n}" for n in range(1, 9))),
+)
+
+
+@pytest.mark.usefixtures("on_path")
+def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """What Codex's rules stop, spelling by spelling (docs/hosts.md "Containment per host"): the
+    ones marked False slip past the tool layer; under namespace isolation they can still change only
+    the sandbox."""
+    project = write_project(tmp_path / "project", HOST, [MATRIX])
+    run = run_eval(pytester, project, tmp_path / "out")
+    trial = run.trial(MATRIX.name)
+    assert trial.verdict == "pass", run.output()
+    events = transcript(run, trial)
+    results = {e["id"]: e for e in events if e["type"] == "tool_result"}
+    denied = {}
+    for call in (e for e in events if e["type"] == "tool_call"):
+        name = next(n for n, (command, _) in SPELLINGS.items() if command == call["input"]["command"])
+        denied[name] = "rejected" in results[call["id"]]["text"]
+    assert denied == {name: stopped for name, (_, stopped) in SPELLINGS.items()}
+
+
+@pytest.mark.usefixtures("on_path", "no_provider_env")
+def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
+    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])
+    empty_home = tmp_path / "home"
+    empty_home.mkdir()
+    monkeypatch.setenv("HOME", str(empty_home))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-sent-by-codex")  # Codex does not use it: no credential
+    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
+    assert run.result.ret == 3, run.output()
+    assert "eval-host-unauthenticated" in run.output() and "CODEX_API_KEY" in run.output()
+    report = run.report
+    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
+    assert all(s.trials == [] for s in report.scenarios)
+    assert_clean_run(run, private_tmp)
+
+
+GATEWAY_CASE = TrialCase(name="through-a-gateway", turns=[bash_turn("echo hello > hello.txt"), DONE],
+                         checks=[{"type": "file-contains", "path": "hello.txt", "pattern": "hello"}],
+                         verdict="pass", outcomes=("pass",))
+
+
+@pytest.mark.usefixtures("on_path", "no_provider_env")
+def test_codex_api_key_and_openai_base_url_reach_the_user_s_endpoint(
+        pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
+    """A real run: CODEX_API_KEY passes the credential check and is sent; OPENAI_BASE_URL (which Codex
+    itself ignores) becomes the built-in provider's ``openai_base_url``, here a loopback gateway."""
+    project = write_project(tmp_path / "project", HOST, [GATEWAY_CASE], model="gpt-5.5")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CODEX_API_KEY", "sk-codex-gateway-77d1")
+    script = load_script(project / "eval" / "scenarios" / "scripted" / f"{GATEWAY_CASE.name}.json")
+    with ScriptedModelServer(script, sandbox_root=tmp_path) as gateway:
+        monkeypatch.setenv("OPENAI_BASE_URL", gateway.openai_base_url)
+        run = run_eval(pytester, project, tmp_path / "out", scripted=False)
+        requests = gateway.requests
+    assert run.result.ret == 0, run.output()
+    assert_clean_run(run, private_tmp)
+    assert outcome_table(run, [GATEWAY_CASE]) == expected_table([GATEWAY_CASE])
+    turns = [r for r in requests if r.kind == "turn"]
+    assert [r.turn_index for r in turns] == [0, 1] and {r.path for r in turns} == {"/v1/responses"}
+    assert "sk-codex-gateway-77d1" not in (run.report_text or "")
+    trial = run.trial(GATEWAY_CASE.name)
+    assert trial.meteredBy == "stream" and trial.modelIdentity == "gpt-5.5"
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize("brought", [".codex/config.toml", ".agents/skills/x/SKILL.md"])
+def test_a_fixture_that_brings_codex_configuration_is_rejected(pytester: pytest.Pytester, tmp_path: Path,
+                                                               brought: str) -> None:
+    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])
+    target = project / "eval" / "fixtures" / "app" / brought
+    target.parent.mkdir(parents=True)
+    target.write_text("x\n", encoding="utf-8")
+    run = run_eval(pytester, project, tmp_path / "out")
+    assert run.result.ret == 2, run.output()
+    assert "eval-fixture-invalid" in run.output() and brought.split("/", maxsplit=1)[0] in run.output()
