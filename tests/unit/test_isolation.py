@@ -121,7 +121,9 @@ def trial(tmp_path: Path) -> Path:
 def _confined(trial: Path, project: Path, code: str) -> tuple[int | None, str]:
     confinement = Confinement(writable=(trial / "sandbox", trial / "home"),
                               hidden=hidden_roots(user_home=Path.home(), project_root=project, report_dir=None),
-                              trial_dir=trial, cwd=trial / "sandbox")
+                              # as the runner confines a trial: the project stays visible, read-only,
+                              # also where it lies under /tmp or HOME (a checkout in a private mktemp dir)
+                              trial_dir=trial, cwd=trial / "sandbox", shown=(project,))
     env = {"PATH": os.environ["PATH"], "HOME": str(trial / "home")}
     result = run([sys.executable, "-c", code], cwd=trial / "sandbox", env=env, timeout_s=60, wrap=confinement.wrapper(env))
     return result.returncode, result.stdout + result.stderr
