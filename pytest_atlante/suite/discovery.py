@@ -349,7 +349,7 @@ def collection_plan(files: list[Path], rootpath: Path) -> tuple[list[str], froze
     could only name by a shortened id; the returned set (the files and their directories up to
     those arguments) lets the caller ignore everything else a directory holds, such as test modules.
     """
-    inside = sorted({f for f in files if f.is_relative_to(rootpath)})
+    inside = sorted({f for f in files if is_within(f, rootpath)})
     roots: list[Path] = []
     for directory in sorted({f.parent for f in inside}):  # a descendant sorts right after its ancestor
         if not roots or not directory.is_relative_to(roots[-1]):
@@ -360,5 +360,12 @@ def collection_plan(files: list[Path], rootpath: Path) -> tuple[list[str], froze
         while parent not in allowed:  # stops at the latest at the file's root, which is in ``allowed``
             allowed.add(parent)
             parent = parent.parent
-    outside = sorted({f for f in files if not f.is_relative_to(rootpath)})
+    outside = sorted({f for f in files if not is_within(f, rootpath)})
     return [str(p) for p in roots + outside], frozenset(allowed)
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """``path.is_relative_to(root)`` for absolute paths, without building the relative path (a
+    collection asks it of every scenario file)."""
+    parts = root.parts
+    return path.parts[: len(parts)] == parts
