@@ -117,10 +117,9 @@ def _glob_or_problem(suite: Suite, root: Path, pattern: str, file: str, location
 
 
 def display_path(path: Path, project_root: Path) -> str:
-    try:
-        return path.relative_to(project_root).as_posix()
-    except ValueError:
-        return os.path.relpath(path, project_root).replace(os.sep, "/")
+    if is_within(path, project_root):  # every scenario of a suite: no relative path object built
+        return "/".join(path.parts[len(project_root.parts):]) or "."
+    return os.path.relpath(path, project_root).replace(os.sep, "/")
 
 
 def _special_kind(path: Path) -> str | None:
