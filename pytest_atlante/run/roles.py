@@ -434,14 +434,14 @@ class Controller(TrialRole):
         try:
             self._finish(session, exitstatus)
         finally:
-            if self.startup is not None:
-                self.startup.finish_sweep()
             if self.run_claim is not None:
                 from pytest_atlante.run.evalrun import release_run_dir
 
                 # After the report: the run directory and the run's sources copy go, kept or not.
                 release_run_dir(self.run_id, keep=self.options.keep, held=self.run_claim)
                 self.run_claim = None
+            if self.startup is not None:
+                self.startup.finish()
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.stopped is not None:

@@ -8,7 +8,8 @@ to the wait before the first trial.  Here both start in threads as the controlle
 starts, so they overlap the CPU-bound validation and discovery: the probe waits on its child
 process and the sweep on filesystem calls, which leave the interpreter free.
 
-- The probe is joined where the isolation is decided, before any trial (a trial needs the mode).
+- The probe is joined where the isolation is decided, before any trial (a trial needs the mode),
+  or at the end of a run stopped before that.
   It is started only when isolation may be wanted (the option is not ``off``); a suite whose
   configuration then says ``off`` ignores its answer, as the in-line code never asked it.
 - The sweep touches only other runs' directories that no live process holds (the run's own is
@@ -50,6 +51,9 @@ class _Background(Generic[T]):
         except BaseException as exc:  # noqa: BLE001 - raised again in the joining thread
             self._error = exc
 
+    def join(self) -> None:
+        self._thread.join()
+
     def result(self) -> T | None:
         self._thread.join()
         if self._error is not None:
@@ -71,8 +75,12 @@ class StartupWork:
             return isolations.probe()
         return self._probe.result()
 
-    def finish_sweep(self) -> None:
-        """Wait for the dead-run sweep (at the end of the run; a second call does nothing)."""
+    def finish(self) -> None:
+        """At the end of the run: wait for the sweep (raising what it raised) and for a probe no one
+        asked for (a run stopped before its isolation was decided); a second call does nothing."""
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.join()
         sweep, self._sweep = self._sweep, None
         if sweep is not None:
             sweep.result()

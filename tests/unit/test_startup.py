@@ -15,8 +15,8 @@ def test_the_probe_and_the_sweep_run_in_their_own_threads(monkeypatch: pytest.Mo
     monkeypatch.setattr(startup.rundirs, "remove_dead", lambda: ran.setdefault("sweep", threading.current_thread().name) and [])
     work = startup.StartupWork(probe_isolation=True)
     assert work.isolation_probe() == "no bwrap"
-    work.finish_sweep()
-    work.finish_sweep()  # a second call does nothing
+    work.finish()
+    work.finish()  # a second call does nothing
     assert ran == {"probe": "atlante-bwrap-probe", "sweep": "atlante-dead-run-sweep"}
 
 
@@ -25,7 +25,7 @@ def test_a_probe_not_started_runs_when_asked(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(startup.rundirs, "remove_dead", list)
     work = startup.StartupWork(probe_isolation=False)
     assert work.isolation_probe() == threading.current_thread().name
-    work.finish_sweep()
+    work.finish()
 
 
 def test_an_error_in_a_thread_is_raised_where_it_is_joined(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,4 +38,14 @@ def test_an_error_in_a_thread_is_raised_where_it_is_joined(monkeypatch: pytest.M
     with pytest.raises(OSError, match="no /tmp"):
         work.isolation_probe()
     with pytest.raises(OSError, match="no /tmp"):
-        work.finish_sweep()
+        work.finish()
+
+
+def test_the_end_of_a_run_waits_for_a_probe_no_one_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    monkeypatch.setattr(startup.isolations, "probe", lambda: release.wait(5) and None)
+    monkeypatch.setattr(startup.rundirs, "remove_dead", list)
+    work = startup.StartupWork(probe_isolation=True)
+    threading.Timer(0.2, release.set).start()
+    work.finish()  # a run stopped by validation: its probe thread is not left running
+    assert release.is_set()
