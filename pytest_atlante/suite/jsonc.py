@@ -32,18 +32,12 @@ _STRING = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*\\?(?:"|(?=\n)|\Z)'
 # characters (``, // x }`` has no trailing comma), and a block comment can match in one way only.
 _LINE_COMMENT = r"//[^\n]*+"
 _BLOCK_COMMENT = r"/\*(?>(?:[^*]|\*+[^*/])*)\*+/"
-_CLOSES = rf"(?:\s|{_LINE_COMMENT}|{_BLOCK_COMMENT})*[\]}}]"  # what follows a trailing comma
-_TRAILING_COMMA = rf",(?={_CLOSES})"
-# The fast path: one split keeps each run of JSON text (the one group: anything but a string, a
-# ``/`` or a comma, whole strings, and commas that are not trailing ones) and drops comments and
-# trailing commas, all inside the regex engine.  The three parts of a run start with different
-# characters and are possessive, so a run is matched in one pass without backtracking, and the
-# split makes a piece per comment rather than per string (5x faster on a 4 MiB document).  A ``/``
-# that starts no comment stays in the text, for ``json`` to reject.  A line comment leaves its
-# newline, which still separates the tokens around it; a block comment between two token
-# characters (``1/**/2``) would join them, so such texts (:data:`_JOINING_COMMENT`) take the slow path.
-_KEPT_RUN = rf'(?:[^"/,]++|{_STRING}|,(?!{_CLOSES}))++'
-_FAST = re.compile(rf"({_KEPT_RUN})|{_LINE_COMMENT}|{_BLOCK_COMMENT}|{_TRAILING_COMMA}")
+_TRAILING_COMMA = rf",(?=(?:\s|{_LINE_COMMENT}|{_BLOCK_COMMENT})*[\]}}])"
+# The fast path: one split keeps each string (the one group) and drops comments and trailing
+# commas, all inside the regex engine.  A line comment leaves its newline, which still separates
+# the tokens around it; a block comment between two token characters (``1/**/2``) would join
+# them, so such texts (:data:`_JOINING_COMMENT`) take the slow path.
+_FAST = re.compile(rf"({_STRING})|{_LINE_COMMENT}|{_BLOCK_COMMENT}|{_TRAILING_COMMA}")
 # ``/*`` first, then the character before it: a literal start lets the engine skip to each ``/*``
 # (a character class first made it try every position: as slow as parsing the document).
 _JOINING_COMMENT = re.compile(r"/\*(?<=[\w.+\-]/\*)")
