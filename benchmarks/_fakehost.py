@@ -196,14 +196,16 @@ class EvalRun:
         return [t for s in self.report.get("scenarios", []) for t in s.get("trials", [])]
 
 
-def run_eval(project: Path, bin_dir: Path | None, out_dir: Path, *extra: str) -> EvalRun:
+def run_eval(project: Path, bin_dir: Path | None, out_dir: Path, *extra: str, path_prefix: str | None = None) -> EvalRun:
     """``pytest --atlante-eval --atlante-scripted`` on ``project`` in a child process, timed.
 
-    ``bin_dir`` goes first on PATH (the fake host); ``None`` leaves PATH as it is.
+    ``bin_dir`` goes first on PATH (the fake host); ``None`` leaves PATH as it is.  ``path_prefix``
+    (directories joined by ``os.pathsep``) goes first instead, when given.
     """
     env = bench_env()
-    if bin_dir is not None:
-        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    prefix = path_prefix if path_prefix is not None else (str(bin_dir) if bin_dir is not None else None)
+    if prefix is not None:
+        env["PATH"] = f"{prefix}{os.pathsep}{env.get('PATH', '')}"
     argv = [sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-scripted", "-p", "no:cacheprovider", "-q",
             "--atlante-project", str(project), "--atlante-out", str(out_dir), *extra]
     started = time.perf_counter()

@@ -12,6 +12,7 @@ so mypy holds each runner and each rules function to the model it is listed with
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -145,11 +146,14 @@ class CheckKind(Generic[M]):
     rules: Callable[[M, str, Rules], None]
 
 
+@functools.lru_cache(maxsize=4096)
 def unsafe_path_reason(value: str) -> str | None:
     """Why a user-supplied relative path is unsafe, or ``None`` when it is fine.
 
     Shared by fixture paths, check paths and allowlist entries (and pack paths), so the rule is
-    written once: relative, no ``..``, no ``.git`` or ``node_modules`` segment.
+    written once: relative, no ``..``, no ``.git`` or ``node_modules`` segment.  Cached: a suite
+    repeats the same few paths (one fixture for hundreds of scenarios), and the answer depends on
+    the text alone.
     """
     if "\0" in value:
         return "NUL characters are not allowed"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -108,12 +108,12 @@ def prepare_run_sources(suite: ValidSuite, run_id: str) -> tuple[rundirs.RunClai
         raise
 
 
-def prepare_isolation(setting: isolations.IsolationSetting, network: isolations.NetworkSetting = "shared"
+def prepare_isolation(setting: isolations.IsolationSetting, network: isolations.NetworkSetting = "shared",
+                      probe: Callable[[], str | None] = isolations.probe
                       ) -> tuple[isolations.IsolationRecord, Diagnostic | None]:
-    """The run's isolation (bubblewrap probed once, on the controller), and trial directories of
-    dead runs removed: both happen once per run, before any trial."""
-    rundirs.remove_dead()
-    return isolations.decide(setting, isolations.probe() if setting != "off" else None, network)
+    """The run's isolation (bubblewrap probed once, on the controller, by ``probe``; the
+    controller's is started beside validation, ``run/startup.py``), before any trial."""
+    return isolations.decide(setting, probe() if setting != "off" else None, network)
 
 
 def model_only_problem(host: HostName, parent_env: dict[str, str], model: str | None) -> Diagnostic | None:

@@ -141,6 +141,10 @@ class TrialItem(pytest.Function):
         return super().repr_failure(excinfo)
 
 
+# The resolved fixtures of a trial, per directory of scenario documents (see ScenarioFile._shared_fixtures).
+_FIXTURES_KEY = pytest.StashKey[dict[str, Any]]()
+
+
 class ScenarioFile(pytest.File):
     def __init__(self, *, entries: Sequence[ScenarioEntry], trials: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -148,11 +152,31 @@ class ScenarioFile(pytest.File):
         self.trials = list(trials)   # the trial numbers each scenario contributes
 
     def collect(self) -> Iterator[TrialItem]:
+        shared = self._shared_fixtures()
+        place = self.parent.nodeid if self.parent is not None else ""
         for entry in self.entries:
             for trial in self.trials:
                 item = TrialItem.from_parent(self, name=trial_name(entry, trial), entry=entry, trial=trial,
-                                             originalname=entry.scenario.name, callspec=TrialCallSpec(trial))
+                                             originalname=entry.scenario.name, callspec=TrialCallSpec(trial),
+                                             fixtureinfo=shared.get(place) if shared is not None else None)
+                if shared is not None:
+                    shared.setdefault(place, getattr(item, "_fixtureinfo", None))
                 item.add_marker(pytest.mark.atlante)
                 if entry.source != "local":
                     item.add_marker(pytest.mark.atlante_pack)
                 yield item
+
+    def _shared_fixtures(self) -> dict[str, Any] | None:
+        """Resolved fixtures that this file's trials may share, by parent node id; None: resolve each.
+
+        Which fixtures a trial gets depends on where it sits — the conftest files and autouse
+        fixtures above it, the ``usefixtures`` marks of its parents — and on its callable's
+        arguments (a trial's take none), never on which trial it is: pytest itself gives every
+        parametrized instance of a test one resolved set.  Scenario files of one directory sit in
+        the same place but for their own node, which defines no fixture; only a file node with
+        marks of its own (a plugin's) could differ, and its trials resolve their own.  Resolving
+        once per directory instead of once per trial is most of what a trial item costs to
+        collect (1,000 scenario files: one resolution instead of 1,000)."""
+        if self.own_markers or self.parent is None:
+            return None
+        return self.config.stash.setdefault(_FIXTURES_KEY, {})

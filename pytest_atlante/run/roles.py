@@ -51,6 +51,7 @@ from pytest_atlante.run.options import (
 )
 from pytest_atlante.run.plan import EvalPlan, internal_error, plan_for
 from pytest_atlante.run.shard import expected_durations
+from pytest_atlante.run.startup import StartupWork
 from pytest_atlante.run.terminal import EvalTerminalReporter
 from pytest_atlante.run.trialrole import GUARD_KEY, WORKERINPUT_KEY, TrialRole, Worker, interrupted_record
 from pytest_atlante.sandbox.isolation import warning_text
@@ -109,6 +110,7 @@ class Controller(TrialRole):
         self.gate: Gate | None = None
         self.run_claim: RunClaim | None = None    # the run directory, held from the sources copy to the end
         self.stopped: int | None = None           # the exit status of a run that ended before any trial
+        self.startup: StartupWork | None = None   # the bubblewrap probe and dead-run sweep, beside the rest
         # --atlante-max-cost under xdist: the spend published to workers, MAC'd with a key only this
         # process and its workers hold (costcap.py)
         self.ledger = _new_ledger(self.run_id) if self.options.max_cost is not None else None
@@ -152,6 +154,9 @@ class Controller(TrialRole):
         from pytest_atlante.run.gate import load_gate
 
         self._handle_sigterm()
+        if not self.options.forecast and not self.config.option.collectonly:
+            # The probe and the sweep need only the machine: they run beside validation (startup.py).
+            self.startup = StartupWork(probe_isolation=self.options.isolation != "off")
         found, problems = self.plan.validate(self.options)
         self.gate, gate_problems = load_gate(self.options.baseline, self.options.fail_on_regression,
                                              self.options.project_root)
@@ -230,11 +235,13 @@ class Controller(TrialRole):
     def _decide_isolation(self) -> list[Diagnostic]:
         """Probe bubblewrap once for the run; warn, or refuse to start, as configured."""
         from pytest_atlante.run.evalrun import model_only_problem, prepare_isolation
+        from pytest_atlante.sandbox.isolation import probe
 
         assert self.suite is not None
         setting = self.options.isolation or self.suite.eval.isolation
         network = self.options.network or self.suite.eval.network
-        self.isolation, problem = prepare_isolation(setting, network)
+        self.isolation, problem = prepare_isolation(setting, network,
+                                                    self.startup.isolation_probe if self.startup else probe)
         self.terminal.isolation(warning_text(setting, self.isolation))
         if problem is None and network == "model-only" and not self.options.scripted:
             problem = model_only_problem(self.suite.eval.host, dict(os.environ), self.suite.eval.model)
@@ -433,6 +440,8 @@ class Controller(TrialRole):
                 # After the report: the run directory and the run's sources copy go, kept or not.
                 release_run_dir(self.run_id, keep=self.options.keep, held=self.run_claim)
                 self.run_claim = None
+            if self.startup is not None:
+                self.startup.finish()
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.stopped is not None:

@@ -29,7 +29,7 @@ from pytest_atlante.run.outputs import configured_outputs
 from pytest_atlante.run.plan import RECORD_KEY, EvalPlan, plan_for
 from pytest_atlante.run.shard import ShardSpec, split
 from pytest_atlante.sandbox.isolation import IsolationRecord
-from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite, collection_plan
+from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite, collection_plan, is_within
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
 from pytest_atlante.trial.budget import trial_budget
 from pytest_atlante.trial.runner import Progress, RunnerSettings, TrialInterrupted, TrialKey, TrialRunner
@@ -108,7 +108,7 @@ class TrialRole:
         if not entries:
             return None
         trials = self.trial_numbers()
-        if not file_path.is_relative_to(self.config.rootpath):
+        if not is_within(file_path, self.config.rootpath):
             # pytest would shorten an id outside the rootdir to "::name"; keep the pack visible.
             return ScenarioFile.from_parent(parent, path=file_path, nodeid=entries[0].display, entries=entries, trials=trials)
         return ScenarioFile.from_parent(parent, path=file_path, entries=entries, trials=trials)

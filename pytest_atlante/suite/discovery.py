@@ -117,10 +117,9 @@ def _glob_or_problem(suite: Suite, root: Path, pattern: str, file: str, location
 
 
 def display_path(path: Path, project_root: Path) -> str:
-    try:
-        return path.relative_to(project_root).as_posix()
-    except ValueError:
-        return os.path.relpath(path, project_root).replace(os.sep, "/")
+    if is_within(path, project_root):  # every scenario of a suite: no relative path object built
+        return "/".join(path.parts[len(project_root.parts):]) or "."
+    return os.path.relpath(path, project_root).replace(os.sep, "/")
 
 
 def _special_kind(path: Path) -> str | None:
@@ -349,7 +348,7 @@ def collection_plan(files: list[Path], rootpath: Path) -> tuple[list[str], froze
     could only name by a shortened id; the returned set (the files and their directories up to
     those arguments) lets the caller ignore everything else a directory holds, such as test modules.
     """
-    inside = sorted({f for f in files if f.is_relative_to(rootpath)})
+    inside = sorted({f for f in files if is_within(f, rootpath)})
     roots: list[Path] = []
     for directory in sorted({f.parent for f in inside}):  # a descendant sorts right after its ancestor
         if not roots or not directory.is_relative_to(roots[-1]):
@@ -360,5 +359,12 @@ def collection_plan(files: list[Path], rootpath: Path) -> tuple[list[str], froze
         while parent not in allowed:  # stops at the latest at the file's root, which is in ``allowed``
             allowed.add(parent)
             parent = parent.parent
-    outside = sorted({f for f in files if not f.is_relative_to(rootpath)})
+    outside = sorted({f for f in files if not is_within(f, rootpath)})
     return [str(p) for p in roots + outside], frozenset(allowed)
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """``path.is_relative_to(root)`` for absolute paths, without building the relative path (a
+    collection asks it of every scenario file)."""
+    parts = root.parts
+    return path.parts[: len(parts)] == parts

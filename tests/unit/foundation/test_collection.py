@@ -129,3 +129,26 @@ def test_collection_plan_walks_each_directory_once(tmp_path: Path) -> None:
     args, allowed = collection_plan(files, root)
     assert args == [str(root / "a"), str(root / "d"), str(tmp_path / "pack/p.eval.json")]
     assert allowed == {*files, root / "a", root / "a/b", root / "a/b/c", root / "d"}
+
+
+def test_trials_get_the_fixtures_of_their_own_directory(pytester: pytest.Pytester, atlante_project: Project) -> None:
+    # Trials of one directory share one fixture resolution (collection resolves once per
+    # directory); a conftest of one directory must still reach only the trials below it.
+    atlante_project.config(config_doc(scenarios="eval/scenarios/**/*.eval.json", budget={"trials": 2}))
+    for name, folder in (("first", "a"), ("second", "a"), ("third", "b")):
+        atlante_project.scenario(scenario_doc(name=name), f"eval/scenarios/{folder}/{name}.eval.json")
+    (atlante_project.root / "eval" / "scenarios" / "main.eval.json").unlink()
+    atlante_project.write("eval/scenarios/a/conftest.py",
+                          "import pytest\n@pytest.fixture(autouse=True)\ndef only_in_a():\n    pass\n")
+    seen = atlante_project.root / "fixtures.json"
+    atlante_project.write("conftest.py", (
+        "import json\n"
+        "def pytest_collection_modifyitems(items):\n"
+        f"    open({str(seen)!r}, 'w').write(json.dumps({{i.nodeid: 'only_in_a' in i.fixturenames for i in items}}))\n"))
+    atlante_project.build()
+    status, ids, text = collect(pytester, atlante_project.root)
+    assert status == 0 and len(ids) == 6, text
+    assert json.loads(seen.read_text()) == {
+        **{f"eval/scenarios/a/{name}.eval.json::{name}[trial-{n}]": True for name in ("first", "second") for n in (1, 2)},
+        **{f"eval/scenarios/b/third.eval.json::third[trial-{n}]": False for n in (1, 2)},
+    }
