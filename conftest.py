@@ -35,6 +35,17 @@ EVERY_HOST: tuple[HostName, ...] = HOST_NAMES
 ONE_HOST: HostName = "claude-code"
 
 
+def per_host_then_once(per_host: list[Any], once: list[Any]) -> list[tuple[Any, ...]]:
+    """Parameters ``(host, *value)`` of a test half of whose variants exercise each host's own
+    behaviour and half only host-neutral logic: every ``per_host`` value on each of ``EVERY_HOST``,
+    then every ``once`` value on ``ONE_HOST``.  A value is one parameter or a tuple of several."""
+
+    def row(host: HostName, value: Any) -> tuple[Any, ...]:
+        return (host, *value) if isinstance(value, tuple) else (host, value)
+
+    return [*(row(host, value) for value in per_host for host in EVERY_HOST), *(row(ONE_HOST, value) for value in once)]
+
+
 def json_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every path (keys and list indexes) to a value inside a JSON document, parents first."""
     found = [prefix] if prefix else []
