@@ -1,6 +1,7 @@
 """The trajectory checks on real sessions: the same scripted runs through the real Claude Code and
 OpenCode CLIs give the same check verdicts, and those verdicts agree with the transcript events
-each trial wrote (the checks count what the transcript says, nothing else)."""
+each trial wrote (the checks count what the transcript says, nothing else).  ``EVERY_HOST``: each
+host's tool, skill and sub-agent calls reach the transcript through its own stream reader."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conftest import EVERY_HOST
 from trial_helpers import (
     DONE,
     HostName,
@@ -51,7 +53,7 @@ def transcript_calls(out: Path, trial_transcript: str) -> list[tuple[str, dict[s
     return [(e["tool"], e["input"]) for e in events if e.get("type") == "tool_call"]
 
 
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_trajectory_checks_agree_with_the_transcript_on_each_host(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, host: HostName
 ) -> None:
@@ -108,7 +110,7 @@ HARNESS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_skill_and_agent_checks_on_a_scripted_delegation(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, host: HostName
 ) -> None:
