@@ -6,6 +6,7 @@ scenario, a fixture and a finished build — that tests mutate to provoke exactl
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -44,6 +45,25 @@ def per_host_then_once(per_host: list[Any], once: list[Any]) -> list[tuple[Any, 
         return (host, *value) if isinstance(value, tuple) else (host, value)
 
     return [*(row(host, value) for value in per_host for host in EVERY_HOST), *(row(ONE_HOST, value) for value in once)]
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """``<session temp>/<name>/``, filled by ``make`` once per test session.  The xdist workers share
+    it (the first to ask makes it, the others wait for it): a real run that several per-host tests
+    compare against is not repeated on each worker.  ``make`` writes into the directory it is given."""
+    base = tmp_path_factory.getbasetemp()
+    # A worker's basetemp is popen-gw<N>/ inside this session's directory; a serial run's is that
+    # directory itself (its parent holds other sessions' directories).
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    target = root / name
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / ".made").exists():  # a worker whose make failed left no mark: try again
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir()
+            make(target)
+            (target / ".made").touch()
+    return target
 
 
 def json_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
