@@ -47,6 +47,14 @@ def per_host_then_once(per_host: list[Any], once: list[Any]) -> list[tuple[Any, 
     return [*(row(host, value) for value in per_host for host in EVERY_HOST), *(row(ONE_HOST, value) for value in once)]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real-CLI tests (marked ``hosts``) first, each group in its own order.  They are the long
+    ones: started first, and with xdist handing out one test at a time (scripts/test:
+    ``--maxschedchunk 1``), the short tests fill the workers at the end, so no worker is left running
+    a long test while the others idle."""
+    items.sort(key=lambda item: item.get_closest_marker("hosts") is None)
+
+
 def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
     """``<session temp>/<name>/``, filled by ``make`` once per test session.  The xdist workers share
     it (the first to ask makes it, the others wait for it): a real run that several per-host tests
