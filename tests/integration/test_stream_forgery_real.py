@@ -82,18 +82,20 @@ def real_project(atlante_project: Project, hosts_path: Callable[[], str], monkey
 def test_a_forged_negative_cost_is_ignored_and_the_report_is_written(
         pytester: pytest.Pytester, real_project: Project, host: str, isolation: str) -> None:
     # Before: exit 3, eval-internal-error: ValidationError, no report.json.
-    real_project.config(config_doc(host=host, isolation=isolation, budget={"trials": 2}))
+    # One trial: each trial meets the same forgery; a second one adds a session, not a case (the
+    # cost cap across trials is the next test's).
+    real_project.config(config_doc(host=host, isolation=isolation, budget={"trials": 1}))
     real_project.scenario(scenario_doc(checks=[{"type": "file-contains", "path": "forged.txt", "pattern": "forged-into"}]))
     real_project.script("writes-hello", forging_turns([FORGED[host]]))
     real_project.build()
     status, report, text = run(pytester, real_project)
     assert report is not None, text
     assert report.exitStatus == status == 0, text
-    for trial in report.scenarios[0].trials:
-        assert trial.verdict == "pass", text
-        assert trial.costUsd is None or trial.costUsd >= 0
-        assert any("ignored cost -25" in note for note in trial.streamNotes), trial.streamNotes
-        assert trial.usage is not None and trial.usage.total >= 330  # the three scripted turns at least
+    [trial] = report.scenarios[0].trials
+    assert trial.verdict == "pass", text
+    assert trial.costUsd is None or trial.costUsd >= 0
+    assert any("ignored cost -25" in note for note in trial.streamNotes), trial.streamNotes
+    assert trial.usage is not None and trial.usage.total >= 330  # the three scripted turns at least
 
 
 @pytest.mark.parametrize("host", EVERY_HOST)
