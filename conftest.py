@@ -6,6 +6,7 @@ scenario, a fixture and a finished build — that tests mutate to provoke exactl
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -33,6 +34,44 @@ SCENARIO_SCHEMA = "https://atlante.sh/schema/v0.1/eval-scenario.json"
 #   shards, forecast, redaction after the session): once, on the fastest host.
 EVERY_HOST: tuple[HostName, ...] = HOST_NAMES
 ONE_HOST: HostName = "claude-code"
+
+
+def per_host_then_once(per_host: list[Any], once: list[Any]) -> list[tuple[Any, ...]]:
+    """Parameters ``(host, *value)`` of a test half of whose variants exercise each host's own
+    behaviour and half only host-neutral logic: every ``per_host`` value on each of ``EVERY_HOST``,
+    then every ``once`` value on ``ONE_HOST``.  A value is one parameter or a tuple of several."""
+
+    def row(host: HostName, value: Any) -> tuple[Any, ...]:
+        return (host, *value) if isinstance(value, tuple) else (host, value)
+
+    return [*(row(host, value) for value in per_host for host in EVERY_HOST), *(row(ONE_HOST, value) for value in once)]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real-CLI tests (marked ``hosts``) first, each group in its own order.  They are the long
+    ones: started first, and with xdist handing out one test at a time (scripts/test:
+    ``--maxschedchunk 1``), the short tests fill the workers at the end, so no worker is left running
+    a long test while the others idle."""
+    items.sort(key=lambda item: item.get_closest_marker("hosts") is None)
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """``<session temp>/<name>/``, filled by ``make`` once per test session.  The xdist workers share
+    it (the first to ask makes it, the others wait for it): a real run that several per-host tests
+    compare against is not repeated on each worker.  ``make`` writes into the directory it is given."""
+    base = tmp_path_factory.getbasetemp()
+    # A worker's basetemp is popen-gw<N>/ inside this session's directory; a serial run's is that
+    # directory itself (its parent holds other sessions' directories).
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    target = root / name
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / ".made").exists():  # a worker whose make failed left no mark: try again
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir()
+            make(target)
+            (target / ".made").touch()
+    return target
 
 
 def json_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -3,6 +3,9 @@
 The script's usage figures choose the turn on which cumulative usage crosses ``maxTokens``; the
 scripted server's turn count (``scriptedTurns`` in the report) proves the next turn was never
 served: the metering proxy between host and model stops at the crossing response.
+
+Both tests run on ``EVERY_HOST``: how a host's session is aborted at the crossing response or its
+deadline (and what it has done by then) is each host's own.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from conftest import EVERY_HOST, LOOSENING_CONFTEST, Project, claude_path, confi
 from pytest_atlante.report.model import EvalReport
 
 pytestmark = pytest.mark.hosts
-HOSTS = list(EVERY_HOST)
 
 
 def bash_turn(n: int, tokens: int) -> dict[str, object]:

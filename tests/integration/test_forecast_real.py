@@ -3,6 +3,8 @@
 The scripted model reports usage per turn and Claude Code prices it, so a scripted run leaves a
 report with real, non-zero costs in ``.atlante/eval/``, the history the forecast reads.  One
 project, two scenarios with the same task: ``priced`` gets history, ``unseen`` never does.
+The forecast and the cost cap read reports, the same for every host: ``ONE_HOST`` (a host whose
+stream reports a cost).
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Project, scenario_doc
+from conftest import ONE_HOST, Project, scenario_doc
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.run.forecast import RequestedScenario, forecast, nearest_rank_p95
 from trial_helpers import write_project, write_turn
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 TURNS = [write_turn("hello.txt", "hello\n"), {"text": "Done."}]
+OTHER_HOST = "opencode" if ONE_HOST != "opencode" else "claude-code"  # one whose history this run has none of
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +32,7 @@ def on_path(monkeypatch: pytest.MonkeyPatch, hosts_path: Callable[[], str], priv
 
 
 def project_with_two_scenarios(root: Path) -> Path:
-    write_project(root, "claude-code", [], budget={"trials": 2})
+    write_project(root, ONE_HOST, [], budget={"trials": 2})
     project = Project(root)
     for name in ("priced", "unseen"):
         project.scenario(scenario_doc(name), f"eval/scenarios/{name}.eval.json")
@@ -71,7 +74,7 @@ def test_forecast_from_real_reports_then_a_second_run_and_the_cost_cap(pytester:
     assert f"history: {history.runId} (0 min old)" in text and "total (known scenarios only)" in text
 
     predicted = forecast([RequestedScenario("priced", 2, 2), RequestedScenario("unseen", 2, 2)],
-                         project / ".atlante/eval", host="claude-code", model=None, scripted=True, workers=1)
+                         project / ".atlante/eval", host=ONE_HOST, model=None, scripted=True, workers=1)
     priced = predicted.scenarios[0]
     assert priced.samples == 2 and predicted.unknown == ["unseen"] and predicted.scenarios[1].cost_p95 is None
     assert priced.tokens_mean is not None and priced.cost_mean is not None and priced.cost_p95 is not None
@@ -88,7 +91,7 @@ def test_forecast_from_real_reports_then_a_second_run_and_the_cost_cap(pytester:
     assert all(min(t for t, _ in seen) <= tokens <= max(t for t, _ in seen) for tokens, _ in actual)
     assert sum(cost for _, cost in actual) <= priced.cost_p95 + 1e-9
     # Another host's history is not this run's: everything is unknown there.
-    other = forecast([RequestedScenario("priced", 2, 2)], project / ".atlante/eval", host="opencode", model=None,
+    other = forecast([RequestedScenario("priced", 2, 2)], project / ".atlante/eval", host=OTHER_HOST, model=None,
                      scripted=True, workers=1, now=datetime.now(UTC))
     assert other.unknown == ["priced"] and other.reports == []
 

@@ -1,15 +1,19 @@
-"""One suite, every host: the example project gives the same verdicts, check results and trajectory
-results on each real CLI, one report per host, and ``atlante compare`` reads them across hosts."""
+"""One suite, every host: the example project gives the same verdicts and check results on each
+host as on ``ONE_HOST``, one report per host, and ``atlante compare`` reads each host's report
+against the ``ONE_HOST`` one.  The ``ONE_HOST`` run is made once per test session (``made_once``)
+and each other host's test compares its own run against it, so the hosts' runs go in parallel."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import EVERY_HOST, copy_example
+from conftest import EVERY_HOST, ONE_HOST, copy_example, made_once
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.build import build
 
@@ -21,27 +25,42 @@ def outcome(report: EvalReport) -> dict[str, list[tuple[str, bool, str]]]:
             for s in report.scenarios for t in s.trials}
 
 
-def test_the_example_suite_gives_the_same_results_on_every_host(
-    pytester: pytest.Pytester, tmp_path: Path, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PATH", hosts_path())
-    root = copy_example(tmp_path)
+def example_run(directory: Path, host: str, path: str) -> EvalReport:
+    """The example suite through ``host``'s real CLI (scripted model), in ``directory``, in a child
+    pytest that sees none of this session's own pytest variables (as pytester's would not)."""
+    root = copy_example(directory)
     build(root)
-    reports = {}
-    for host in EVERY_HOST:
-        out = tmp_path / f"out-{host}"
-        result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-host", host,
-                                               "--atlante-project", str(root), "--atlante-out", str(out),
-                                               "--rootdir", str(root), "-p", "no:cacheprovider", timeout=600)
-        assert result.ret == 1, result.stdout.str()  # keeps-settings-untouched fails on purpose
-        reports[host] = EvalReport.model_validate_json((out / "report.json").read_text())
-        assert reports[host].host is not None and reports[host].host.name == host
-    for host in EVERY_HOST:
-        assert outcome(reports[host]) == outcome(reports["claude-code"]), host
-    for host in EVERY_HOST[1:]:  # the same pass rates: no regression from one host to another
-        compared = pytester.run(sys.executable, "-m", "pytest_atlante.cli", "compare",
-                                str(tmp_path / "out-claude-code" / "report.json"), str(tmp_path / f"out-{host}" / "report.json"))
-        assert compared.ret == 0, compared.stdout.str() + compared.stderr.str()
-        assert "host" in compared.stdout.str(), compared.stdout.str()  # it names what differs between the runs
-    assert sorted(outcome(reports["opencode"])) == [
+    out = directory / f"out-{host}"
+    (directory / "tmp").mkdir()
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
+    env.update(PATH=path, TMPDIR=str(directory / "tmp"), HOME=str(directory))
+    result = subprocess.run([sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-scripted", "--atlante-host", host,
+                             "--atlante-project", str(root), "--atlante-out", str(out), "--rootdir", str(root),
+                             "-p", "no:cacheprovider"], cwd=root, env=env, capture_output=True, text=True, timeout=600,
+                            check=False)
+    assert result.returncode == 1, result.stdout + result.stderr  # keeps-settings-untouched fails on purpose
+    report = EvalReport.model_validate_json((out / "report.json").read_text())
+    assert report.host is not None and report.host.name == host
+    return report
+
+
+@pytest.mark.parametrize("host", EVERY_HOST)
+def test_the_example_suite_gives_the_same_results_on_every_host(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path,
+                                                                hosts_path: Callable[[], str], host: str) -> None:
+    def make_reference(directory: Path) -> None:
+        example_run(directory, ONE_HOST, hosts_path())
+
+    # This host's own run first: a worker making the reference meanwhile is not waited for.
+    own = None if host == ONE_HOST else example_run(tmp_path, host, hosts_path())
+    shared = made_once(tmp_path_factory, "host-parity-reference", make_reference)
+    reference = EvalReport.model_validate_json((shared / f"out-{ONE_HOST}" / "report.json").read_text())
+    report = reference if own is None else own
+    assert outcome(report) == outcome(reference)
+    if own is not None:  # the same pass rates: no regression from ONE_HOST to this host
+        compared = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "compare",
+                                   str(shared / f"out-{ONE_HOST}" / "report.json"), str(tmp_path / f"out-{host}" / "report.json")],
+                                  capture_output=True, text=True, timeout=120, check=False)
+        assert compared.returncode == 0, compared.stdout + compared.stderr
+        assert "host" in compared.stdout, compared.stdout  # it names what differs between the runs
+    assert sorted(outcome(report)) == [
         "adds-farewell:pass", "adds-module-docstring:pass", "documents-usage:pass", "keeps-settings-untouched:fail"]

@@ -12,6 +12,8 @@ One serial run per host, three scenarios in collection order:
 
 The agent's commands are Python programs sent base64-encoded, so neither host's shell-command
 analysis (OpenCode refuses paths outside the project it can see in a command) decides the outcome.
+
+``EVERY_HOST``: the files each host owns in the sandbox and where it keeps its login are its own.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EVERY_HOST
 from trial_helpers import (
     DONE,
     PARENT_KEY,
@@ -37,7 +40,6 @@ from trial_helpers import (
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
-HOSTS: tuple[HostName, ...] = ("claude-code", "opencode")
 OWNED: dict[HostName, str] = {"claude-code": ".claude", "opencode": ".opencode"}
 # Where each host keeps its stored login, relative to HOME.
 LOGIN_FILE: dict[HostName, str] = {"claude-code": ".claude/.credentials.json", "opencode": ".local/share/opencode/auth.json"}
@@ -130,7 +132,7 @@ def cases(host: HostName, project: Path, home: Path, out: Path) -> list[TrialCas
     ]
 
 
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("host", EVERY_HOST)
 @pytest.mark.usefixtures("on_path")
 def test_a_hostile_agent_gets_no_pass_no_dirty_next_trial_and_no_credential(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: HostName

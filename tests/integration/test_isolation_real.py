@@ -8,6 +8,10 @@ process carries a unique marker in its command line, so ``/proc`` says whether i
 Namespace isolation (bubblewrap) is required where a test says so: on a machine without it that run
 exits 3 (``eval-isolation-unavailable``) and the test fails, so CI proves it is there.  The ``off``
 path is run too, where the runner alone must find and kill what escaped.
+
+Which hosts: each host's CLI, tool shell and signal handling are its own, so the serial runs and the
+runner's death go through ``EVERY_HOST``; how the xdist controller hands a kill or a SIGTERM to its
+workers is the runner's alone, so the ``-n 2`` variants run once, on ``ONE_HOST``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EVERY_HOST
+from conftest import EVERY_HOST, ONE_HOST, per_host_then_once
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from trial_helpers import (
@@ -41,7 +45,6 @@ from trial_helpers import (
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600), pytest.mark.usefixtures("on_path")]
 
-HOSTS: list[HostName] = list(EVERY_HOST)
 # Ignores every polite signal, touches the flag file named by its first argument, sleeps 300 s.
 STUBBORN = ("import pathlib, signal, sys, time; "
             "[signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]; "
@@ -75,8 +78,8 @@ def escape_case(marker: str, targets: list[Path]) -> TrialCase:
     )
 
 
-@pytest.mark.parametrize("host", EVERY_HOST)
-@pytest.mark.parametrize(("isolation", "workers"), [("namespace", "0"), ("off", "0"), ("off", "2")])
+@pytest.mark.parametrize(("host", "isolation", "workers"),
+                         per_host_then_once([("namespace", "0"), ("off", "0")], once=[("off", "2")]))
 def test_no_process_survives_and_nothing_outside_is_written(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName, isolation: str, workers: str
 ) -> None:
@@ -172,8 +175,7 @@ def test_sigkill_of_the_runner_leaves_nothing_running_and_the_next_run_cleans_up
         os.close(lock)
 
 
-@pytest.mark.parametrize("host", EVERY_HOST)
-@pytest.mark.parametrize("workers", ["0", "2"])
+@pytest.mark.parametrize(("host", "workers"), per_host_then_once(["0"], once=["2"]))
 def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path, private_tmp: Path, host: HostName, workers: str) -> None:
     marker = new_marker()
     project = write_project(tmp_path / "project", host, [sleeping_case(marker)])
@@ -203,7 +205,7 @@ def test_the_report_says_when_no_namespace_isolation_was_possible(
     (fake_bin / "bwrap").write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     (fake_bin / "bwrap").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
-    project = write_project(tmp_path / "project", "claude-code", [ALL_CHECKS_PASS])
+    project = write_project(tmp_path / "project", ONE_HOST, [ALL_CHECKS_PASS])
     required = run_eval(pytester, project, tmp_path / "out-required", "--atlante-isolation", "namespace")
     assert required.result.ret == 3, required.output()
     assert "eval-isolation-unavailable" in required.output()

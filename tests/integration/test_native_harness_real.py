@@ -2,6 +2,7 @@
 
 What counts is what the session really had: the agents, skills, commands and memory file the
 CLI's init event lists, and the tools and model it sent to the scripted server for the agent.
+Each host renders and enforces the harness its own way: the parametrized tests run on ``EVERY_HOST``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Project, adopt_public_harness, scenario_doc
+from conftest import EVERY_HOST, Project, adopt_public_harness, scenario_doc
 from pytest_atlante.hosts import host_for
 from pytest_atlante.suite.build import build, tree_dir
 from test_hosts_real import RM_SCRIPT, Session, parent_env, run_session, turn_tools
@@ -76,14 +77,16 @@ def test_opencode_runs_the_translated_agent_with_its_tools(tmp_path: Path, hosts
     assert session.outcome.model_identity == "atlante-scripted/scripted-model"
 
 
+# The adopted debugger's tools, as each host offers them (its own tool names and tool set).
+DEBUGGER_TOOLS = {"claude-code": {"Read", "Write", "Edit", "Bash"}, "opencode": {"read", "write", "edit", "bash", "glob", "grep"}}
+
+
 @pytest.mark.usefixtures("on_path")
-@pytest.mark.parametrize(("host", "tools"), [
-    ("claude-code", {"Read", "Write", "Edit", "Bash"}),
-    ("opencode", {"read", "write", "edit", "bash", "glob", "grep"}),
-])
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_an_eval_run_of_the_adopted_harness_selects_the_native_agent(
-        pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, tools: set[str]) -> None:
+        pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str) -> None:
     """The whole road: adopt, build, verify, overlay, `task.agent` — every turn under the agent's tools."""
+    tools = DEBUGGER_TOOLS[host]
     root = tmp_path / "project"
     root.mkdir()
     section = adopt_public_harness(root)
@@ -115,7 +118,7 @@ LOOSE_AGENTS = {
 }
 
 
-@pytest.mark.parametrize("host_name", sorted(LOOSE_AGENTS))
+@pytest.mark.parametrize("host_name", EVERY_HOST)
 def test_a_harness_agent_cannot_loosen_the_containment_policy(tmp_path: Path, hosts_path: Callable[[], str],
                                                               host_name: str) -> None:
     rel, text, web_tool = LOOSE_AGENTS[host_name]

@@ -5,6 +5,10 @@ loopback: the same network a real exfiltration would use, without leaving this m
 connection to an abstract unix socket of the machine.  Under ``model-only`` both fail while the
 model still answers through the metering proxy; under ``shared`` (the control) both succeed, so
 the probe can tell.
+
+``model-only`` runs on ``EVERY_HOST``: each host reaches the model through its own base-URL wiring
+inside the namespace.  The ``shared`` control proves the probe itself can connect; what it proves
+does not depend on the host, so it runs once, on ``ONE_HOST``.
 """
 
 from __future__ import annotations
@@ -18,11 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Project, config_doc, scenario_doc
+from conftest import Project, config_doc, per_host_then_once, scenario_doc
 from pytest_atlante.report.model import EvalReport
 
 pytestmark = pytest.mark.hosts
-HOSTS = ["claude-code", "opencode"]
 
 PROBE = '''import socket, sys
 def attempt(family, address):
@@ -91,8 +94,7 @@ def run(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, E
     return int(result.ret), EvalReport.model_validate_json((out / "report.json").read_text()), text
 
 
-@pytest.mark.parametrize("network", ["model-only", "shared"])
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize(("host", "network"), per_host_then_once(["model-only"], once=["shared"]))
 def test_model_only_blocks_the_network_and_abstract_sockets_while_the_model_answers(
         pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str],
         monkeypatch: pytest.MonkeyPatch, listeners: Listeners, host: str, network: str) -> None:

@@ -3,7 +3,7 @@ pack scenarios whose fixtures, scripts and harness come from the pack.
 
 The example project's local pack (``example_project/packs/docstring-pack``, host-neutral) is the
 subject: as shipped (``./packs/...``), re-installed as a scoped ``node_modules`` package selected
-through a preset, under OpenCode, and with a do-nothing script that its checks must fail.
+through a preset, on every other host, and with a do-nothing script that its checks must fail.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import copy_example
+from conftest import EVERY_HOST, ONE_HOST, copy_example
 from pytest_atlante.suite import jsonc
 from pytest_atlante.suite.build import build
 from trial_helpers import check_outcome, logged_requests, run_eval, system_text, with_request_log
@@ -41,7 +41,7 @@ def edit_jsonc(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     path.write_text(json.dumps(doc, indent=2) + "\n")
 
 
-def example(tmp_path: Path, host: str = "claude-code") -> Path:
+def example(tmp_path: Path, host: str = ONE_HOST) -> Path:
     root = copy_example(tmp_path)
     edit_jsonc(root / "atlante.jsonc", lambda doc: doc["eval"].update(host=host))
     build(root)
@@ -67,7 +67,7 @@ def test_the_example_runs_its_pack_suite_beside_the_local_suite(pytester: pytest
     requests = logged_requests(log)[f"{PACK_SCENARIO}-1"]
     assert any(PACK_AGENT_BODY in system_text(r) for r in requests)
     # the project's host and budget control the run, not the pack's metadata
-    assert run.report.host is not None and run.report.host.name == "claude-code"
+    assert run.report.host is not None and run.report.host.name == ONE_HOST
     assert run.report.budget.trials == 1 and run.report.budget.timeoutMs == 120000
 
 
@@ -79,7 +79,7 @@ def install_scoped_with_preset(root: Path) -> Path:
 
     def add_preset(doc: dict[str, Any]) -> None:
         # the preset's own suite declares the project's host; the root suite stays host-neutral
-        doc["presets"] = {"strict": {"eval": {"host": "claude-code", "scenarios": "eval/scenarios/*.eval.json"}}}
+        doc["presets"] = {"strict": {"eval": {"host": ONE_HOST, "scenarios": "eval/scenarios/*.eval.json"}}}
 
     edit_jsonc(pack / "atlante.jsonc", add_preset)
 
@@ -117,11 +117,14 @@ def test_a_do_nothing_run_fails_the_pack_checks(pytester: pytest.Pytester, tmp_p
     assert [check_outcome(c) for c in trial.checks] == ["fail", "fail", "pass", "pass"]
 
 
-def test_the_host_neutral_pack_suite_runs_under_opencode(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    root = example(tmp_path, host="opencode")
+# Each host builds the pack's harness into its own tree: the pack suite runs on every host (the
+# example's own host, ONE_HOST, in the tests above).
+@pytest.mark.parametrize("host", [host for host in EVERY_HOST if host != ONE_HOST])
+def test_the_host_neutral_pack_suite_runs_on_every_host(pytester: pytest.Pytester, tmp_path: Path, host: str) -> None:
+    root = example(tmp_path, host=host)
     run = run_eval(pytester, root, tmp_path / "out", "-v", "--atlante-scenario", PACK_SCENARIO)
     assert run.result.ret == 0, run.output()
-    assert run.report.host is not None and run.report.host.name == "opencode"
+    assert run.report.host is not None and run.report.host.name == host
     [scenario] = run.report.scenarios
     assert (scenario.source, [t.verdict for t in scenario.trials]) == ("./packs/docstring-pack", ["pass"])
     assert f"{PACK_DIR}/{PACK_DOCUMENT}::{PACK_SCENARIO}[trial-1] [sandbox] [host session] [checks] PASSED" in run.output()

@@ -4,6 +4,9 @@ Each test is a scripted hostile agent with isolation off (under namespace isolat
 writes here are private mounts or read-only): it forges the run's cost-cap ledger, tampers with an
 earlier trial's transcript and host stream, or plants a report in ``.atlante/eval/``; the run, and
 the runs after it, must not use what it wrote.
+
+The run directory, its ledger, the audit of what changed outside the sandbox and the readers of the
+run's files are the runner's, the same for every host: each test runs once, on ``ONE_HOST``.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ONE_HOST
 from trial_helpers import (
     DONE,
-    HostName,
     TrialCase,
     bash_turn,
     run_eval,
@@ -26,8 +29,6 @@ from trial_helpers import (
 )
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600), pytest.mark.usefixtures("on_path")]
-
-HOSTS: list[HostName] = ["claude-code", "opencode"]
 
 # Rewrites the run's ledger (its run directory is two levels above the sandbox) every 5 ms for a
 # minute, so the controller's own publications last only until the next rewrite: a spend of $1000
@@ -51,12 +52,11 @@ def victim(name: str) -> TrialCase:
                      checks=[{"type": "file-exists", "path": "hello.txt"}], verdict="pass", outcomes=("pass",))
 
 
-@pytest.mark.parametrize("host", HOSTS)
-def test_a_forged_cost_cap_ledger_skips_no_trial(pytester: pytest.Pytester, tmp_path: Path, host: HostName) -> None:
+def test_a_forged_cost_cap_ledger_skips_no_trial(pytester: pytest.Pytester, tmp_path: Path) -> None:
     forger = TrialCase(name="a-forges-the-ledger", turns=[bash_turn(f"python3 -c \"{FORGER}\" && echo forged"), DONE],
                        checks=[{"type": "file-absent", "path": "hello.txt"}], verdict="pass", outcomes=("pass",))
     victims = [victim(f"victim-{n}") for n in range(1, 5)]
-    project = write_project(tmp_path / "project", host, [forger, *victims])
+    project = write_project(tmp_path / "project", ONE_HOST, [forger, *victims])
     # One scenario file per worker at a time: the forger runs beside the victims, which start one
     # after the other on the other worker while the forged ledger is in place.
     run = run_eval(pytester, project, tmp_path / "out", "--atlante-isolation", "off", "-n", "2", "--dist", "loadfile",
@@ -81,14 +81,12 @@ def tamper_case(out: Path) -> TrialCase:
                      checks=[{"type": "file-absent", "path": "hello.txt"}], verdict="fail", outcomes=("pass",))
 
 
-@pytest.mark.parametrize("host", HOSTS)
-def test_another_trials_files_rewritten_are_an_escape_and_break_no_reader(pytester: pytest.Pytester, tmp_path: Path,
-                                                                         host: HostName) -> None:
+def test_another_trials_files_rewritten_are_an_escape_and_break_no_reader(pytester: pytest.Pytester, tmp_path: Path) -> None:
     out = tmp_path / "out"
     cases = [victim("a-honest"), victim("b-honest"), tamper_case(out)]
     cases = [TrialCase(name=c.name, turns=c.turns[1:], checks=c.checks, verdict=c.verdict, outcomes=c.outcomes)
              if c.name.endswith("honest") else c for c in cases]  # the honest ones wait for nothing
-    project = write_project(tmp_path / "project", host, cases)
+    project = write_project(tmp_path / "project", ONE_HOST, cases)
     run = run_eval(pytester, project, out, "--atlante-isolation", "off", "--atlante-html", timeout_s=240)
     assert run.result.ret == 1 and run.report.exitStatus == 1, run.output()
     verdicts = {s.name: [t.verdict for t in s.trials] for s in run.report.scenarios}
@@ -121,7 +119,7 @@ def planting_case(project: Path) -> TrialCase:
 
 def test_a_report_a_trial_planted_drives_no_forecast_and_no_view(pytester: pytest.Pytester, tmp_path: Path) -> None:
     project = tmp_path / "project"
-    write_project(project, "claude-code", [victim("priced"), planting_case(project)])
+    write_project(project, ONE_HOST, [victim("priced"), planting_case(project)])
     args = ["--atlante-eval", "--atlante-scripted", "--atlante-project", str(project), "-p", "no:cacheprovider",
             "--atlante-isolation", "off"]
     first = pytester.runpytest_subprocess(*args, "--atlante-scenario", "priced", timeout=300)

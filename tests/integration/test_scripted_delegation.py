@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Project, claude_path, config_doc, scenario_doc
+from conftest import EVERY_HOST, Project, claude_path, config_doc, scenario_doc
 from pytest_atlante.suite.script import Script, ScriptError, load_script
 from pytest_atlante.trial.dialects import Dialect, parse_sse
 from pytest_atlante.trial.scripted import ScriptedModelServer
@@ -218,7 +218,9 @@ def test_skill_and_task_calls_and_the_sub_agents_own_turns(tmp_path: Path, diale
 
 
 @pytest.mark.hosts
-@pytest.mark.parametrize(("host", "release"), [("claude-code", "pinned"), ("claude-code", "newest"), ("opencode", "pinned")])
+# Every host: each delegates and loads skills its own way (its tool names, what it streams of a
+# sub-agent); the newest Claude Code release beside the pinned one as a smoke test.
+@pytest.mark.parametrize(("host", "release"), [*((host, "pinned") for host in EVERY_HOST), ("claude-code", "newest")])
 def test_scripted_skill_and_subagent_run_through_the_real_cli(
     pytester: pytest.Pytester, tmp_path: Path, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch,
     private_tmp: Path, host: str, release: str,

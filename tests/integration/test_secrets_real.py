@@ -6,6 +6,12 @@ scenario's command checks print them again.  Everything that leaves the trial �
 check messages and output), report.html, transcript.jsonl and host-stream.jsonl — must show
 ``<redacted>`` and never either value: the report and the transcript use the same
 ``sandbox.redact.Secrets`` (known values, name patterns and key shapes).
+
+Which hosts: each host's transcript, host stream and stored login (where it keeps it, what its
+fields are) are its own, so those run on ``EVERY_HOST``, under namespace isolation (the default where
+it is possible).  What isolation ``off`` adds — the audit naming a write outside the sandbox, a hard
+link out of the HOME a kept sandbox must not keep — is the runner's, the same for every host: once,
+on ``ONE_HOST``.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EVERY_HOST, per_host_then_once
 from pytest_atlante.sandbox.redact import REDACTED
 from trial_helpers import (
     DONE,
@@ -46,7 +53,7 @@ LEAKS = TrialCase(
 
 
 @pytest.mark.usefixtures("on_path")
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_a_key_shape_and_a_private_variable_are_redacted_everywhere(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path, host: HostName
 ) -> None:
@@ -109,8 +116,7 @@ def steering_case(host: HostName, escape_to: Path | None) -> TrialCase:
 
 
 @pytest.mark.usefixtures("on_path")
-@pytest.mark.parametrize("isolation", ["namespace", "off"])
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize(("host", "isolation"), per_host_then_once(["namespace"], once=["off"]))
 def test_the_agent_cannot_choose_what_is_redacted(pytester: pytest.Pytester, tmp_path: Path, host: HostName,
                                                   isolation: str) -> None:
     project = tmp_path / "project"
@@ -145,8 +151,7 @@ def keeps_case(host: HostName) -> TrialCase:
 
 
 @pytest.mark.usefixtures("on_path")
-@pytest.mark.parametrize("isolation", ["namespace", "off"])
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize(("host", "isolation"), per_host_then_once(["namespace"], once=["off"]))
 def test_a_kept_trial_holds_no_credential(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path,
                                           host: HostName, isolation: str) -> None:
     case = keeps_case(host)

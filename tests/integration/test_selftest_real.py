@@ -3,10 +3,11 @@
 One project holds every kind of scenario the self-test tells apart — sound, vacuous, unsolvable
 (its script writes the wrong file), a check command that does not exist, no script at all, and a
 pack scenario — under ``maxSessions: 0``, which would skip every trial of an eval: the self-test
-spends no tokens and must not count against it.  Each host runs it serially; Claude Code also runs
-it with ``-n 2``, and both runs must write the same ``selftest.json`` (the xdist transport is host
-independent; OpenCode sessions are the slow ones in CI).  Five scenarios have a script, so a run
-costs five short host sessions.
+spends no tokens and must not count against it.  It runs serially and with ``-n 2``, and both runs
+must write the same ``selftest.json``.  Telling the kinds apart, the xdist transport and the run's
+clean-up are the self-test's own, the same for every host: everything here runs on ``ONE_HOST``
+(tests/integration/test_init_real.py runs a self-test on every host).  Five scenarios have a
+script, so a run costs five short host sessions.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, Project, scenario_doc
+from conftest import ONE_HOST, REPO_ROOT, Project, scenario_doc
 from pytest_atlante.report.selftest import SelftestReport
 from trial_helpers import HostName, normalise, write_project, write_turn
 
@@ -88,10 +89,8 @@ def run_selftest(pytester: pytest.Pytester, project: Path, out: Path, *args: str
     return result, SelftestReport.model_validate_json(path.read_text())
 
 
-@pytest.mark.parametrize(("host", "also_xdist"), [("claude-code", True), ("opencode", False)],
-                         ids=["claude-code-serial-and-n2", "opencode-serial"])
-def test_selftest_tells_every_kind_of_scenario_apart(pytester: pytest.Pytester, tmp_path: Path, host: HostName,
-                                                     also_xdist: bool) -> None:
+def test_selftest_tells_every_kind_of_scenario_apart(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    host = ONE_HOST
     project = selftest_project(tmp_path / "project", host)
     serial, report = run_selftest(pytester, project, tmp_path / "serial")
     output = "\n".join(serial.outlines)
@@ -145,8 +144,6 @@ def test_selftest_tells_every_kind_of_scenario_apart(pytester: pytest.Pytester, 
     assert any(line.startswith("unsolvable") and "unsolvable" in line.split()[1] for line in serial.outlines), output
     assert not (tmp_path / "serial" / "report.json").exists()
 
-    if not also_xdist:
-        return
     parallel, report_n2 = run_selftest(pytester, project, tmp_path / "parallel", "-n", "2")
     assert parallel.ret == 1, "\n".join(parallel.outlines)
     assert normalise(report_n2, VOLATILE) == normalise(report, VOLATILE)
@@ -155,7 +152,7 @@ def test_selftest_tells_every_kind_of_scenario_apart(pytester: pytest.Pytester, 
 def test_atlante_selftest_exits_0_when_every_scenario_is_sound(tmp_path: Path) -> None:
     import subprocess
 
-    project = selftest_project(tmp_path / "project", "claude-code")
+    project = selftest_project(tmp_path / "project", ONE_HOST)
     done = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "selftest", "--atlante-project", str(project),
                            "--atlante-out", str(tmp_path / "out"), "--atlante-scenario", "sound",
                            "--atlante-scenario", "no-script", "-p", "no:cacheprovider"],
@@ -171,7 +168,7 @@ def test_a_selftest_leaves_nothing_of_its_run_in_tmpdir(pytester: pytest.Pyteste
                                                         workers: int) -> None:
     """The self-test's copies of fixtures and build tree, its trial directories and its run claim
     (``$TMPDIR/atlante-eval-<run id>/``) all go at the end of the run, as an eval run's do."""
-    project = Path(write_project(tmp_path / "project", "claude-code", []))
+    project = Path(write_project(tmp_path / "project", ONE_HOST, []))
     Project(project).scenario(scenario_doc("no-script"), "eval/scenarios/no-script.eval.json")
     Project(project).scenario(scenario_doc("vacuous", checks=[{"type": "file-exists", "path": "README.md"}]),
                               "eval/scenarios/vacuous.eval.json")

@@ -1,6 +1,7 @@
-"""One run as 4 shards on both real CLIs (scripted model): the same skipped-budget set and the same
+"""One run as 4 shards on a real CLI (scripted model): the same skipped-budget set and the same
 verdicts as the unsharded run once merged.  Small on purpose: 3 scenarios x 2 trials with
-``maxSessions`` 3, so each host runs 6 real sessions in all."""
+``maxSessions`` 3, so the run takes 6 real sessions in all.  Sharding, the budget ledger and the
+merge are the runner's and the report's, the same for every host: ``ONE_HOST``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Project, config_doc, scenario_doc
+from conftest import ONE_HOST, Project, config_doc, scenario_doc
 from test_shards import load, merge, pytest_run, run_shards, verdicts
 
 pytestmark = pytest.mark.hosts
@@ -21,11 +22,10 @@ def write_turn(content: str) -> list[dict[str, object]]:
              "usage": {"input": 100, "output": 20}}, {"text": "Done."}]
 
 
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
-def test_four_shards_merge_to_the_unsharded_run_on_the_real_cli(atlante_project: Project, tmp_path: Path, host: str,
+def test_four_shards_merge_to_the_unsharded_run_on_the_real_cli(atlante_project: Project, tmp_path: Path,
                                                                hosts_path: Callable[[], str], private_tmp: Path) -> None:
     project = atlante_project
-    project.config(config_doc(host=host, budget={"trials": 2, "maxSessions": 3}))
+    project.config(config_doc(host=ONE_HOST, budget={"trials": 2, "maxSessions": 3}))
     (project.root / "eval/scenarios/main.eval.json").unlink()
     for name, content in (("alpha", "hello\n"), ("beta", "goodbye\n"), ("gamma", "hello\n")):
         project.scenario(scenario_doc(name=name), f"eval/scenarios/{name}.eval.json")

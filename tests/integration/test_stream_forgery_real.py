@@ -4,6 +4,11 @@ The hostile agent of issue 26: a tool of the scripted agent finds the host CLI a
 ancestors and writes forged events into ``/proc/<cli pid>/fd/1`` — the very pipe the runner reads.
 Whatever it writes, the run writes its report, the report's ``exitStatus`` is the process's, and
 no forged figure lowers what was counted.
+
+The forged events are in each host's own shape and each host's stream reader must see through them,
+so every test runs on ``EVERY_HOST`` under namespace isolation (the default where it is possible).
+Isolation ``off`` changes only where the forging tool runs, not what the runner does with a forged
+line: those variants run once, on ``ONE_HOST``.
 """
 
 from __future__ import annotations
@@ -15,13 +20,12 @@ from typing import Any
 
 import pytest
 
-from conftest import EVERY_HOST, Project, config_doc, scenario_doc
+from conftest import EVERY_HOST, Project, config_doc, per_host_then_once, scenario_doc
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.report.view import load_report, render
 from pytest_atlante.trial.transcript import read_transcript
 
 pytestmark = pytest.mark.hosts
-HOSTS = ["claude-code", "opencode"]
 
 #: Forged events per host: a negative cost and zero usage (Claude Code's ``result``, OpenCode's
 #: ``step_finish``), in the shape each host's own events have.
@@ -76,26 +80,27 @@ def real_project(atlante_project: Project, hosts_path: Callable[[], str], monkey
     return atlante_project
 
 
-@pytest.mark.parametrize("isolation", ["off", "namespace"])
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize(("host", "isolation"), per_host_then_once(["namespace"], once=["off"]))
 def test_a_forged_negative_cost_is_ignored_and_the_report_is_written(
         pytester: pytest.Pytester, real_project: Project, host: str, isolation: str) -> None:
     # Before: exit 3, eval-internal-error: ValidationError, no report.json.
-    real_project.config(config_doc(host=host, isolation=isolation, budget={"trials": 2}))
+    # One trial: each trial meets the same forgery; a second one adds a session, not a case (the
+    # cost cap across trials is the next test's).
+    real_project.config(config_doc(host=host, isolation=isolation, budget={"trials": 1}))
     real_project.scenario(scenario_doc(checks=[{"type": "file-contains", "path": "forged.txt", "pattern": "forged-into"}]))
     real_project.script("writes-hello", forging_turns([FORGED[host]]))
     real_project.build()
     status, report, text = run(pytester, real_project)
     assert report is not None, text
     assert report.exitStatus == status == 0, text
-    for trial in report.scenarios[0].trials:
-        assert trial.verdict == "pass", text
-        assert trial.costUsd is None or trial.costUsd >= 0
-        assert any("ignored cost -25" in note for note in trial.streamNotes), trial.streamNotes
-        assert trial.usage is not None and trial.usage.total >= 330  # the three scripted turns at least
+    [trial] = report.scenarios[0].trials
+    assert trial.verdict == "pass", text
+    assert trial.costUsd is None or trial.costUsd >= 0
+    assert any("ignored cost -25" in note for note in trial.streamNotes), trial.streamNotes
+    assert trial.usage is not None and trial.usage.total >= 330  # the three scripted turns at least
 
 
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_a_forged_cost_does_not_open_the_cost_cap(pytester: pytest.Pytester, real_project: Project, host: str) -> None:
     # Before: the forged −25 let a second trial start under --atlante-max-cost 0.0001.
     real_project.config(config_doc(host=host, isolation="off", budget={"trials": 2}))
@@ -115,8 +120,7 @@ def bash_turn(n: int, tokens: int) -> dict[str, Any]:
             "usage": {"input": tokens, "output": 0}}
 
 
-@pytest.mark.parametrize("isolation", ["off", "namespace"])
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize(("host", "isolation"), per_host_then_once(["namespace"], once=["off"]))
 def test_max_tokens_holds_at_the_proxy_when_the_agent_forges_zero_usage(
         pytester: pytest.Pytester, real_project: Project, host: str, isolation: str) -> None:
     # Before: a forged zero-usage result reset Claude Code's running total, and with maxTokens 1500
@@ -148,8 +152,7 @@ FORGED_AUTH: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("isolation", ["off", "namespace"])
-@pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize(("host", "isolation"), per_host_then_once(["namespace"], once=["off"]))
 def test_a_forged_login_failure_does_not_turn_the_agents_failure_into_infra_error(
         pytester: pytest.Pytester, real_project: Project, host: str, isolation: str) -> None:
     # Before: the forged event made the trial infra-error, hiding that the agent failed its check.

@@ -1,6 +1,7 @@
 """The trajectory checks on real sessions: the same scripted runs through every real CLI give the
-same check verdicts, and those verdicts agree with the transcript events
-each trial wrote (the checks count what the transcript says, nothing else)."""
+same check verdicts, and those verdicts agree with the transcript events each trial wrote (the
+checks count what the transcript says, nothing else).  ``EVERY_HOST``: each host's tool, skill and
+sub-agent calls reach the transcript through its own stream reader."""
 
 from __future__ import annotations
 

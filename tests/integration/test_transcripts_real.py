@@ -4,7 +4,8 @@ One run per host with three scenarios: a script of several tool steps (whose tra
 the script's actions in order, host-neutrally, with usage that adds up to the trial's), a session
 aborted by ``maxTokens`` and one stopped by its timeout.  A credential-named variable of the run's
 environment is written into a file and echoed by the "model": its value must not reach either file.
-The run uses two xdist workers: each writes the transcripts of the trials it ran.
+The run uses two xdist workers: each writes the transcripts of the trials it ran.  ``EVERY_HOST``:
+each host's stream becomes the transcript through its own reader.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import Project, config_doc, scenario_doc
+from conftest import EVERY_HOST, Project, config_doc, scenario_doc
 from pytest_atlante.records import TrialRecord, Usage
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.trial.transcript import REDACTED, TRANSCRIPT_SCHEMA
@@ -54,7 +55,7 @@ def events(out: Path, trial: TrialRecord) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+@pytest.mark.parametrize("host", EVERY_HOST)
 def test_transcripts_replay_the_script_and_record_aborts(
     pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch, host: str
 ) -> None:

@@ -496,11 +496,15 @@ PARENT_KEY = "parent-key-91b2c4"
 
 def run_hiding_and_secrets(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path,
                            host: HostName, secrets: TrialCase) -> EvalRun:
-    """Run ``hiding_cases()`` plus the host's ``secrets`` case with a secret and a key in the parent
-    environment, and assert what holds for every host: no change hidden, no secret in the report."""
+    """Run the host's ``secrets`` case with a secret and a key in the parent environment, and on
+    ``ONE_HOST`` ``hiding_cases()`` beside it; assert no change hidden and no secret in the report.
+    What reaches the tool shell is each host's own; an agent's git tampering is seen by the diff of
+    the sandbox against its baseline, the same for every host."""
+    from conftest import ONE_HOST
+
     monkeypatch.setenv("ATLANTE_TEST_SECRET", SECRET)
     monkeypatch.setenv("ANTHROPIC_API_KEY", PARENT_KEY)
-    hiding = hiding_cases()
+    hiding = hiding_cases() if host == ONE_HOST else []
     cases = [*hiding, secrets]
     run = run_eval(pytester, write_project(tmp_path / "project", host, cases), tmp_path / "out")
     assert run.result.ret == 1, run.output()
@@ -512,7 +516,8 @@ def run_hiding_and_secrets(pytester: pytest.Pytester, tmp_path: Path, monkeypatc
         if len(trial.checks) > 1:  # git ran and saw a clean tree: the tampering worked on git itself
             assert "output does not match" in trial.checks[1].message, trial.checks[1].message
         assert trial.diff is not None and "+sneaky" in trial.diff and "+tampered" in trial.diff
-    assert ".git" in run.trial("hides-by-deleting-git").changedPaths
+    if hiding:
+        assert ".git" in run.trial("hides-by-deleting-git").changedPaths
     assert_clean_run(run, private_tmp)
     assert run.report_text is not None and SECRET not in run.report_text and PARENT_KEY not in run.report_text
     return run
@@ -574,22 +579,27 @@ def run_odd_names(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, 
     return run
 
 
-def run_matrix(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName) -> tuple[EvalRun, EvalRun]:
-    """``MATRIX`` run serially (with JUnit XML) and with ``-n 2``: what must hold for every host."""
+def run_matrix(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName) -> list[EvalRun]:
+    """``MATRIX`` run serially (with JUnit XML): what must hold for every host.  On ``ONE_HOST`` also
+    with ``-n 2``, which must give the same report: how xdist workers share the trials out and merge
+    their records is the runner's, the same for every host."""
+    from conftest import ONE_HOST
+
     project = write_project(tmp_path / "project", host, MATRIX)
     junit = tmp_path / "junit.xml"
-    serial = run_eval(pytester, project, tmp_path / "out-serial", f"--junitxml={junit}")
-    parallel = run_eval(pytester, project, tmp_path / "out-parallel", "-n", "2")
-    for run in (serial, parallel):
+    runs = [run_eval(pytester, project, tmp_path / "out-serial", f"--junitxml={junit}")]
+    if host == ONE_HOST:
+        runs.append(run_eval(pytester, project, tmp_path / "out-parallel", "-n", "2"))
+    for run in runs:
         assert run.result.ret == 1, run.output()
         assert_clean_run(run, private_tmp)
         assert run.report.complete and run.report.host is not None and run.report.host.name == host
         assert outcome_table(run, MATRIX) == expected_table(MATRIX)
         assert_matrix_evidence(run)
-    assert normalise(serial.report) == normalise(parallel.report)
+    assert all(normalise(run.report) == normalise(runs[0].report) for run in runs[1:])
     assert processes_with(CHECK_SLEEP_MARKER) == []
-    assert_junit_first_lines(junit, serial)
-    return serial, parallel
+    assert_junit_first_lines(junit, runs[0])
+    return runs
 
 
 def run_session_timeout(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName, timeout_ms: int) -> EvalRun:
