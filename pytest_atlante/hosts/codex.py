@@ -204,7 +204,7 @@ class CodexHost:
         separator = argv.index("--") if "--" in argv else len(argv)
         return [*argv[:separator], "--sandbox", "danger-full-access", *argv[separator:]]
 
-    def provider_endpoint(self, parent_env: Mapping[str, str]) -> ProviderEndpoint | None:
+    def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
         # Codex ignores OPENAI_BASE_URL and takes its base URL from config.toml, which is written
         # before the proxy exists: a real-provider session is metered from its stream.
         return None
