@@ -30,14 +30,15 @@ from trial_helpers import (
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600), pytest.mark.usefixtures("on_path")]
 
-# Rewrites the run's ledger (its run directory is two levels above the sandbox) every 5 ms for a
-# minute, so the controller's own publications last only until the next rewrite: a spend of $1000
-# in the ledger's old form and a MAC'd form with a guessed key, in one document.
+# Rewrites the run's ledger (its run directory is two levels above the sandbox) every 5 ms until
+# the last victim has started (at most a minute), so the controller's own publications last only
+# until the next rewrite: a spend of $1000 in the ledger's old form and a MAC'd form with a guessed
+# key, in one document.
 FORGER = ("import json, pathlib, time; run = pathlib.Path.cwd().parent.parent; "
           "rid = run.name.removeprefix(chr(97) + 'tlante-eval-'); "
           "body = json.dumps(dict(run=rid, sequence=10**6, costs=dict(forged=1000.0))); "
           "[((run / 'spent.json').write_text(json.dumps(dict(forged=1000.0, mac='0' * 64, body=body))), time.sleep(0.005)) "
-          "for i in range(12000)]")
+          "for i in range(12000) if not (run / 'victims-started').exists()]")
 
 
 # A victim waits (up to 90 s) until the forged ledger is in place, so the next trial its worker
@@ -46,8 +47,13 @@ WAIT_FOR_FORGERY = ("import pathlib, time; ledger = pathlib.Path.cwd().parent.pa
                     "[time.sleep(0.2) for i in range(450) if not (ledger.exists() and 'forged' in ledger.read_text())]")
 
 
-def victim(name: str) -> TrialCase:
-    return TrialCase(name=name, turns=[bash_turn(f"python3 -c \"{WAIT_FOR_FORGERY}\" && echo waited"),
+# The last victim, once its own trial has started under the forgery, lets the forger stop.
+VICTIMS_STARTED = "import pathlib; (pathlib.Path.cwd().parent.parent / 'victims-started').touch()"
+
+
+def victim(name: str, last: bool = False) -> TrialCase:
+    done = f" && python3 -c \"{VICTIMS_STARTED}\"" if last else ""
+    return TrialCase(name=name, turns=[bash_turn(f"python3 -c \"{WAIT_FOR_FORGERY}\"{done} && echo waited"),
                                        write_turn("hello.txt", "hello\n"), DONE],
                      checks=[{"type": "file-exists", "path": "hello.txt"}], verdict="pass", outcomes=("pass",))
 
@@ -55,7 +61,7 @@ def victim(name: str) -> TrialCase:
 def test_a_forged_cost_cap_ledger_skips_no_trial(pytester: pytest.Pytester, tmp_path: Path) -> None:
     forger = TrialCase(name="a-forges-the-ledger", turns=[bash_turn(f"python3 -c \"{FORGER}\" && echo forged"), DONE],
                        checks=[{"type": "file-absent", "path": "hello.txt"}], verdict="pass", outcomes=("pass",))
-    victims = [victim(f"victim-{n}") for n in range(1, 5)]
+    victims = [victim(f"victim-{n}", last=n == 4) for n in range(1, 5)]
     project = write_project(tmp_path / "project", ONE_HOST, [forger, *victims])
     # One scenario file per worker at a time: the forger runs beside the victims, which start one
     # after the other on the other worker while the forged ledger is in place.
