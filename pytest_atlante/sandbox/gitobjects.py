@@ -88,21 +88,23 @@ def walk(root: Path, ignore_dir: str | None) -> Iterator[tuple[str, str, str]]:
 
 def scan(
     root: Path, ignore_dir: str | None, objects: Path | None
-) -> tuple[dict[str, Entry], dict[str, str], dict[str, tuple[str, str]]]:
+) -> tuple[dict[str, Entry], dict[str, str], dict[str, str]]:
     """Hash every entry under ``root`` as a git blob (stored in ``objects`` unless ``None``).
 
-    Returns ``{path: (mode, oid)}``, the ``.git`` entries found, and ``{path: (kind, abs path)}``.
+    Returns ``{path: (mode, oid)}``, the ``.git`` entries found, and ``{path: kind}`` (an entry's
+    absolute path is ``os.path.join(root, path)``: not kept per entry, which cost a sandbox of
+    200,000 files some 40 MB of path strings).
     """
     entries: dict[str, Entry] = {}
     markers: dict[str, str] = {}
-    walked: dict[str, tuple[str, str]] = {}
+    walked: dict[str, str] = {}
     made: set[str] = set()
     for rel, kind, path in walk(root, ignore_dir):
         if os.path.basename(rel).lower() == ".git":
             markers[rel] = kind
             continue
         entries[rel] = store_entry(objects, rel, kind, path, made)
-        walked[rel] = (kind, path)
+        walked[rel] = kind
     return entries, markers, walked
 
 

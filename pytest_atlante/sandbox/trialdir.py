@@ -252,7 +252,7 @@ def collect_diff(sb: Sandbox, ignore_dir: str) -> Diff:
 
 
 def _diff_text(sb: Sandbox, baseline: dict[str, Entry], current: dict[str, Entry], changed: list[str],
-               walked: dict[str, tuple[str, str]]) -> str:
+               walked: dict[str, str]) -> str:
     # A random name the agent (whose processes are gone by now) could not have prepared.
     git_dir = Path(tempfile.mkdtemp(prefix="diff-", suffix=".git", dir=sb.trial_dir))
     gitobjects.init_bare(git_dir)
@@ -261,7 +261,7 @@ def _diff_text(sb: Sandbox, baseline: dict[str, Entry], current: dict[str, Entry
         if path in baseline:
             _copy_verified_blob(sb.git_dir / "objects", objects, baseline[path][1], path)
         if path in current:
-            kind, where = walked[path]
+            kind, where = walked[path], os.path.join(sb.root, path)
             try:
                 stored = gitobjects.store_entry(objects, path, kind, where)[1]
             except (OSError, gitobjects.ChangedWhileReading):
@@ -494,7 +494,7 @@ def path_digest(root: Path, rel: str) -> str | None:
 
 def _scan_or_fail(
     sb: Sandbox, ignore_dir: str | None, objects: Path | None
-) -> tuple[dict[str, Entry], dict[str, str], dict[str, tuple[str, str]]]:
+) -> tuple[dict[str, Entry], dict[str, str], dict[str, str]]:
     try:
         return gitobjects.scan(sb.root, ignore_dir, objects)
     except gitobjects.ChangedWhileReading as exc:
