@@ -132,9 +132,9 @@ def cases(host: HostName, project: Path, home: Path, out: Path) -> list[TrialCas
     ]
 
 
-# Not on Codex: with isolation off its own sandbox (workspace-write: only the sandbox, /tmp and
-# $TMPDIR writable; docs/hosts.md) makes ../baseline.git, the project, the report directory and
-# its own CODEX_HOME read-only to the agent's commands (measured: "Read-only file system"), and
+# Not on Codex: with isolation off its own bubblewrap sandbox (workspace-write: only the sandbox and
+# TMPDIR writable, docs/hosts.md) makes ../baseline.git, the project, HOME and the report directory
+# read-only to the agent's commands (measured: "Read-only file system"), and
 # the walk up to the parent pytest's environment finds nothing (no leak.txt), so none of the forged or corrupted
 # baselines, escapes, leaks or planted logins this test audits can happen there.
 @pytest.mark.parametrize("host", [h for h in EVERY_HOST if h != "codex"])
