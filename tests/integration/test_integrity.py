@@ -132,7 +132,12 @@ def cases(host: HostName, project: Path, home: Path, out: Path) -> list[TrialCas
     ]
 
 
-@pytest.mark.parametrize("host", EVERY_HOST)
+# Not on Codex: with isolation off its own bubblewrap sandbox (workspace-write: only the sandbox and
+# TMPDIR writable, docs/hosts.md) makes ../baseline.git, the project, HOME and the report directory
+# read-only to the agent's commands (measured: "Read-only file system"), and
+# the walk up to the parent pytest's environment finds nothing (no leak.txt), so none of the forged or corrupted
+# baselines, escapes, leaks or planted logins this test audits can happen there.
+@pytest.mark.parametrize("host", [h for h in EVERY_HOST if h != "codex"])
 @pytest.mark.usefixtures("on_path")
 def test_a_hostile_agent_gets_no_pass_no_dirty_next_trial_and_no_credential(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: HostName

@@ -32,6 +32,16 @@ STEPS: list[dict[str, Any]] = [
 ]
 
 
+#: The fields of a step's neutral input a host's own tool has, where it lacks some of the action's:
+#: Codex edits with ``apply_patch``, a patch of the file's lines, which has no old or new field.
+STEP_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "codex": {"edit": ("path",)},
+}
+#: The hosts whose transcript holds the call the timeout killed: Claude Code streams it as it starts,
+#: Codex's rollout (which the transcript is built from) has it before its output.
+SHOWS_THE_KILLED_CALL = {"claude-code", "codex"}
+
+
 def steps_script() -> list[dict[str, Any]]:
     # one action per turn: OpenCode runs one turn's calls concurrently, so order is only defined across turns
     turns: list[dict[str, Any]] = [{"text": f"Step {i}.", "actions": [a], "usage": {"input": 100 + i, "output": 10 + i, "cache_read": i}}
@@ -96,6 +106,10 @@ def test_transcripts_replay_the_script_and_record_aborts(
     assert [c["tool"] for c in calls] == [a["type"] for a in STEPS]
     for call, action in zip(calls, STEPS, strict=True):
         wanted = expected_input(action)
+        if (fields := STEP_FIELDS.get(host, {}).get(action["type"])) is not None:
+            # what the host's tool has instead (Codex's patch) still carries the edit, redacted
+            assert all(wanted[k] in json.dumps(call["input"]) for k in wanted if k not in fields), call
+            wanted = {k: v for k, v in wanted.items() if k in fields}
         assert {k: call["input"].get(k) for k in wanted} == wanted
     results = [e for e in transcript if e["type"] == "tool_result"]
     assert [r["id"] for r in results] == [c["id"] for c in calls]
@@ -123,7 +137,7 @@ def test_transcripts_replay_the_script_and_record_aborts(
     assert slow[-1]["type"] == "abort" and slow[-1]["reason"] == "timeout"
     texts = [e["text"] for e in slow if e["type"] == "text"]
     commands = [e["input"]["command"] for e in slow if e["type"] == "tool_call"]
-    if host == "claude-code":
+    if host in SHOWS_THE_KILLED_CALL:
         assert (texts, commands) == (["waiting"], ["sleep 300"])
     else:
         # OpenCode streams a part only once it has finished (host-facts §8): the killed tool call never
