@@ -41,6 +41,7 @@ DENIAL_MARKERS: dict[HostName, str] = {
     "codex": "rejected",
     "claude-code": "has been denied",
     "opencode": "prevents you from using this specific tool call",
+    "gemini-cli": "Tool execution denied by policy",
 }
 
 
