@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ONE_HOST
+from spelling_matrix import stopped_spellings
 from trial_helpers import (
     ALL_CHECKS_FAIL,
     ALL_CHECKS_PASS,
@@ -123,6 +124,21 @@ SECRETS = TrialCase(
 def test_agents_cannot_hide_changes_or_read_secrets(pytester: pytest.Pytester, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
     run_hiding_and_secrets(pytester, tmp_path, monkeypatch, private_tmp, HOST, SECRETS)
+
+
+# --------------------------------------------------------------------------- the policy's spellings
+
+
+@pytest.mark.usefixtures("on_path")
+def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """What Claude Code's ``Bash(X:*)`` deny rules stop, spelling by spelling (docs/hosts.md
+    "Containment per host"): it splits chains and pipes and sees past a redirection and ``sudo``, but
+    a prefix rule does not match an absolute path (``/bin/rm``) or a command inside ``bash -c '…'``;
+    those two take effect, and under namespace isolation can change only the sandbox."""
+    assert stopped_spellings(pytester, tmp_path, HOST) == {
+        "bare": True, "arguments": True, "chain": True, "pipe": True, "absolute": False,
+        "redirection": True, "nested-shell": False, "sudo": True, "chmod": True,
+    }
 
 
 # --------------------------------------------------------------------------- no credentials

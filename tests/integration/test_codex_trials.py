@@ -11,15 +11,14 @@ a fixture that brings ``.codex/`` is rejected before the trial.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_atlante.suite.script import load_script
 from pytest_atlante.trial.scripted import ScriptedModelServer
+from spelling_matrix import make_dirs, stopped_spellings, transcript_events
 from trial_helpers import (
     ALL_CHECKS_PASS,
     DONE,
@@ -43,19 +42,6 @@ def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("CODEX_", "OPENAI_", "ANTHROPIC_")):
             monkeypatch.delenv(name)
-
-
-def transcript(run: Any, trial: Any) -> list[dict[str, Any]]:
-    text = (run.out / trial.transcript).read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines()][1:]
-
-
-
-
-def make_dirs(*names: str) -> list[str]:
-    """A setup (one argv) making each directory with a keep.txt in it."""
-    return ["python3", "-c", f"import pathlib\nfor d in {names!r}:\n    pathlib.Path(d).mkdir()\n"
-            "    (pathlib.Path(d) / 'keep.txt').write_text('keep')\n"]
 
 
 EVERY_ACTION = TrialCase(
@@ -95,7 +81,8 @@ def test_every_action_runs_through_codex_and_the_transcript_shows_the_refused_co
     assert trial.usage is not None and (trial.usage.inputTokens, trial.usage.outputTokens) == (600, 120)
     assert trial.meteringDisagreement is None
     assert trial.costUsd == pytest.approx((600 * 5 + 120 * 30) / 1e6) and trial.costBasis is not None
-    events = transcript(run, trial)
+    assert trial.transcript is not None
+    events = transcript_events(run.out, trial.transcript)
     calls = [(e["turn"], e["tool"], e["hostTool"]) for e in events if e["type"] == "tool_call"]
     assert calls == [(1, "write", "apply_patch"), (2, "edit", "apply_patch"), (3, "read", "exec_command"),
                      (4, "bash", "exec_command"), (5, "bash", "exec_command")]
@@ -107,43 +94,16 @@ def test_every_action_runs_through_codex_and_the_transcript_shows_the_refused_co
     assert "rm -r victim" not in "".join(line for line in stream.splitlines() if '"command_execution"' in line)
 
 
-# Each spelling removes its own directory; the rules stop the spellings Codex parses into words.
-SPELLINGS: dict[str, tuple[str, bool]] = {
-    "bare": ("rm -r d1", True),
-    "arguments": ("rm -r -v d2", True),
-    "chain": ("true && rm -r d3", True),
-    "pipe": ("echo x | rm -r d4", True),
-    "absolute": ("/bin/rm -r d5", True),
-    "redirection": ("rm -r d6 2>/dev/null", False),
-    "nested-shell": ("bash -c 'rm -r d7'", False),
-    "sudo": ("sudo true > sudo-ran.txt", False),  # a redirection again: the rule for sudo is missed
-    "chmod": ("chmod -R 700 d8", True),
-}
-MATRIX = TrialCase(
-    name="spellings",
-    turns=[*[bash_turn(command, text=name) for name, (command, _) in SPELLINGS.items()], DONE],
-    checks=[{"type": "file-exists", "path": "d1/keep.txt"}],
-    verdict="pass", outcomes=("pass",),
-    setup=make_dirs(*(f"d{n}" for n in range(1, 9))),
-)
-
-
 @pytest.mark.usefixtures("on_path")
 def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """What Codex's rules stop, spelling by spelling (docs/hosts.md "Containment per host"): the
-    ones marked False slip past the tool layer; under namespace isolation they can still change only
-    the sandbox."""
-    project = write_project(tmp_path / "project", HOST, [MATRIX])
-    run = run_eval(pytester, project, tmp_path / "out")
-    trial = run.trial(MATRIX.name)
-    assert trial.verdict == "pass", run.output()
-    events = transcript(run, trial)
-    results = {e["id"]: e for e in events if e["type"] == "tool_result"}
-    denied = {}
-    for call in (e for e in events if e["type"] == "tool_call"):
-        name = next(n for n, (command, _) in SPELLINGS.items() if command == call["input"]["command"])
-        denied[name] = "rejected" in results[call["id"]]["text"]
-    assert denied == {name: stopped for name, (_, stopped) in SPELLINGS.items()}
+    """What Codex's rules stop, spelling by spelling (docs/hosts.md "Containment per host"): it
+    matches rules on the words of a command it can parse, so the redirection, the nested shell and
+    ``sudo`` behind a redirection slip past the tool layer; under namespace isolation they can
+    still change only the sandbox."""
+    assert stopped_spellings(pytester, tmp_path, HOST) == {
+        "bare": True, "arguments": True, "chain": True, "pipe": True, "absolute": True,
+        "redirection": False, "nested-shell": False, "sudo": False, "chmod": True,
+    }
 
 
 @pytest.mark.usefixtures("on_path", "no_provider_env")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
+from spelling_matrix import SPELLINGS, stopped_spellings
 from trial_helpers import (
     ALL_CHECKS_PASS,
     MATRIX,
@@ -42,6 +43,15 @@ def test_check_matrix_runs_through_gemini(pytester: pytest.Pytester, tmp_path: P
     assert outcome_table(run, MATRIX) == expected_table(MATRIX)
     sessions = [case.name for case in MATRIX if case.setup is None]
     assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL_ID)
+
+
+@pytest.mark.usefixtures("on_path")
+def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The shared spelling matrix (docs/hosts.md "Containment per host") through a whole eval trial:
+    Gemini CLI's policy engine splits the command itself and its ``commandRegex`` rules also match
+    an absolute path and a nested ``bash -c``, so it stops every spelling.  More spellings (extra
+    spaces, a subshell, ``git push``, ``dd``) are in test_gemini_host_real.py."""
+    assert stopped_spellings(pytester, tmp_path, HOST) == dict.fromkeys(SPELLINGS, True)
 
 
 @pytest.mark.usefixtures("on_path")

@@ -26,6 +26,7 @@ from pytest_atlante.hosts.opencode import PROJECT_CONFIG, SCRIPTED_PROVIDER_ID
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from pytest_atlante.suite.script import load_script
 from pytest_atlante.trial.scripted import ScriptedModelServer
+from spelling_matrix import stopped_spellings
 from trial_helpers import (
     AGENT_CASE,
     ALL_CHECKS_PASS,
@@ -155,6 +156,22 @@ def test_agents_cannot_read_secrets(pytester: pytest.Pytester, tmp_path: Path,
     # Hiding changes from git is seen by the sandbox diff, the same on every host: that half runs in
     # test_claude_trials.py (ONE_HOST).
     run_hiding_and_secrets(pytester, tmp_path, monkeypatch, private_tmp, HOST, SECRETS)
+
+
+# --------------------------------------------------------------------------- the policy's spellings
+
+
+@pytest.mark.usefixtures("on_path")
+def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """What OpenCode's shell globs stop, spelling by spelling (docs/hosts.md "Containment per
+    host"): it matches each command of a chain or pipe, with or without a redirection, against the
+    ``"X"``/``"X *"`` globs, so an absolute path (``/bin/rm``) and a command inside ``bash -c '…'``
+    match no deny glob; those two take effect, and under namespace isolation can change only the
+    sandbox."""
+    assert stopped_spellings(pytester, tmp_path, HOST) == {
+        "bare": True, "arguments": True, "chain": True, "pipe": True, "absolute": False,
+        "redirection": True, "nested-shell": False, "sudo": True, "chmod": True,
+    }
 
 
 # --------------------------------------------------------------------------- credentials
