@@ -97,6 +97,7 @@ PLANTED_LOGINS = {
     "claude-code": (".claude/.credentials.json", {"claudeAiOauth": {"accessToken": NOTES, "refreshToken": ESCAPED}}),
     "opencode": (".local/share/opencode/auth.json",
                  {"anthropic": {"type": "oauth", "access": NOTES, "refresh": ESCAPED}, "x": {"type": "api", "key": NOTES}}),
+    "gemini-cli": (".gemini/oauth_creds.json", {"access_token": NOTES, "refresh_token": ESCAPED, "id_token": NOTES}),
 }
 
 
@@ -138,6 +139,7 @@ TOKEN = "kept-login-token-" + "Zq7" * 12
 # Where each host's login is copied to in the trial HOME, and a login holding TOKEN (scripted runs copy
 # none, so the scenario's setup puts one there, as a real run's copy would be).
 LOGIN_AT = {"claude-code": ".claude/.credentials.json", "opencode": ".local/share/opencode/auth.json"}
+LOGIN_AT["gemini-cli"] = ".gemini/oauth_creds.json"
 
 
 def keeps_case(host: HostName) -> TrialCase:
