@@ -68,6 +68,9 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``contents`` as OpenAI chat messages: one per content, plus one tool message per response."""
     messages: list[dict[str, Any]] = []
+    # The calls of the last model content not answered yet: a sub-agent's history carries its calls
+    # without ids and its responses with ids of its own, so a response pairs with its call by name.
+    unanswered: list[dict[str, Any]] = []
     raw = body.get("contents")
     for raw_content in raw if isinstance(raw, list) else []:
         content = _dict(raw_content)
@@ -81,17 +84,29 @@ def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
                     calls.append({"id": str(call.get("id") or f"{call['name']}_{len(messages)}_{index}"), "type": "function",
                                   "function": {"name": call["name"], "arguments": json.dumps(call.get("args") or {})}})
             messages.append({"role": "assistant", "content": "\n".join(texts), "tool_calls": calls})
+            unanswered = list(calls)
             continue
         for part in parts:
             response = _dict(part.get("functionResponse"))
             if isinstance(response.get("name"), str):
                 output = _dict(response.get("response"))
                 text = output.get("output", output.get("error", output))
-                messages.append({"role": "tool", "tool_call_id": str(response.get("id") or response["name"]),
+                messages.append({"role": "tool", "tool_call_id": _answered_call(response, unanswered),
                                  "content": text if isinstance(text, str) else json.dumps(text)})
         if texts:
             messages.append({"role": "user", "content": "\n".join(texts)})
     return messages
+
+
+def _answered_call(response: Mapping[str, Any], unanswered: list[dict[str, Any]]) -> str:
+    """The id of the call ``response`` answers (taken off ``unanswered``): the one of its id, else
+    the first of its name; a response to no known call keeps its own id."""
+    by_id = [call for call in unanswered if response.get("id") and call["id"] == str(response["id"])]
+    by_name = [call for call in unanswered if call["function"]["name"] == response["name"]]
+    for call in by_id or by_name:
+        unanswered.remove(call)
+        return str(call["id"])
+    return str(response.get("id") or response["name"])
 
 
 def openai_view(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,8 +41,10 @@ from trial_helpers import (
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
 OWNED: dict[HostName, str] = {"claude-code": ".claude", "opencode": ".opencode"}
+OWNED["gemini-cli"] = ".gemini"
 # Where each host keeps its stored login, relative to HOME.
 LOGIN_FILE: dict[HostName, str] = {"claude-code": ".claude/.credentials.json", "opencode": ".local/share/opencode/auth.json"}
+LOGIN_FILE["gemini-cli"] = ".gemini/oauth_creds.json"  # "Login with Google" (host-facts-gemini §14)
 LOGIN_TOKEN = "sk-ant-oat01-FAKE-LOGIN-5e1c"
 CONTAMINATION = "CONTAMINATED-by-an-earlier-trial"
 

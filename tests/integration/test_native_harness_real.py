@@ -87,7 +87,9 @@ AGENT_HOSTS = [h for h in EVERY_HOST if no_place(host_for(h), "agent") is None]
 
 
 @pytest.mark.usefixtures("on_path")
-@pytest.mark.parametrize("host", AGENT_HOSTS)
+# Not on Gemini CLI either: it has no flag that starts a session as a sub-agent, so `task.agent`
+# cannot select one there (docs/hosts.md, Gemini CLI "Build"): the session runs as the main agent.
+@pytest.mark.parametrize("host", [h for h in AGENT_HOSTS if h != "gemini-cli"])
 def test_an_eval_run_of_the_adopted_harness_selects_the_native_agent(
         pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str) -> None:
     """The whole road: adopt, build, verify, overlay, `task.agent` — every turn under the agent's tools."""
@@ -120,6 +122,10 @@ LOOSE_AGENTS = {
     # Claude Code's deny rules hold whatever mode an agent asks for.
     "claude-code": (".claude/agents/loose.md", "---\nname: loose\ndescription: d\npermissionMode: bypassPermissions\n"
                     "tools: Bash, WebFetch\n---\nYou clean up.\n", "WebFetch"),
+    # Gemini CLI has no flag that starts the session as the agent: the session runs as the main agent
+    # with this one offered through invoke_agent, and the policy must hold for it all the same.
+    "gemini-cli": ("harness/loose.md", "---\nname: loose\ndescription: d\npermissionMode: bypassPermissions\n"
+                   "tools: Bash, WebFetch\n---\nYou clean up.\n", "web_fetch"),
 }
 
 

@@ -42,13 +42,27 @@ AGENT_TOOLS = ["read", "write", "skill"]  # the helper's restricted tools, host-
 # resolves differently per release), OpenCode a provider/model reference (only the scripted
 # provider exists in a scripted run).
 AGENT_MODEL = {"claude-code": "claude-haiku-4-5-20251001", "opencode": "atlante-scripted/scripted-agent-model"}
+AGENT_MODEL["gemini-cli"] = "gemini-2.5-flash-lite"  # a Gemini model id (the build drops other hosts' names)
 # What the sub-agent's requests must carry for them (measured, docs/host-facts.md §5 and §8):
 # OpenCode's permissions cannot tell ``write`` from ``edit`` (one ``edit`` key); its other tools
 # (``todowrite``, ``list``, …) the built agent denies, as Claude Code offers only the listed ones.
 SUBAGENT_MODEL = {"claude-code": "claude-haiku-4-5-20251001", "opencode": "scripted-agent-model"}
 SUBAGENT_OFFERED = {"claude-code": {"Read", "Write", "Skill"}, "opencode": {"read", "write", "edit", "skill"}}
+SUBAGENT_MODEL["gemini-cli"] = "gemini-2.5-flash-lite"
+# Gemini CLI adds complete_task to every sub-agent: the tool it ends its run and reports back with.
+SUBAGENT_OFFERED["gemini-cli"] = {"read_file", "write_file", "activate_skill", "complete_task"}
 MAIN_TOOL = {("claude-code", "skill"): "Skill", ("claude-code", "task"): "Agent", ("claude-code", "write"): "Write",
              ("opencode", "skill"): "skill", ("opencode", "task"): "task", ("opencode", "write"): "write"}
+MAIN_TOOL |= {("gemini-cli", "skill"): "activate_skill", ("gemini-cli", "task"): "invoke_agent",
+              ("gemini-cli", "write"): "write_file"}
+#: The pinned release of each host but Claude Code (whose release is the test's parameter).
+PINNED_VERSION = {"opencode": "1.18.33"}
+PINNED_VERSION["gemini-cli"] = "0.61.0"
+
+#: What a host's error for a skill the harness lacks says, where it does not name the skill.
+ABSENT_SKILL_ERROR = {
+    "gemini-cli": "must be equal to one of the allowed values",  # activate_skill's name is an enum of the skills
+}
 
 SUBAGENT_TURNS: list[dict[str, Any]] = [
     {"text": "Reading the house style first.", "actions": [{"type": "skill", "name": "tidy"}]},
@@ -236,7 +250,7 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     log_dir = tmp_path / "requests"
     plugin_args = with_request_log(monkeypatch, log_dir)
     run = run_eval(pytester, delegation_project(tmp_path / "project", host), tmp_path / "out", *plugin_args)
-    assert run.report.host is not None and run.report.host.version == (version if host == "claude-code" else "1.18.33")
+    assert run.report.host is not None and run.report.host.version == (version if host == "claude-code" else PINNED_VERSION[host])
     trial = run.trial("delegates")
     assert trial.verdict == "pass", run.output()  # notes.txt, written by the sub-agent's own turn
     requests = [r for r in logged_requests(log_dir)["delegates-1"] if r["kind"] == "turn"]
@@ -254,7 +268,8 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     for later in main[1:]:
         tidy, *absent = later["skills_loaded"]
         assert tidy["name"] == "tidy" and SKILL_BODY in tidy["text"], tidy
-        assert all(a["name"] == "absent" and "absent" in a["text"] and SKILL_BODY not in a["text"] for a in absent)
+        assert all(a["name"] == "absent" and ABSENT_SKILL_ERROR.get(host, "absent") in a["text"]
+                   and SKILL_BODY not in a["text"] for a in absent), absent
     assert [s["name"] for s in main[-1]["skills_loaded"]] == ["tidy", "absent"]
     assert not any(SKILL_BODY in system_text(r) for r in main)  # only the call brought it in
 
@@ -262,9 +277,9 @@ def test_scripted_skill_and_subagent_run_through_the_real_cli(
     # skill in its own conversation.
     assert sub[0]["skills_loaded"] == []
     assert all([s["name"] for s in r["skills_loaded"]] == ["tidy"] and SKILL_BODY in r["skills_loaded"][0]["text"]
-               for r in sub[1:])
+               for r in sub[1:]), [(r["tool_calls"], r["skills_loaded"]) for r in sub]
     for request in sub:
-        assert SUBAGENT_PROMPT in json.dumps(request["body"]["messages"][:2])
+        assert SUBAGENT_PROMPT in json.dumps(request["body"].get("messages", request["body"].get("contents"))[:2])  # Gemini: contents
         assert AGENT_BODY in system_text(request)
         assert set(request["tools_offered"]) == SUBAGENT_OFFERED[host], request["tools_offered"]
         assert request["model"] == SUBAGENT_MODEL[host]

@@ -98,6 +98,7 @@ PLANTED_LOGINS = {
     "opencode": (".local/share/opencode/auth.json",
                  {"anthropic": {"type": "oauth", "access": NOTES, "refresh": ESCAPED}, "x": {"type": "api", "key": NOTES}}),
     "codex": (".codex/auth.json", {"OPENAI_API_KEY": NOTES, "tokens": {"access_token": NOTES, "refresh_token": ESCAPED}}),
+    "gemini-cli": (".gemini/oauth_creds.json", {"access_token": NOTES, "refresh_token": ESCAPED, "id_token": NOTES}),
 }
 
 
@@ -139,7 +140,7 @@ TOKEN = "kept-login-token-" + "Zq7" * 12
 # Where each host's login is copied to in the trial HOME, and a login holding TOKEN (scripted runs copy
 # none, so the scenario's setup puts one there, as a real run's copy would be).
 LOGIN_AT = {"claude-code": ".claude/.credentials.json", "opencode": ".local/share/opencode/auth.json",
-            "codex": ".codex/auth.json"}
+            "codex": ".codex/auth.json", "gemini-cli": ".gemini/oauth_creds.json"}
 
 
 def keeps_case(host: HostName) -> TrialCase:

@@ -39,12 +39,17 @@ FORGED: dict[str, dict[str, Any]] = {
     # Codex's stream carries no cost (it is priced from the rollout's model): the figure to forge is
     # its one usage event, turn.completed.
     "codex": {"type": "turn.completed", "usage": {"input_tokens": -25, "cached_input_tokens": 0, "output_tokens": 0}},
+    # Gemini CLI's stream has no cost (it is estimated from the tokens): the negative figure is a count.
+    "gemini-cli": {"type": "result", "status": "success",
+                   "stats": {"total_tokens": -25, "input_tokens": -25, "output_tokens": 0, "cached": 0, "input": 0,
+                             "models": {"forged-model": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0}}}},
 }
 #: The note each host's reader leaves for the forged figure.
 IGNORED_NOTE: dict[str, str] = {
     "claude-code": "ignored cost -25",
     "opencode": "ignored cost -25",
     "codex": "ignored token count -25",
+    "gemini-cli": "ignored token count -25",
 }
 
 
@@ -54,7 +59,7 @@ def forging_script(lines: list[dict[str, Any]]) -> str:
     return (
         "p=$$\n"
         "while [ \"$p\" -gt 1 ]; do\n"
-        "  case \"$(cat /proc/$p/comm)\" in claude*|opencode*|.opencode*|codex*)\n"
+        "  case \"$(cat /proc/$p/comm)\" in claude*|opencode*|.opencode*|codex*|node*)\n"
         f"    printf '%s' {shlex.quote(payload)} > /proc/$p/fd/1; echo forged-into-$p; exit 0;;\n"
         "  esac\n"
         "  p=$(awk '{print $4}' /proc/$p/stat)\n"
@@ -110,10 +115,16 @@ def test_a_forged_negative_cost_is_ignored_and_the_report_is_written(
     assert trial.usage is not None and trial.usage.total >= 330  # the three scripted turns at least
 
 
+#: A host that prices the scripted tokens only for a model of its price table asks for one.
+PRICED_MODEL: dict[str, dict[str, str]] = {
+    "gemini-cli": {"model": "gemini-2.5-flash"},  # its stream has no cost: estimated by model (hosts/prices.json)
+}
+
+
 @pytest.mark.parametrize("host", EVERY_HOST)
 def test_a_forged_cost_does_not_open_the_cost_cap(pytester: pytest.Pytester, real_project: Project, host: str) -> None:
     # Before: the forged −25 let a second trial start under --atlante-max-cost 0.0001.
-    real_project.config(config_doc(host=host, isolation="off", budget={"trials": 2}))
+    real_project.config(config_doc(host=host, isolation="off", budget={"trials": 2}, **PRICED_MODEL.get(host, {})))
     real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "forged.txt"}]))
     real_project.script("writes-hello", forging_turns([FORGED[host]]))
     real_project.build()
@@ -161,6 +172,10 @@ FORGED_AUTH: dict[str, dict[str, Any]] = {
                  "error": {"name": "ProviderAuthError", "data": {"message": "forged: not logged in"}}},
     "codex": {"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized: forged, "
                                                           "url: http://127.0.0.1:1/v1/responses"}},
+    "gemini-cli": {"type": "result", "status": "error",
+                   "error": {"type": "unknown", "message": '[API Error: {"error":{"message":"forged: not logged in",'
+                                                           '"code":401,"status":"UNAUTHENTICATED"}}]'},
+                   "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "cached": 0, "input": 0}},
 }
 
 
@@ -208,10 +223,13 @@ FORGED_USAGE: dict[str, dict[str, Any]] = {
 }
 
 
-# Only a host whose stream carries the model's own call ids can have a forged call told from its
-# own (docs/design.md §10): Codex and Gemini CLI number their tool calls themselves
-# (``Host.stream_call_ids`` False), so their transcripts are not marked unverified.
-@pytest.mark.parametrize("host", [h for h in EVERY_HOST if host_for(h).stream_call_ids])
+#: Only a host whose stream carries the model's own call ids can have a forged call told apart:
+#: Codex and Gemini CLI number their stream's tool calls themselves (``Host.stream_call_ids`` is
+#: False), so their transcripts are not marked unverified (docs/design.md §10).
+CALL_IDS_HOSTS = [host for host in EVERY_HOST if host_for(host).stream_call_ids]
+
+
+@pytest.mark.parametrize("host", CALL_IDS_HOSTS)
 def test_a_forged_skill_call_is_marked_unverified_and_fails_skill_used(
         pytester: pytest.Pytester, real_project: Project, host: str) -> None:
     # Before: the forged call and result were the host's own in the transcript, and skill-used passed.

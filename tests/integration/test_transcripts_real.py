@@ -37,9 +37,9 @@ STEPS: list[dict[str, Any]] = [
 STEP_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "codex": {"edit": ("path",)},
 }
-#: The hosts whose transcript holds the call the timeout killed: Claude Code streams it as it starts,
-#: Codex's rollout (which the transcript is built from) has it before its output.
-SHOWS_THE_KILLED_CALL = {"claude-code", "codex"}
+#: The hosts whose transcript holds the call the timeout killed: Claude Code and Gemini CLI stream it
+#: as it starts; Codex's rollout (which the transcript is built from) has it before its output.
+SHOWS_THE_KILLED_CALL = {"claude-code", "codex", "gemini-cli"}
 
 
 def steps_script() -> list[dict[str, Any]]:

@@ -353,6 +353,8 @@ def system_text(request: dict[str, Any]) -> str:
     body = request.get("body") or {}
     if "system" in body:
         return _text_of(body["system"])
+    if isinstance(body.get("systemInstruction"), dict):  # Gemini CLI: generateContent's systemInstruction
+        return _text_of(body["systemInstruction"].get("parts"))
     messages = body.get("messages")
     return "\n".join(_text_of(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "system") \
         if isinstance(messages, list) else ""

@@ -10,7 +10,7 @@ from typing import Any
 from pytest_atlante.records import Usage
 from pytest_atlante.suite.script import Script
 from pytest_atlante.trial.dialect_gemini import gemini_route, gemini_stream, openai_view
-from pytest_atlante.trial.dialects import Reply, ReplyUsage, ToolCall, parse_sse
+from pytest_atlante.trial.dialects import Reply, ReplyUsage, ToolCall, loaded_skills, parse_sse
 from pytest_atlante.trial.meter import ResponseMeter
 from pytest_atlante.trial.proxy import _is_model_request
 from pytest_atlante.trial.scripted import ScriptedModelServer
@@ -55,6 +55,19 @@ def test_the_openai_view_counts_model_contents_as_assistant_turns_with_their_cal
     assert view["messages"][0]["content"].endswith("Do the task.")
     assert view["messages"][1]["tool_calls"][0]["id"] == "c1" and view["messages"][2]["tool_call_id"] == "c1"
     assert [t["function"]["name"] for t in view["tools"]] == ["write_file", "replace", "run_shell_command", "activate_skill"]
+
+
+def test_a_sub_agents_response_with_an_id_of_its_own_answers_its_call_by_name() -> None:
+    # A sub-agent's history (0.61.0): its calls carry no id, its responses one the CLI made up.
+    call = model_turn("activate_skill", {"name": "tidy"}, "")
+    body = {"contents": [PROMPT, call, response("activate_skill", "<activated_skill>BODY</activated_skill>", "7d6c#0-0")],
+            "tools": TOOLS}
+    assistant, answer = openai_view(body)["messages"][1:]
+    assert answer["tool_call_id"] == assistant["tool_calls"][0]["id"]
+    assert loaded_skills(openai_view(body), "openai")[0].text == "<activated_skill>BODY</activated_skill>"
+    # A response to no call of the last model content keeps its own id (nothing is paired twice).
+    body["contents"].append(response("activate_skill", "again", "other"))
+    assert openai_view(body)["messages"][-1]["tool_call_id"] == "other"
 
 
 def test_the_reply_streams_text_then_calls_with_the_finish_reason_and_gemini_usage() -> None:
