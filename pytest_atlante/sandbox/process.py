@@ -38,6 +38,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections import deque
@@ -137,6 +138,24 @@ class _TailBuffer:
     def text(self) -> str:
         joined = "".join(self._chunks)
         return joined[max(len(joined) - self._limit, 0) :]
+
+
+def _children_take_interrupts() -> None:
+    """Let the commands this process starts be interrupted.
+
+    A signal ignored here stays ignored in every child across ``exec``, and a shell without job
+    control starts a background job (``cmd &`` in a CI script, a nohup'd run) with SIGINT and
+    SIGQUIT ignored.  Then the SIGINT that stops a host at ``maxTokens``, a timeout or Ctrl-C never
+    arrives, and each stop waits out the grace period while the host goes on (measured: twice the
+    tokens past the crossing event).  A handled signal is reset to its default in the child, so the
+    ignored ones get handlers here.  Only the main thread may set them; pytest runs trials there.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def _describe_start_error(exc: OSError, program: str, cwd: Path) -> str:
@@ -394,6 +413,7 @@ def run(
         if missing is not None:
             return _not_started(missing, started)
     ensure_child_subreaper()
+    _children_take_interrupts()
     token = uuid.uuid4().hex
     known_children = current_children()
     try:

@@ -553,3 +553,18 @@ def test_live_processes_with_token_finds_exactly_the_carriers(tmp_path: Path) ->
             proc.kill()
             proc.wait()
     assert live_processes_with_token(token) == []
+
+
+def test_a_command_takes_sigint_even_when_the_runner_was_started_ignoring_it(tmp_path: Path) -> None:
+    # A background job of a shell without job control (`cmd &` in a CI script) starts with SIGINT and
+    # SIGQUIT ignored, and an ignored signal stays ignored across exec: a host would never see the
+    # SIGINT that stops it at maxTokens, a timeout or Ctrl-C.
+    mask = "print(next(l for l in open('/proc/self/status') if l.startswith('SigIgn')).split()[1])"
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    try:
+        result = _run([sys.executable, "-c", mask], tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, saved[0])
+        signal.signal(signal.SIGQUIT, saved[1])
+    ignored = int(result.stdout.strip(), 16)
+    assert not ignored & (1 << (signal.SIGINT - 1)) and not ignored & (1 << (signal.SIGQUIT - 1)), result.stdout
