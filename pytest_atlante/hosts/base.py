@@ -84,10 +84,12 @@ class NativeSource:
 @dataclass(frozen=True)
 class ProviderEndpoint:
     """How a real-provider session reaches its model, so the metering proxy can stand in between
-    (docs/design.md §10): the environment variable holding the provider's base URL, and the URL it
-    points at without the proxy (the user's own setting, or the provider's default)."""
+    (docs/design.md §10): the environment variable holding the provider's base URL (None for a host
+    that reads it only from its own config file: ``prepare`` is handed the proxy's address as
+    ``proxy_url`` and writes it there), and the URL it points at without the proxy (the user's own
+    setting, or the provider's default)."""
 
-    variable: str
+    variable: str | None
     upstream: str
 
 
@@ -311,7 +313,12 @@ class Host(Protocol):
         parent_env: Mapping[str, str],
         model: str | None,
         scripted: ScriptedEndpoint | None,
-    ) -> None: ...
+        proxy_url: str | None = None,
+    ) -> None:
+        """Write the trial HOME's host configuration.  ``proxy_url``: the metering proxy's base URL
+        of a real-provider session whose ``provider_endpoint`` names no variable (the host takes
+        its endpoint from a config file only); None otherwise."""
+        ...
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]: ...
 

@@ -327,6 +327,7 @@ class ClaudeCodeHost:
         parent_env: Mapping[str, str],
         model: str | None,
         scripted: ScriptedEndpoint | None,
+        proxy_url: str | None = None,  # unused: this host reads its base URL from its environment
     ) -> None:
         """Write the fresh settings, the trust entry and (real runs) the copied login."""
         settings = sandbox_root / ".claude" / "settings.json"

@@ -25,6 +25,7 @@ import json
 import signal
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import UnreadableFile, read_capped
@@ -46,6 +47,7 @@ from pytest_atlante.hosts.base import (
     unsupported_version,
 )
 from pytest_atlante.hosts.codex_config import (
+    OPENAI_API_URL,
     codex_rules,
     render_config,
     user_base_url,
@@ -105,15 +107,22 @@ def user_codex_home(parent_env: Mapping[str, str], user_home: Path) -> Path:
     return Path(configured) if configured else user_home / ".codex"
 
 
-def _usable_auth(path: Path) -> bool:
+def _login(path: Path) -> dict[str, Any]:
     try:
         document = json.loads(read_capped(path, CREDENTIALS_LIMIT))
     except (UnreadableFile, ValueError):
-        return False
-    if not isinstance(document, dict):
-        return False
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _usable_auth(path: Path) -> bool:
+    document = _login(path)
     tokens = document.get("tokens")
     return bool(document.get("OPENAI_API_KEY")) or (isinstance(tokens, dict) and bool(tokens))
+
+
+def _api_key_login(path: Path) -> bool:
+    return bool(_login(path).get("OPENAI_API_KEY"))
 
 
 def parse_codex_version(text: str) -> str:
@@ -179,12 +188,13 @@ class CodexHost:
                            "(without them Codex retries its provider for ever)", _LOGIN_HINT)]
 
     def prepare(self, info: HostInfo, *, sandbox_root: Path, home: Path, user_home: Path,
-                parent_env: Mapping[str, str], model: str | None, scripted: ScriptedEndpoint | None) -> None:
+                parent_env: Mapping[str, str], model: str | None, scripted: ScriptedEndpoint | None,
+                proxy_url: str | None = None) -> None:
         """A fresh CODEX_HOME: config, the policy's rules and (real runs) the copied login."""
         target = codex_home(home)
         (target / "rules").mkdir(parents=True, exist_ok=True)
         base_url = None if scripted is not None else user_base_url(parent_env, user_home)
-        config = render_config(model=model, scripted=scripted, openai_base_url=base_url)
+        config = render_config(model=model, scripted=scripted, openai_base_url=base_url, proxy_url=proxy_url)
         (target / "config.toml").write_text(config, encoding="utf-8")
         (target / "rules" / "atlante.rules").write_text(codex_rules(), encoding="utf-8")
         if scripted is None:
@@ -205,9 +215,15 @@ class CodexHost:
         return [*argv[:separator], "--sandbox", "danger-full-access", *argv[separator:]]
 
     def provider_endpoint(self, parent_env: Mapping[str, str], model: str | None) -> ProviderEndpoint | None:
-        # Codex ignores OPENAI_BASE_URL and takes its base URL from config.toml, which is written
-        # before the proxy exists: a real-provider session is metered from its stream.
-        return None
+        """An API-key session (CODEX_API_KEY, or an API-key login) goes through the proxy: Codex reads
+        its base URL only from config.toml, so no variable is named and ``prepare`` writes the proxy's
+        address there.  A ChatGPT login reaches a different service, whose route through a custom
+        provider was not measured: it is metered from the stream."""
+        user_home = Path(parent_env.get("HOME") or Path.home())
+        if not any(parent_env.get(name) for name in CREDENTIAL_ENV) and \
+                not _api_key_login(user_codex_home(parent_env, user_home) / "auth.json"):
+            return None
+        return ProviderEndpoint(None, user_base_url(parent_env, user_home) or OPENAI_API_URL)
 
     def environment(self, info: HostInfo, *, base_env: Mapping[str, str], parent_env: Mapping[str, str],
                     home: Path, scripted: ScriptedEndpoint | None) -> dict[str, str]:

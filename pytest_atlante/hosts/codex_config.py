@@ -25,6 +25,9 @@ from pytest_atlante.hosts.policy import POLICY, ContainmentPolicy
 #: (an unknown name gets fallback metadata and no patch tool, host facts Codex §3).
 SCRIPTED_CATALOG_MODEL = "gpt-5.5"
 SCRIPTED_PROVIDER_ID = "atlante-scripted"
+PROXY_PROVIDER_ID = "atlante-metered"
+#: Where the built-in provider sends an API-key session (its default ``openai_base_url``).
+OPENAI_API_URL = "https://api.openai.com/v1"
 _CONFIG_LIMIT = 1024 * 1024
 
 
@@ -54,7 +57,12 @@ def _toml(config: Mapping[str, Any]) -> str:
 
 
 def config_document(*, model: str | None, scripted: ScriptedEndpoint | None,
-                    openai_base_url: str | None) -> dict[str, Any]:
+                    openai_base_url: str | None, proxy_url: str | None = None) -> dict[str, Any]:
+    """The trial's ``config.toml``.  A scripted session's provider is the scripted model (behind the
+    proxy); a metered real-provider session (``proxy_url``) gets a provider of its own pointing at
+    the metering proxy, which forwards to the user's endpoint (``openai_base_url``'s place is taken
+    by the proxy's upstream, ``provider_endpoint``); otherwise the built-in provider, at the user's
+    ``openai_base_url`` when they set one."""
     config: dict[str, Any] = {
         "approval_policy": "never",
         "sandbox_mode": "workspace-write",
@@ -65,7 +73,9 @@ def config_document(*, model: str | None, scripted: ScriptedEndpoint | None,
         config |= {"model": SCRIPTED_CATALOG_MODEL, "model_provider": SCRIPTED_PROVIDER_ID}
     elif model:
         config["model"] = model
-    if scripted is None and openai_base_url:
+    if scripted is None and proxy_url is not None:
+        config["model_provider"] = PROXY_PROVIDER_ID
+    elif scripted is None and openai_base_url:
         config["openai_base_url"] = openai_base_url
     config |= {
         "analytics": {"enabled": False},
@@ -77,11 +87,19 @@ def config_document(*, model: str | None, scripted: ScriptedEndpoint | None,
         config["model_providers"] = {SCRIPTED_PROVIDER_ID: {
             "name": "Atlante scripted model", "base_url": scripted.openai_base_url, "wire_api": "responses",
             "request_max_retries": 0, "stream_max_retries": 0}}
+    elif proxy_url is not None:
+        # requires_openai_auth: the session's own credential (CODEX_API_KEY, or the copied API-key
+        # login) is sent as the built-in provider would send it (measured on 0.171.0); a custom
+        # provider never tries the built-in one's WebSocket first (host facts Codex §3).
+        config["model_providers"] = {PROXY_PROVIDER_ID: {
+            "name": "OpenAI through the atlante metering proxy", "base_url": proxy_url, "wire_api": "responses",
+            "requires_openai_auth": True, "supports_websockets": False}}
     return config
 
 
-def render_config(*, model: str | None, scripted: ScriptedEndpoint | None, openai_base_url: str | None) -> str:
-    return _toml(config_document(model=model, scripted=scripted, openai_base_url=openai_base_url))
+def render_config(*, model: str | None, scripted: ScriptedEndpoint | None, openai_base_url: str | None,
+                  proxy_url: str | None = None) -> str:
+    return _toml(config_document(model=model, scripted=scripted, openai_base_url=openai_base_url, proxy_url=proxy_url))
 
 
 def rule_patterns(policy: ContainmentPolicy = POLICY) -> list[list[str]]:

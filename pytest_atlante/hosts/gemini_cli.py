@@ -195,6 +195,7 @@ class GeminiCliHost(GeminiParts):
         parent_env: Mapping[str, str],
         model: str | None,
         scripted: ScriptedEndpoint | None,
+        proxy_url: str | None = None,  # unused: this host reads its base URL from its environment
     ) -> None:
         """Write the fresh settings, the policy, the agents' acknowledgments and (real runs) the login."""
         config = home / ".gemini"

@@ -406,6 +406,7 @@ class OpenCodeHost:
         parent_env: Mapping[str, str],
         model: str | None,
         scripted: ScriptedEndpoint | None,
+        proxy_url: str | None = None,  # unused: this host reads its base URL from its environment
     ) -> None:
         """Write the fresh config (overwriting a fixture file there) and copy the stored login."""
         config_path = sandbox_root / PROJECT_CONFIG

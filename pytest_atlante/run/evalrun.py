@@ -124,8 +124,8 @@ def model_only_problem(host: HostName, parent_env: dict[str, str], model: str | 
     return Diagnostic(
         "", "", "eval-network-unavailable",
         f"eval.network \"model-only\" leaves a trial only the metering proxy, and {host}'s provider mode here "
-        "cannot go through it (a cloud mode, or an OpenCode provider other than anthropic and openai, or no "
-        "eval.model for OpenCode to name its provider)",
+        "cannot go through it (a cloud mode, an OpenCode provider other than anthropic and openai, no "
+        "eval.model for OpenCode to name its provider, or a Codex ChatGPT login)",
         "set eval.network (--atlante-network) to \"shared\", use a provider mode docs/hosts.md lists as "
         "metered by the proxy, or run with --atlante-scripted",
     )

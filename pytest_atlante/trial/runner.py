@@ -410,7 +410,7 @@ class TrialRunner:
         endpoint = route.endpoint
         parent_env = dict(os.environ)
         self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
-                          parent_env=parent_env, model=self.model, scripted=endpoint)
+                          parent_env=parent_env, model=self.model, scripted=endpoint, proxy_url=route.proxy_url)
         if entry.scenario.task.setup:
             progress("setup")
             setup(entry, sb, parent_env)

@@ -112,6 +112,14 @@ class ModelRoute:
     endpoint: ScriptedEndpoint | None
     metered: Metered | None
 
+    @property
+    def proxy_url(self) -> str | None:
+        """The proxy's address for a real-provider host that names no variable for it (Codex's
+        config file): ``prepare`` writes it there."""
+        if self.endpoint is not None or self.metered is None or self.metered.variable is not None:
+            return None
+        return self.metered.proxy.base_url
+
 
 @dataclass(frozen=True)
 class SessionInputs:

@@ -150,7 +150,7 @@ def test_codex_api_key_and_openai_base_url_reach_the_user_s_endpoint(
     assert [r.turn_index for r in turns] == [0, 1] and {r.path for r in turns} == {"/v1/responses"}
     assert "sk-codex-gateway-77d1" not in (run.report_text or "")
     trial = run.trial(GATEWAY_CASE.name)
-    assert trial.meteredBy == "stream" and trial.modelIdentity == "gpt-5.5"
+    assert trial.meteredBy == "proxy" and trial.modelIdentity == "gpt-5.5"
 
 
 @pytest.mark.usefixtures("on_path")

@@ -40,7 +40,16 @@ class TlsProvider:
                                                   sandbox_root=project.root)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), scripted._handler_for(self.model))
+        self.authorizations: list[str | None] = []  # each POST's Authorization header, in order
+        base = scripted._handler_for(self.model)
+        seen = self.authorizations
+
+        class Recording(base):  # type: ignore[misc,valid-type]
+            def do_POST(self) -> None:
+                seen.append(self.headers.get("Authorization"))
+                super().do_POST()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recording)
         self.httpd.daemon_threads = True
         self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -129,3 +138,33 @@ def test_an_opencode_session_of_a_real_provider_goes_through_the_proxy_and_model
     assert trial.usage is not None and trial.usage.total == 400 + 30 + 7 + 500 + 5  # the provider's figures
     turns = [r for r in server.model.requests if r.kind == "turn"]
     assert len(turns) == 2 and all(r.path.endswith("/v1/messages") for r in turns)
+
+
+def test_a_codex_api_key_session_goes_through_the_proxy_to_the_user_s_endpoint(
+        pytester: pytest.Pytester, atlante_project: Project, provider: tuple[TlsProvider, dict[str, Path]],
+        hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Codex reads its base URL only from config.toml: the trial's config gets a provider of its own at
+    # the proxy, which forwards to the user's openai_base_url over verified TLS, with the login's key.
+    server, certs = provider
+    user_codex = tmp_path / "user-home" / ".codex"
+    user_codex.mkdir(parents=True)
+    (user_codex / "config.toml").write_text(f'openai_base_url = "{server.url}/v1"\n')
+    (user_codex / "auth.json").write_text('{"auth_mode": "apikey", "OPENAI_API_KEY": "sk-atlante-codex-5c1e"}')
+    (user_codex / "auth.json").chmod(0o600)
+    for name in ("CODEX_HOME", "CODEX_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(user_codex.parent))
+    monkeypatch.setenv("PATH", hosts_path())
+    monkeypatch.setenv("SSL_CERT_FILE", str(certs["ca"]))
+    atlante_project.config(config_doc(host="codex", model="gpt-5.5", isolation="namespace", network="model-only",
+                                      budget={"trials": 1, "timeoutMs": 120000}))
+    atlante_project.scenario(scenario_doc(checks=[{"type": "file-contains", "path": "hello.txt", "pattern": "hello"}]))
+    atlante_project.build()
+    status, report, text = run(pytester, atlante_project)
+    [trial] = report.scenarios[0].trials
+    assert (trial.verdict, status, trial.meteredBy) == ("pass", 0, "proxy"), text
+    assert trial.usage is not None and trial.usage.total == 400 + 30 + 7 + 500 + 5  # the provider's figures
+    turns = [r for r in server.model.requests if r.kind == "turn"]
+    assert len(turns) == 2 and {r.path for r in turns} == {"/v1/responses"}
+    assert set(server.authorizations) == {"Bearer sk-atlante-codex-5c1e"}
+    assert "sk-atlante-codex-5c1e" not in (pytester.path / "out" / "report.json").read_text()

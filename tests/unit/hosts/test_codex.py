@@ -10,7 +10,7 @@ import pytest
 
 from conftest import Project, config_doc
 from pytest_atlante.hosts import ScriptedEndpoint, host_for
-from pytest_atlante.hosts.base import HOST_UNAUTHENTICATED, HostInfo, IsolationAware, parse_version
+from pytest_atlante.hosts.base import HOST_UNAUTHENTICATED, HostInfo, IsolationAware, ProviderEndpoint, parse_version
 from pytest_atlante.hosts.codex import CodexHost, codex_home
 from pytest_atlante.hosts.codex_config import SCRIPTED_CATALOG_MODEL, codex_rules, rule_patterns, user_base_url
 from pytest_atlante.hosts.codex_rollout import (
@@ -105,6 +105,30 @@ def test_a_real_run_copies_the_login_and_honours_the_user_s_base_url(tmp_path: P
     assert "model_providers" not in config
     assert (codex_home(home) / "auth.json").read_text(encoding="utf-8") == '{"OPENAI_API_KEY": "sk-x"}'
     assert (codex_home(home) / "auth.json").stat().st_mode & 0o077 == 0
+
+
+def test_a_metered_real_run_gets_a_provider_of_its_own_at_the_proxy(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    HOST.prepare(INFO, sandbox_root=tmp_path / "sb", home=home, user_home=tmp_path / "user", parent_env={},
+                 model="gpt-5.5", scripted=None, proxy_url="http://127.0.0.1:4100")
+    config = tomllib.loads((codex_home(home) / "config.toml").read_text(encoding="utf-8"))
+    assert "openai_base_url" not in config and config["model"] == "gpt-5.5"
+    assert config["model_providers"] == {config["model_provider"]: {
+        "name": "OpenAI through the atlante metering proxy", "base_url": "http://127.0.0.1:4100",
+        "wire_api": "responses", "requires_openai_auth": True, "supports_websockets": False}}
+
+
+def test_api_key_sessions_are_metered_by_the_proxy_and_a_chatgpt_login_by_the_stream(tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    (user / ".codex").mkdir(parents=True)
+    env = {"HOME": str(user)}
+    assert HOST.provider_endpoint(env, None) is None  # no credential at all
+    assert HOST.provider_endpoint(env | {"CODEX_API_KEY": "sk-x"}, None) == ProviderEndpoint(None, "https://api.openai.com/v1")
+    (user / ".codex" / "auth.json").write_text('{"auth_mode": "chatgpt", "tokens": {"access_token": "t"}}')
+    assert HOST.provider_endpoint(env, None) is None
+    (user / ".codex" / "auth.json").write_text('{"auth_mode": "apikey", "OPENAI_API_KEY": "sk-x"}')
+    (user / ".codex" / "config.toml").write_text('openai_base_url = "https://gateway.example/v1"\n')
+    assert HOST.provider_endpoint(env, None) == ProviderEndpoint(None, "https://gateway.example/v1")
 
 
 def test_openai_base_url_is_the_upstream_when_the_codex_config_names_none(tmp_path: Path) -> None:

@@ -99,7 +99,8 @@ class EchoHost:
         return RenderedFields({"description": command.description})
 
     def prepare(self, info: HostInfo, *, sandbox_root: Path, home: Path, user_home: Path,
-                parent_env: Mapping[str, str], model: str | None, scripted: ScriptedEndpoint | None) -> None:
+                parent_env: Mapping[str, str], model: str | None, scripted: ScriptedEndpoint | None,
+                proxy_url: str | None = None) -> None:
         (sandbox_root / self.owned_dir).mkdir(exist_ok=True)
         (sandbox_root / self.owned_dir / "config.json").write_text("{}")
 
