@@ -68,10 +68,9 @@ def test_max_tokens_stops_the_session_before_the_next_turn(pytester: pytest.Pyte
     # last one served, on both hosts.
     assert trial.meteredBy == "proxy"
     assert trial.scriptedTurns == 3  # turn 4 was never requested
+    # The crossing response is served whole, so its own bash may run before the stop lands (a race
+    # the host's tool start usually loses on Claude Code, seen won once in CI); no later turn's can.
     assert "step-2" in diff and "step-4" not in diff
-    if host == "claude-code":
-        # Claude streams a turn's usage before running its tools: the crossing turn's bash never ran
-        assert "step-3" not in diff
     assert trial.usage is not None and trial.usage.total > 3000
     assert trial.budgetUnmonitored is False
 
