@@ -9,6 +9,7 @@ import socketserver
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Self
 
 
 class ThreadingUnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -81,3 +82,27 @@ class LoopbackServer:
         if not isinstance(self._httpd, ThreadingHTTPServer):
             raise RuntimeError(f"{self._name} not started on a port")
         return int(self._httpd.server_address[1])
+
+
+class LoopbackService:
+    """A service on a ``LoopbackServer`` (the scripted model, the metering proxy): a context manager
+    around its ``start`` and ``stop``, and its server's port."""
+
+    _server: LoopbackServer
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._server.port

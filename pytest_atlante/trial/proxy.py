@@ -31,7 +31,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 from pytest_atlante.hosts.streams import sum_usage
 from pytest_atlante.records import Usage
 from pytest_atlante.trial.dialect_gemini import gemini_route
-from pytest_atlante.trial.loopback import LoopbackServer
+from pytest_atlante.trial.loopback import LoopbackServer, LoopbackService
 from pytest_atlante.trial.meter import ResponseMeter
 from pytest_atlante.trial.served import Served, ServedCall
 
@@ -145,7 +145,7 @@ class Metering:
         return self.answered > 0 and self.failed == 0
 
 
-class MeteringProxy:
+class MeteringProxy(LoopbackService):
     """One trial's proxy on ``127.0.0.1:<ephemeral port>``; ``base_url`` is what the host is given."""
 
     def __init__(self, upstream: Upstream, max_tokens: int, *, unix_socket: Path | None = None) -> None:
@@ -186,17 +186,6 @@ class MeteringProxy:
         for fd in (self._abort_read, self._abort_write):
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-    def __enter__(self) -> MeteringProxy:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        return self._server.port
 
     @property
     def base_url(self) -> str:

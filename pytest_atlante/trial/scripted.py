@@ -70,7 +70,7 @@ from pytest_atlante.trial.dialects import (
     openai_stream,
     tool_arguments,
 )
-from pytest_atlante.trial.loopback import LoopbackServer
+from pytest_atlante.trial.loopback import LoopbackServer, LoopbackService
 
 #: The model id the server lists and answers as when a request names none.
 MODEL_ID = SCRIPTED_MODEL_ID
@@ -135,7 +135,7 @@ class _Answer:
 # --------------------------------------------------------------------------- server
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(LoopbackService):
     """Serve one script on ``127.0.0.1:<ephemeral port>`` in both dialects until stopped."""
 
     def __init__(self, script: Script, *, sandbox_root: Path) -> None:
@@ -155,18 +155,7 @@ class ScriptedModelServer:
     def stop(self) -> None:
         self._server.stop()
 
-    def __enter__(self) -> ScriptedModelServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # -- addresses
-
-    @property
-    def port(self) -> int:
-        return self._server.port
 
     @property
     def anthropic_base_url(self) -> str:
