@@ -105,6 +105,9 @@ def pytest_configure(config: pytest.Config) -> None:
                                 "(or use `atlante selftest` / `atlante eval`)")
     if config.getoption("atlante_eval"):
         # An eval run is the eval suite: its items, report and exit status are the trials'.
+        from pytest_atlante.run.gcpause import CollectionGcPause
+
+        config.pluginmanager.register(CollectionGcPause(), "atlante-gc-pause")
         from pytest_atlante.run.roles import register
 
         register(config)

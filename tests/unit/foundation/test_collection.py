@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -152,3 +153,63 @@ def test_trials_get_the_fixtures_of_their_own_directory(pytester: pytest.Pyteste
         **{f"eval/scenarios/a/{name}.eval.json::{name}[trial-{n}]": True for name in ("first", "second") for n in (1, 2)},
         **{f"eval/scenarios/b/third.eval.json::third[trial-{n}]": False for n in (1, 2)},
     }
+
+
+
+def test_the_collector_is_off_until_collection_ends_then_runs_with_the_run_frozen() -> None:
+    import gc
+
+    from pytest_atlante.run.gcpause import CollectionGcPause
+
+    before = gc.get_freeze_count()
+    pause = CollectionGcPause()
+    try:
+        assert not gc.isenabled()
+        kept = [[n] for n in range(1000)]  # the suite's documents and items, alive for the run
+        pause.pytest_collection_finish(None)  # type: ignore[arg-type]
+        assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
+        pause.pytest_runtestloop(None)  # type: ignore[arg-type]  # a second resume changes nothing
+        pause.pytest_unconfigure(None)  # type: ignore[arg-type]
+        assert gc.isenabled() and gc.get_freeze_count() == before
+    finally:
+        gc.enable()
+        gc.unfreeze() if gc.get_freeze_count() > before else None
+
+
+def test_a_collector_the_user_switched_off_stays_off_and_nothing_is_frozen() -> None:
+    import gc
+
+    from pytest_atlante.run.gcpause import CollectionGcPause
+
+    before = gc.get_freeze_count()
+    gc.disable()
+    try:
+        pause = CollectionGcPause()
+        pause.pytest_collection_finish(None)  # type: ignore[arg-type]
+        assert not gc.isenabled() and gc.get_freeze_count() == before
+        pause.pytest_unconfigure(None)  # type: ignore[arg-type]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_an_in_process_run_leaves_its_caller_s_collector_as_it_was(pytester: pytest.Pytester,
+                                                                    atlante_project: Project) -> None:
+    import gc
+
+    class Probe:
+        seen: ClassVar[list[bool]] = []
+
+        def pytest_collection_modifyitems(self) -> None:
+            self.seen.append(gc.isenabled())
+
+        def pytest_runtestloop(self) -> None:
+            self.seen.append(gc.isenabled())
+
+    before = gc.get_freeze_count()
+    result = pytester.runpytest_inprocess("--atlante-eval", "--atlante-project", str(atlante_project.root),
+                                          "--collect-only", "-q", "-p", "no:cacheprovider",
+                                          "--rootdir", str(atlante_project.root), plugins=[Probe()])
+    assert result.ret == 0, result.stdout.str()
+    assert Probe.seen == [False, True]  # off while collecting, on again for the test loop
+    assert gc.isenabled() and gc.get_freeze_count() == before
