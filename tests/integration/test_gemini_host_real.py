@@ -20,10 +20,8 @@ import pytest
 
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
-from pytest_atlante.sandbox.process import Bounds, allowlisted_environment, run
-from pytest_atlante.suite.script import Script
-from pytest_atlante.trial.scripted import ScriptedModelServer
-from test_hosts_real import Session, parent_env, run_session
+from pytest_atlante.sandbox.process import Bounds, run
+from test_hosts_real import Session, parent_env, prepared_session, run_session
 from trial_helpers import new_marker, processes_with
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(300)]
@@ -95,19 +93,10 @@ def test_without_skip_trust_the_untrusted_sandbox_is_fatal_rc_55(tmp_path: Path,
     path, info = gemini
     argv = HOST.command(info, prompt="Do the task.", agent=None, model=None)
     assert "--skip-trust" in argv
-    sandbox, home = tmp_path / "sandbox", tmp_path / "home"
-    for directory in (sandbox, home):
-        directory.mkdir()
-    parent = parent_env(path)
-    script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": WRITE})
-    with ScriptedModelServer(script, sandbox_root=sandbox) as server:
-        HOST.prepare(info, sandbox_root=sandbox, home=home, user_home=tmp_path, parent_env=parent, model=None,
-                     scripted=server.endpoint)
-        env = HOST.environment(info, base_env=allowlisted_environment(parent, home=home), parent_env=parent,
-                               home=home, scripted=server.endpoint)
-        result = run([a for a in argv if a != "--skip-trust"], cwd=sandbox, env=env, timeout_s=120)
+    with prepared_session(HOST, info, tmp_path, WRITE, path) as prepared:
+        result = run([a for a in argv if a != "--skip-trust"], cwd=prepared.sandbox, env=prepared.env, timeout_s=120)
         assert result.returncode == 55 and "trusted directory" in result.stderr
-        assert server.requests == []
+        assert prepared.server.requests == []
 
 
 def test_an_http_500_is_not_retried_for_minutes(tmp_path: Path, gemini: tuple[str, Any]) -> None:
@@ -146,16 +135,8 @@ def test_an_interrupt_exits_0_without_a_result_and_leaves_no_process(tmp_path: P
     path, info = gemini
     marker = new_marker()
     turns = [{"text": "Waiting.", "actions": [{"type": "bash", "command": f"sleep 60 # {marker}"}]}, {"text": "Done."}]
-    sandbox, home = tmp_path / "sandbox", tmp_path / "home"
-    for directory in (sandbox, home):
-        directory.mkdir()
-    parent = parent_env(path)
-    script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": turns})
-    with ScriptedModelServer(script, sandbox_root=sandbox) as server:
-        HOST.prepare(info, sandbox_root=sandbox, home=home, user_home=tmp_path, parent_env=parent, model=None,
-                     scripted=server.endpoint)
-        env = HOST.environment(info, base_env=allowlisted_environment(parent, home=home), parent_env=parent,
-                               home=home, scripted=server.endpoint)
+    with prepared_session(HOST, info, tmp_path, turns, path) as prepared:
+        sandbox, env = prepared.sandbox, prepared.env
         assert env["GEMINI_CLI_NO_RELAUNCH"] == "1"  # else the parent ignores SIGINT and SIGTERM
         monitor = HOST.new_monitor()
         seen: list[str] = []

@@ -7,11 +7,12 @@ what the host offered the model, and what the adapter read back from the stream.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,17 +64,22 @@ def parent_env(path: str) -> dict[str, str]:
     return env
 
 
-def run_session(
-    host: Host,
-    info: HostInfo,
-    tmp_path: Path,
-    turns: list[dict[str, Any]],
-    path: str,
-    *,
-    before: Callable[[Path, Path], None] | None = None,
-    drop_env: tuple[str, ...] = (),
-    agent: str | None = None,
-) -> Session:
+@dataclass
+class Prepared:
+    """A sandbox and HOME the adapter prepared, its session environment and the scripted model."""
+
+    sandbox: Path
+    home: Path
+    env: dict[str, str]
+    server: ScriptedModelServer
+
+
+@contextlib.contextmanager
+def prepared_session(host: Host, info: HostInfo, tmp_path: Path, turns: list[dict[str, Any]], path: str, *,
+                     before: Callable[[Path, Path], None] | None = None, drop_env: tuple[str, ...] = ()
+                     ) -> Iterator[Prepared]:
+    """What a trial gives the host before its session: the adapter's ``prepare`` and ``environment``
+    for a fresh sandbox and HOME, with the scripted model serving ``turns`` meanwhile."""
     sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user-home"
     for directory in (sandbox, home, user_home):
         directory.mkdir(exist_ok=True)
@@ -91,6 +97,22 @@ def run_session(
         )
         for name in drop_env:
             env.pop(name, None)
+        yield Prepared(sandbox, home, env, server)
+
+
+def run_session(
+    host: Host,
+    info: HostInfo,
+    tmp_path: Path,
+    turns: list[dict[str, Any]],
+    path: str,
+    *,
+    before: Callable[[Path, Path], None] | None = None,
+    drop_env: tuple[str, ...] = (),
+    agent: str | None = None,
+) -> Session:
+    with prepared_session(host, info, tmp_path, turns, path, before=before, drop_env=drop_env) as prepared:
+        sandbox, home, env, server = prepared.sandbox, prepared.home, prepared.env, prepared.server
         monitor = host.new_monitor()
         lines: list[str] = []
 
