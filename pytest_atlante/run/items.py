@@ -154,6 +154,7 @@ class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[TrialItem]:
         shared = self._shared_fixtures()
         place = self.parent.nodeid if self.parent is not None else ""
+        atlante, pack = pytest.mark.atlante, pytest.mark.atlante_pack
         for entry in self.entries:
             for trial in self.trials:
                 item = TrialItem.from_parent(self, name=trial_name(entry, trial), entry=entry, trial=trial,
@@ -161,9 +162,9 @@ class ScenarioFile(pytest.File):
                                              fixtureinfo=shared.get(place) if shared is not None else None)
                 if shared is not None:
                     shared.setdefault(place, getattr(item, "_fixtureinfo", None))
-                item.add_marker(pytest.mark.atlante)
+                item.add_marker(atlante)
                 if entry.source != "local":
-                    item.add_marker(pytest.mark.atlante_pack)
+                    item.add_marker(pack)
                 yield item
 
     def _shared_fixtures(self) -> dict[str, Any] | None:

@@ -132,11 +132,16 @@ class TrialRole:
         assert self.suite is not None
         budget = self.suite.eval.budget
         guard = self.config.pluginmanager.has_plugin("timeout")
+        # One mark per distinct guard (marks are immutable): most trials of a suite share a few.
+        guards: dict[float, pytest.MarkDecorator] = {}
         for item, allocated in allocation:
             item.budget = trial_budget(budget, effective_timeout_ms(item.entry.scenario, budget.timeoutMs), allocated)
             if guard and item.get_closest_marker("timeout") is None:
                 seconds = trials_per_item * guard_seconds(item.entry, budget.timeoutMs)
-                item.add_marker(pytest.mark.timeout(seconds, method="thread", func_only=True))
+                mark = guards.get(seconds)
+                if mark is None:
+                    mark = guards[seconds] = pytest.mark.timeout(seconds, method="thread", func_only=True)
+                item.add_marker(mark)
 
     def _keep_shard(self, items: list[pytest.Item], trials: list[TrialItem], shard: ShardSpec) -> None:
         """Deselect the other shards' trials, after the global allocation (so budgets stay global);
