@@ -146,9 +146,10 @@ class MergedShard(ShardRef):
     complete: bool
 
 
-#: How scripted runs label what the host reported (docs/design.md §12): the script's tokens are real
-#: counts, the cost is the host CLI's price for them under the model name it asked for, never a charge.
-SCRIPTED_COST_LABEL = "host-priced, not charged: scripted model"
+#: How scripted runs label their costs (docs/design.md §12): the script's tokens are real counts, the
+#: cost is a price for them under the model name the host asked for — the host CLI's own, or the
+#: shipped price table's estimate for a host that reports none (Codex, Gemini CLI) — never a charge.
+SCRIPTED_COST_LABEL = "priced, not charged: scripted model"
 #: Fewer trials than this make a 95% interval too wide to tell rates apart: said beside it (n shown).
 FEW_TRIALS = 5
 
@@ -159,7 +160,7 @@ def scripted_note(report: EvalReport) -> str | None:
         return None
     asked = f" (the host asked for {report.modelVersion})" if report.modelVersion else ""
     return (f"scripted run: answered offline by {report.scriptedModel or SCRIPTED_MODEL_ID}{asked}; "
-            f"tokens are the script's and cost $ the host's price for them: nothing was charged")
+            f"tokens are the script's and cost $ a price for them: nothing was charged")
 
 
 class EvalReport(Record):

@@ -132,7 +132,7 @@ def test_a_scripted_report_shows_the_scripted_model_and_host_priced_costs(tmp_pa
     page = render(report, tmp_path)
     assert "scripted-model (scripted; the host asked for claude-sonnet-5)" in page
     assert "Priced $ (scripted)" in page and ">Cost $<" not in page
-    assert "host-priced, not charged: scripted model" in page
+    assert "priced, not charged: scripted model" in page
     assert "n=1: few trials" in page
     report.update(scripted=False, scriptedModel=None)
     plain = render(report, tmp_path)
