@@ -272,6 +272,9 @@ class Host(Protocol):
     # the metering proxy can vouch for each call and mark a forged one (trial/served.py).  Codex and
     # Gemini CLI number the calls themselves: their transcripts are not marked (docs/design.md §10).
     stream_call_ids: bool
+    # A session can start as a harness agent (Claude Code's and OpenCode's --agent); Codex and
+    # Gemini CLI have no such flag, so a scenario's task.agent is not selected there (a warning).
+    selects_agent: bool
 
     def probe(self, env: Mapping[str, str]) -> HostInfo: ...
 

@@ -234,6 +234,7 @@ def _gcloud_adc(user_home: Path) -> Path:
 class ClaudeCodeHost:
     name: HostName = "claude-code"
     stream_call_ids = True
+    selects_agent = True
     owned_dir = ".claude"
     interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (host-facts §6)
     credential_env = CREDENTIAL_ENV

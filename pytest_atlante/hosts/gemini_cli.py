@@ -147,6 +147,7 @@ def acknowledged_agents(sandbox_root: Path) -> dict[str, dict[str, str]]:
 class GeminiCliHost(GeminiParts):
     name: HostName = "gemini-cli"
     stream_call_ids = False
+    selects_agent = False  # no flag starts a session as a sub-agent
     owned_dir = ".gemini"
     # With no relaunch, SIGINT reaches the CLI and it exits at once (no result event, rc 0, §17).
     interrupt_signal = int(signal.SIGINT)

@@ -291,6 +291,7 @@ def _contain(fields: dict[str, Any], where: str, *, from_file: bool) -> list[str
 class OpenCodeHost:
     name: HostName = "opencode"
     stream_call_ids = True
+    selects_agent = True
     owned_dir = ".opencode"
     interrupt_signal = int(signal.SIGINT)  # host-facts §10: it dies at once either way; the reaper cleans up
     credential_env: tuple[str, ...] = ()  # eval uses OpenCode's stored authentication only

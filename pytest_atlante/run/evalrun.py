@@ -116,6 +116,19 @@ def prepare_isolation(setting: isolations.IsolationSetting, network: isolations.
     return isolations.decide(setting, probe() if setting != "off" else None, network)
 
 
+def unselected_agent_warnings(suite: ValidSuite) -> list[str]:
+    """A scenario's ``task.agent`` on a host that cannot start a session as a harness agent (Codex,
+    Gemini CLI): the session runs as the host's main agent, which the run says before any trial
+    (the build said it too, but a build is often made once and run on several hosts)."""
+    host = suite.eval.host
+    if host_for(host).selects_agent:
+        return []
+    return [f"atlante: warning: {entry.display}: {entry.scenario.name}: task.agent {entry.scenario.task.agent!r} is not "
+            f"selected on {host}, which cannot start a session as a harness agent; the session runs as its main agent "
+            "(docs/hosts.md)"
+            for entry in suite.scenarios if entry.scenario.task.agent is not None]
+
+
 def model_only_problem(host: HostName, parent_env: dict[str, str], model: str | None) -> Diagnostic | None:
     """A real-provider run with ``model-only`` network whose provider mode cannot go through the
     metering proxy (its only way out, docs/design.md §11): refused before any trial (exit 3)."""

@@ -18,7 +18,7 @@ the few questions whose answer differs (composition, as pytest's ``TerminalRepor
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -157,7 +157,7 @@ class EvalPlan:
             ours.append(pytest.ExitCode.NO_TESTS_COLLECTED)  # a shard whose share is empty still reports
         return exitstatus in ours
 
-    def summary(self, errors: list[Diagnostic], warning: str | None, failures_shown: bool = True) -> list[Line] | None:
+    def summary(self, errors: list[Diagnostic], warnings: Sequence[str], failures_shown: bool = True) -> list[Line] | None:
         """The terminal summary's lines, or ``None`` for no section."""
         if self.report is None and not errors:
             return None
@@ -167,8 +167,7 @@ class EvalPlan:
         if self.report is not None and self.path is not None:
             lines += [(line, {}) for line in summary_lines(self.report, self.path, self.html_path)]
         lines += [(problem.render(), {"red": True}) for problem in errors]
-        if warning is not None:
-            lines.append((warning, {"yellow": True}))
+        lines += [(warning, {"yellow": True}) for warning in warnings]
         return lines
 
 
@@ -259,7 +258,7 @@ class SelftestPlan(EvalPlan):
     def owns(self, exitstatus: int, options: Options) -> bool:
         return exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
 
-    def summary(self, errors: list[Diagnostic], warning: str | None, failures_shown: bool = True) -> list[Line] | None:
+    def summary(self, errors: list[Diagnostic], warnings: Sequence[str], failures_shown: bool = True) -> list[Line] | None:
         """Each diagnostic once: a failing scenario's are in its failure report (the FAILURES section,
         JUnit, report-log), so here only a passing one's, or every one's when pytest shows no
         failure reports (``--tb=no``)."""

@@ -148,7 +148,7 @@ class Controller(TrialRole):
             specs.clear()
 
     def _start(self) -> None:
-        from pytest_atlante.run.evalrun import prepare_run, prepare_run_sources
+        from pytest_atlante.run.evalrun import prepare_run, prepare_run_sources, unselected_agent_warnings
 
         # Only the controller compares against a baseline: workers never import the gate.
         from pytest_atlante.run.gate import load_gate
@@ -197,6 +197,9 @@ class Controller(TrialRole):
         self.state.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
         if not run_error:
             run_error = self._decide_isolation()
+        if not run_error:
+            for warning in unselected_agent_warnings(suite):
+                self.terminal.warn(warning)
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info

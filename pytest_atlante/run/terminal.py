@@ -35,7 +35,7 @@ class EvalTerminalReporter:
         self.config = config
         self.state = state
         self.plan = plan
-        self.isolation_warning: str | None = None   # said at the start, and again in the summary
+        self.warnings: list[str] = []               # said at the start, and again in the summary
         self.stop_line: str | None = None           # a run that ended before any trial: why, once, at the end
 
     # -- before any trial -----------------------------------------------------------------------
@@ -63,9 +63,12 @@ class EvalTerminalReporter:
             "the forecast cannot cover them, the cap still stops the run once its recorded spend reaches it")
 
     def isolation(self, warning: str | None) -> None:
-        self.isolation_warning = warning
         if warning is not None:
-            self.config.get_terminal_writer().line(warning, yellow=True)
+            self.warn(warning)
+
+    def warn(self, warning: str) -> None:
+        self.warnings.append(warning)
+        self.config.get_terminal_writer().line(warning, yellow=True)
 
     def cannot_start(self, errors: Iterable[Diagnostic]) -> None:
         # pytest prints no terminal summary after an exit from sessionstart: say it here.
@@ -138,7 +141,7 @@ class EvalTerminalReporter:
             # Its diagnostics (or forecast) were printed when it stopped: only the reason, once.
             terminalreporter.write_line(self.stop_line)
             return
-        lines = self.plan.summary(self.state.errors, self.isolation_warning,
+        lines = self.plan.summary(self.state.errors, self.warnings,
                                   failures_shown=getattr(self.config.option, "tbstyle", "auto") != "no")
         if lines is None:
             return

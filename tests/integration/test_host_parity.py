@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EVERY_HOST, ONE_HOST, copy_example, made_once
+from pytest_atlante.hosts import host_for
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.build import build
 
@@ -39,6 +40,10 @@ def example_run(directory: Path, host: str, path: str) -> EvalReport:
                              "-p", "no:cacheprovider"], cwd=root, env=env, capture_output=True, text=True, timeout=600,
                             check=False)
     assert result.returncode == 1, result.stdout + result.stderr  # keeps-settings-untouched fails on purpose
+    # adds-farewell names the harness agent greeter-dev: a host that cannot start a session as it
+    # says so before any trial (and again in the summary), the others say nothing.
+    warned = result.stdout.count("adds-farewell: task.agent 'greeter-dev' is not selected on")
+    assert warned == (0 if host_for(host).selects_agent else 2), result.stdout
     report = EvalReport.model_validate_json((out / "report.json").read_text())
     assert report.host is not None and report.host.name == host
     return report

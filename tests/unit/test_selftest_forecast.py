@@ -251,7 +251,7 @@ def test_the_summary_prints_each_selftest_diagnostic_once() -> None:
     assert codes and no_reference.status in selftest.ACCEPTABLE
 
     def printed(shown: bool) -> str:
-        lines = plan.summary([], None, failures_shown=shown)
+        lines = plan.summary([], [], failures_shown=shown)
         assert lines is not None
         return "\n".join(text for text, _ in lines)
 

@@ -67,6 +67,7 @@ class EchoHost:
     refreshed_fields: tuple[tuple[str, ...], ...] = (("echo", "token"),)
     forbidden_fixture_files: Mapping[str, str] = {".echo/config.json": "the echo host would merge it"}
     stream_call_ids = True
+    selects_agent = True
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         return HostInfo(NAME, "1.0.0", NAME, sys.executable)  # type: ignore[arg-type]
