@@ -52,6 +52,11 @@ POLICY = ContainmentPolicy(
     ),
 )
 
+#: Where a denied command's executable lives when it is spelled by its path (``/bin/rm -r d``):
+#: a prefix rule over the command's words misses that spelling, so Claude Code and OpenCode are
+#: given one for each of these directories too (docs/hosts.md "Containment per host").
+COMMAND_DIRS = ("/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin")
+
 # --------------------------------------------------------------------------- Claude Code
 
 _CLAUDE_TOOLS: dict[Capability, tuple[str, ...]] = {
@@ -77,6 +82,7 @@ def claude_settings(policy: ContainmentPolicy = POLICY) -> dict[str, Any]:
     allow = [tool for capability in policy.allowed for tool in _CLAUDE_TOOLS[capability]]
     deny = [_CLAUDE_WEB[tool] for tool in policy.denied_tools]
     deny += [f"Bash({command}:*)" for command in policy.denied_commands]
+    deny += [f"Bash({directory}/{command}:*)" for command in policy.denied_commands for directory in COMMAND_DIRS]
     return {"permissions": {"allow": allow, "deny": deny}}
 
 
@@ -124,8 +130,10 @@ def opencode_permission(dialect: OpenCodeDialect, policy: ContainmentPolicy = PO
     if "bash" in policy.allowed:
         rules: dict[str, str] = {"*": "allow"}
         for command in policy.denied_commands:
-            rules[command] = "deny"
-            rules[f"{command} *"] = "deny"
+            # "*/X": the command spelled by its path (/bin/rm -r d), wherever the executable lives
+            for spelling in (command, f"*/{command}"):
+                rules[spelling] = "deny"
+                rules[f"{spelling} *"] = "deny"
         block[shell] = rules
     for tool in policy.denied_tools:
         block[tool.replace("_", "")] = "deny"  # webfetch, websearch
@@ -145,7 +153,9 @@ def claude_denials(settings: dict[str, Any]) -> tuple[frozenset[str], frozenset[
         if rule in web_by_name:
             tools.add(web_by_name[rule])
         elif rule.startswith("Bash(") and rule.endswith(":*)"):
-            commands.add(rule[len("Bash(") : -len(":*)")])
+            command = rule[len("Bash(") : -len(":*)")]
+            # an absolute-path spelling (/bin/rm -r) denies the same command as its bare form
+            commands.add(command.rsplit("/", 1)[-1] if command.startswith("/") else command)
     return frozenset(tools), frozenset(commands)
 
 
@@ -155,7 +165,7 @@ def opencode_denials(dialect: OpenCodeDialect, config: dict[str, Any]) -> tuple[
     tools = {f"web_{key[3:]}" for key in ("webfetch", "websearch") if block.get(key) == "deny"}
     shell = block.get(opencode_field(dialect, "shell"), {})
     commands = {
-        pattern.removesuffix(" *")
+        pattern.removesuffix(" *").removeprefix("*/")
         for pattern, action in shell.items()
         if action == "deny" and pattern.endswith(" *")
     }

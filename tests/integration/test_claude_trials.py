@@ -132,11 +132,12 @@ def test_agents_cannot_hide_changes_or_read_secrets(pytester: pytest.Pytester, t
 @pytest.mark.usefixtures("on_path")
 def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Path) -> None:
     """What Claude Code's ``Bash(X:*)`` deny rules stop, spelling by spelling (docs/hosts.md
-    "Containment per host"): it splits chains and pipes and sees past a redirection and ``sudo``, but
-    a prefix rule does not match an absolute path (``/bin/rm``) or a command inside ``bash -c '…'``;
-    those two take effect, and under namespace isolation can change only the sandbox."""
+    "Containment per host"): it splits chains and pipes and sees past a redirection and ``sudo``; a
+    prefix rule does not match an absolute path (``/bin/rm``), so the policy adds one per system
+    command directory; a command inside ``bash -c '…'`` takes effect, and under namespace isolation
+    can change only the sandbox."""
     assert stopped_spellings(pytester, tmp_path, HOST) == {
-        "bare": True, "arguments": True, "chain": True, "pipe": True, "absolute": False,
+        "bare": True, "arguments": True, "chain": True, "pipe": True, "absolute": True,
         "redirection": True, "nested-shell": False, "sudo": True, "chmod": True,
     }
 

@@ -165,11 +165,11 @@ def test_agents_cannot_read_secrets(pytester: pytest.Pytester, tmp_path: Path,
 def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Path) -> None:
     """What OpenCode's shell globs stop, spelling by spelling (docs/hosts.md "Containment per
     host"): it matches each command of a chain or pipe, with or without a redirection, against the
-    ``"X"``/``"X *"`` globs, so an absolute path (``/bin/rm``) and a command inside ``bash -c '…'``
-    match no deny glob; those two take effect, and under namespace isolation can change only the
-    sandbox."""
+    ``"X"``/``"X *"`` globs and an absolute path (``/bin/rm``) against ``"*/X"``/``"*/X *"``; a command
+    inside ``bash -c '…'`` matches no deny glob, takes effect, and under namespace isolation can
+    change only the sandbox."""
     assert stopped_spellings(pytester, tmp_path, HOST) == {
-        "bare": True, "arguments": True, "chain": True, "pipe": True, "absolute": False,
+        "bare": True, "arguments": True, "chain": True, "pipe": True, "absolute": True,
         "redirection": True, "nested-shell": False, "sudo": True, "chmod": True,
     }
 
