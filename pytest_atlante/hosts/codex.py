@@ -134,7 +134,7 @@ def parse_codex_version(text: str) -> str:
 class CodexHost:
     name: HostName = "codex"
     stream_call_ids = False  # Codex numbers its stream items itself (item_N): not the model's call ids
-    selects_agent = False  # no --agent: the build warns, and so does a run (run/warnings.py)
+    selects_agent = False  # no --agent: the build warns, and so does a run (evalrun.unselected_agent_warnings)
     owned_dir = ".codex"
     # SIGINT: rc 1 within 0.1 s, its tool process gone (host facts, Codex §8); the launcher forwards it.
     interrupt_signal = int(signal.SIGINT)
