@@ -19,7 +19,9 @@ trial after its setup runs as ``bwrap <mounts> -- argv`` and sees:
   directory (``~/.local/bin/claude``, ``~/.npm-global/bin/claude``, nvm's ``bin/npm``), its target,
   as the npm package holding it (the nearest directory with a ``package.json``) or else the file
   itself; and for a virtualenv's ``bin`` (``pyvenv.cfg`` beside it) or a ``node_modules/.bin``,
-  that virtualenv or ``node_modules`` (what their programs import; they hold no login); and the
+  that virtualenv or ``node_modules`` (what their programs import; they hold no login), with the
+  directories its ``.pth`` files add to ``sys.path`` (an editable install kept elsewhere, a venv
+  layered on another's packages: each by itself, as the interpreter would import from it); and the
   interpreter a script's ``#!`` line names (a virtualenv's Python whose installation is under HOME);
 - its own PID namespace and ``/proc`` (the run's processes and environments are invisible), and
   ``--die-with-parent``: when the runner dies, even by SIGKILL, every process of the trial dies;
@@ -50,6 +52,7 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_atlante.diagnostics import Diagnostic
+from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.records import Record
 
 __all__ = ["Confinement", "IsolationRecord", "IsolationSetting", "ModelRelay", "NetworkSetting", "decide", "probe"]
@@ -292,8 +295,11 @@ def _put_backs(path: Path, hidden: Iterable[Path]) -> set[Path]:
         tops = [root for root in hidden if path.is_relative_to(root)]
         return {_package_of(path, tops) if tops else path}
     found = {path}
-    if (path.parent / "pyvenv.cfg").is_file() or (path.name == ".bin" and path.parent.name == "node_modules"):
-        found.add(path.parent)  # a virtualenv, a node_modules: what the programs in it import
+    if (path.parent / "pyvenv.cfg").is_file():
+        found.add(path.parent)  # a virtualenv: what the programs in it import
+        found |= _pth_directories(path.parent, hidden)
+    elif path.name == ".bin" and path.parent.name == "node_modules":
+        found.add(path.parent)
     pyenv = _pyenv_root(path)
     if pyenv is not None:
         found.add(pyenv)  # its shims exec <root>/libexec/pyenv, which runs <root>/versions/…
@@ -308,6 +314,33 @@ def _put_backs(path: Path, hidden: Iterable[Path]) -> set[Path]:
         tops = [root for root in hidden if target.is_relative_to(root)]
         if tops and target.exists():  # a target nothing hides needs no put-back
             found.add(_package_of(target, tops))
+    return found
+
+
+#: A virtualenv's ``.pth`` files read for the directories they add (bounded: they are one-line
+#: path lists, and a put-back must not cost a trial more than a glance).
+_PTH_FILES, _PTH_BYTES, _PTH_LINES = 64, 64 * 1024, 256
+
+
+def _pth_directories(venv: Path, hidden: Iterable[Path]) -> set[Path]:
+    """The directories the ``.pth`` files of ``venv``'s site-packages add to ``sys.path`` that a
+    hidden directory covers, read as ``site`` reads them: one path per line, relative to the site
+    directory; comments and ``import`` lines add none."""
+    roots = list(hidden)
+    found: set[Path] = set()
+    for site_dir in sorted(venv.glob("lib*/python*/site-packages"))[:4]:
+        for pth in sorted(site_dir.glob("*.pth"))[:_PTH_FILES]:
+            try:
+                text = read_capped(pth, _PTH_BYTES).decode("utf-8", "replace")
+            except UnreadableFile:
+                continue
+            for line in text.splitlines()[:_PTH_LINES]:
+                entry = line.strip()
+                if not entry or entry.startswith("#") or entry.startswith(("import ", "import\t")):
+                    continue
+                target = Path(os.path.normpath(site_dir / entry))  # an absolute entry stays as it is
+                if any(target.is_relative_to(root) for root in roots) and target.is_dir():
+                    found.add(target)
     return found
 
 

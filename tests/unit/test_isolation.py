@@ -93,6 +93,29 @@ def test_hidden_directories_are_covered_and_what_the_command_needs_is_put_back(t
     ]
 
 
+def test_a_virtualenv_on_path_brings_back_the_directories_its_pth_files_add(tmp_path: Path) -> None:
+    # A venv layered on another's packages (a test venv, an editable install kept elsewhere): the
+    # interpreter imports from what its .pth files name, each put back by itself.
+    hidden = tmp_path / "tmp"
+    venv, elsewhere, beside = hidden / "wheel-venv", hidden / "ci" / "site-packages", hidden / "src" / "mylib"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    for path in (venv / "bin", site, elsewhere, beside, hidden / "ci" / "secret", tmp_path / "trial" / "sandbox"):
+        path.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (site / "deps.pth").write_text(f"# test deps\n{elsewhere}\nimport os; os.environ\n../../../../src/mylib\n/nonexistent\n")
+    (site / "other.pth").write_text("/usr/lib\n")  # not hidden: nothing to put back
+    trial = tmp_path / "trial"
+    confinement = Confinement(writable=(trial / "sandbox",), hidden=(hidden,), trial_dir=trial, cwd=trial / "sandbox")
+    args = confinement.arguments(["python3", "-m", "pytest"], {"PATH": f"{venv / 'bin'}:/usr/bin:/bin"})
+    assert _mounts(args) == [
+        ("--tmpfs", str(hidden)),
+        ("--ro-bind-try", str(venv)),
+        ("--ro-bind-try", str(elsewhere)),
+        ("--ro-bind-try", str(beside)),
+        ("--bind", str(trial / "sandbox")),
+    ]
+
+
 def test_a_hidden_directory_the_command_needs_whole_stays_visible(tmp_path: Path) -> None:
     trial = tmp_path / "run" / "t-1"
     (trial / "sandbox").mkdir(parents=True)
