@@ -336,7 +336,7 @@ def _pth_directories(venv: Path, hidden: Iterable[Path]) -> set[Path]:
                 continue
             for line in text.splitlines()[:_PTH_LINES]:
                 entry = line.strip()
-                if not entry or entry.startswith("#") or entry.startswith(("import ", "import\t")):
+                if not entry or entry.startswith(("#", "import ", "import\t")):
                     continue
                 target = Path(os.path.normpath(site_dir / entry))  # an absolute entry stays as it is
                 if any(target.is_relative_to(root) for root in roots) and target.is_dir():
