@@ -14,7 +14,6 @@ the same lists with ``HOST = "opencode"``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -37,6 +36,7 @@ from trial_helpers import (
     run_matrix,
     run_odd_names,
     run_session_timeout,
+    run_without_credentials,
     write_project,
 )
 
@@ -148,20 +148,4 @@ def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Pat
 @pytest.mark.usefixtures("claude_release")
 def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
-    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])
-    empty_home = tmp_path / "home"
-    empty_home.mkdir()
-    monkeypatch.setenv("HOME", str(empty_home))
-    for name in list(os.environ):
-        if name.startswith(("ANTHROPIC_", "CLAUDE_")):
-            monkeypatch.delenv(name)
-
-    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
-
-    assert run.result.ret == 3, run.output()
-    assert "eval-host-unauthenticated" in run.output()
-    report = run.report
-    assert report.exitStatus == 3 and not report.complete
-    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
-    assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
-    assert_clean_run(run, private_tmp)  # no sandbox was even made
+    run_without_credentials(pytester, tmp_path, monkeypatch, private_tmp, HOST, drop=("ANTHROPIC_", "CLAUDE_"))

@@ -29,6 +29,7 @@ from trial_helpers import (
     expected_table,
     outcome_table,
     run_eval,
+    run_without_credentials,
     write_project,
 )
 
@@ -109,18 +110,10 @@ def test_the_policy_matrix_of_spellings(pytester: pytest.Pytester, tmp_path: Pat
 @pytest.mark.usefixtures("on_path", "no_provider_env")
 def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
-    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])
-    empty_home = tmp_path / "home"
-    empty_home.mkdir()
-    monkeypatch.setenv("HOME", str(empty_home))
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-sent-by-codex")  # Codex does not use it: no credential
-    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
-    assert run.result.ret == 3, run.output()
-    assert "eval-host-unauthenticated" in run.output() and "CODEX_API_KEY" in run.output()
-    report = run.report
-    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
-    assert all(s.trials == [] for s in report.scenarios)
-    assert_clean_run(run, private_tmp)
+    # Codex does not use OPENAI_API_KEY: no credential
+    run = run_without_credentials(pytester, tmp_path, monkeypatch, private_tmp, HOST,
+                                  env={"OPENAI_API_KEY": "sk-not-sent-by-codex"})
+    assert "CODEX_API_KEY" in run.output()
 
 
 GATEWAY_CASE = TrialCase(name="through-a-gateway", turns=[bash_turn("echo hello > hello.txt"), DONE],

@@ -8,7 +8,6 @@ never from the exit code (0 on an interrupt); the model identity is the response
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ import pytest
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from spelling_matrix import SPELLINGS, stopped_spellings
 from trial_helpers import (
-    ALL_CHECKS_PASS,
     MATRIX,
     HostName,
     assert_clean_run,
@@ -24,6 +22,7 @@ from trial_helpers import (
     outcome_table,
     run_eval,
     run_session_timeout,
+    run_without_credentials,
     write_project,
 )
 
@@ -64,19 +63,5 @@ def test_host_session_timeout_leaves_no_process_behind(pytester: pytest.Pytester
 @pytest.mark.usefixtures("on_path")
 def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
-    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS])
-    empty_home = tmp_path / "home"
-    empty_home.mkdir()
-    monkeypatch.setenv("HOME", str(empty_home))
-    for name in list(os.environ):
-        if name.startswith(("GEMINI_", "GOOGLE_")):
-            monkeypatch.delenv(name)
-
-    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
-
-    assert run.result.ret == 3, run.output()
-    report = run.report
-    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
+    run = run_without_credentials(pytester, tmp_path, monkeypatch, private_tmp, HOST, drop=("GEMINI_", "GOOGLE_"))
     assert "GEMINI_API_KEY" in run.output()
-    assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
-    assert_clean_run(run, private_tmp)

@@ -44,6 +44,7 @@ from trial_helpers import (
     run_matrix,
     run_odd_names,
     run_session_timeout,
+    run_without_credentials,
     write_project,
 )
 
@@ -191,23 +192,9 @@ def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, t
     # A shell API-key variable is not a stored OpenCode login: eval never reads it (the trial's
     # environment drops it), so it must not pass the credential check either.
     overrides = {"model": ANTHROPIC_MODEL} if shell_key else {}
-    project = write_project(tmp_path / "project", HOST, [ALL_CHECKS_PASS], **overrides)
-    empty_home = tmp_path / "home"
-    empty_home.mkdir()
-    monkeypatch.setenv("HOME", str(empty_home))
-    if shell_key:
-        monkeypatch.setenv(shell_key, "sk-ant-shell-only")
-
-    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
-
-    assert run.result.ret == 3, run.output()
-    assert "eval-host-unauthenticated" in run.output()
+    run = run_without_credentials(pytester, tmp_path, monkeypatch, private_tmp, HOST,
+                                  env={shell_key: "sk-ant-shell-only"} if shell_key else None, **overrides)
     assert "auth.json" in run.output() and ("'anthropic'" in run.output()) == bool(shell_key)
-    report = run.report
-    assert report.exitStatus == 3 and not report.complete
-    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
-    assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
-    assert_clean_run(run, private_tmp)  # no sandbox was even made
 
 
 GATEWAY_KEY = "gateway-key-5e02"

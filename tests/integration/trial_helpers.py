@@ -622,6 +622,31 @@ def run_session_timeout(pytester: pytest.Pytester, tmp_path: Path, private_tmp: 
     return run
 
 
+def run_without_credentials(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                            private_tmp: Path, host: HostName, *, drop: tuple[str, ...] = (),
+                            env: dict[str, str] | None = None, **overrides: Any) -> EvalRun:
+    """A real-provider run with an empty HOME, the variables starting with ``drop`` removed and
+    ``env`` set: ``eval-host-unauthenticated`` (exit 3) before any trial, no sandbox made."""
+    project = write_project(tmp_path / "project", host, [ALL_CHECKS_PASS], **overrides)
+    empty_home = tmp_path / "home"
+    empty_home.mkdir()
+    monkeypatch.setenv("HOME", str(empty_home))
+    for name in list(os.environ):
+        if drop and name.startswith(drop):
+            monkeypatch.delenv(name)
+    for name, value in (env or {}).items():
+        monkeypatch.setenv(name, value)
+    run = run_eval(pytester, project, tmp_path / "out", scripted=False)
+    assert run.result.ret == 3, run.output()
+    assert "eval-host-unauthenticated" in run.output()
+    report = run.report
+    assert report.exitStatus == 3 and not report.complete
+    assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]
+    assert all(s.trials == [] for s in report.scenarios) and sum(report.verdicts.values()) == 0
+    assert_clean_run(run, private_tmp)  # no sandbox was even made
+    return run
+
+
 def run_agent_cases(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: HostName,
                     *args: str) -> EvalRun:
     """``AGENT_CASE`` beside a plain case, with the scripted server's requests logged: every model
