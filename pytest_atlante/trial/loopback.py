@@ -7,6 +7,7 @@ import selectors
 import socket
 import socketserver
 import threading
+from abc import ABC, abstractmethod
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Self
@@ -84,17 +85,17 @@ class LoopbackServer:
         return int(self._httpd.server_address[1])
 
 
-class LoopbackService:
+class LoopbackService(ABC):
     """A service on a ``LoopbackServer`` (the scripted model, the metering proxy): a context manager
     around its ``start`` and ``stop``, and its server's port."""
 
     _server: LoopbackServer
 
-    def start(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def start(self) -> None: ...
 
-    def stop(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def stop(self) -> None: ...
 
     def __enter__(self) -> Self:
         self.start()
