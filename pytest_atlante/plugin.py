@@ -107,7 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # An eval run is the eval suite: its items, report and exit status are the trials'.
         from pytest_atlante.run.gcpause import CollectionGcPause
 
-        config.pluginmanager.register(CollectionGcPause(), "atlante-gc-pause")
+        config.pluginmanager.register(CollectionGcPause(config), "atlante-gc-pause")
         from pytest_atlante.run.roles import register
 
         register(config)

@@ -24,11 +24,16 @@ class CollectionGcPause:
     """Registered first by an eval run's ``pytest_configure``: the collector is off from there to
     the end of collection."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config) -> None:
         self._paused = gc.isenabled()
         self._frozen = False
         if self._paused:
             gc.disable()
+        # The thaw is a cleanup, not an unconfigure hook: pytest collects once more in its own
+        # cleanups (unraisableexception's, registered as built-in plugins configure, after this
+        # one: the stack unwinds last-in first), and with the run unfrozen there that collection
+        # walked every document and item, 0.15 s at 5,000 documents.
+        config.add_cleanup(self.thaw)
 
     def resume(self) -> None:
         if self._paused:
@@ -36,6 +41,12 @@ class CollectionGcPause:
             gc.freeze()
             self._frozen = True
             gc.enable()
+
+    def thaw(self) -> None:
+        self.resume()
+        if self._frozen:
+            self._frozen = False
+            gc.unfreeze()
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -47,10 +58,8 @@ class CollectionGcPause:
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         self.resume()
 
-    # Last: pytest's own collection at exit (unraisableexception) does not walk the frozen run.
-    @pytest.hookimpl(trylast=True)
+    # A run stopped by an error before its test loop resumes here, ahead of pytest's collections
+    # at exit.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.resume()
-        if self._frozen:
-            self._frozen = False
-            gc.unfreeze()

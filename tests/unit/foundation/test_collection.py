@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -155,14 +156,24 @@ def test_trials_get_the_fixtures_of_their_own_directory(pytester: pytest.Pyteste
     }
 
 
+class CleanupStack:
+    """The one part of ``pytest.Config`` the collector pause uses."""
+
+    def __init__(self) -> None:
+        self.cleanups: list[Callable[[], None]] = []
+
+    def add_cleanup(self, func: Callable[[], None]) -> None:
+        self.cleanups.append(func)
+
 
 def test_the_collector_is_off_until_collection_ends_then_runs_with_the_run_frozen() -> None:
     import gc
 
     from pytest_atlante.run.gcpause import CollectionGcPause
 
+    config = CleanupStack()
     before = gc.get_freeze_count()
-    pause = CollectionGcPause()
+    pause = CollectionGcPause(config)  # type: ignore[arg-type]
     try:
         assert not gc.isenabled()
         kept = [[n] for n in range(1000)]  # the suite's documents and items, alive for the run
@@ -170,6 +181,9 @@ def test_the_collector_is_off_until_collection_ends_then_runs_with_the_run_froze
         assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
         pause.pytest_runtestloop(None)  # type: ignore[arg-type]  # a second resume changes nothing
         pause.pytest_unconfigure(None)  # type: ignore[arg-type]
+        assert gc.get_freeze_count() >= before + len(kept)  # still frozen for pytest's cleanups
+        assert len(config.cleanups) == 1
+        config.cleanups[0]()
         assert gc.isenabled() and gc.get_freeze_count() == before
     finally:
         gc.enable()
@@ -184,10 +198,11 @@ def test_a_collector_the_user_switched_off_stays_off_and_nothing_is_frozen() -> 
     before = gc.get_freeze_count()
     gc.disable()
     try:
-        pause = CollectionGcPause()
+        pause = CollectionGcPause(CleanupStack())  # type: ignore[arg-type]
         pause.pytest_collection_finish(None)  # type: ignore[arg-type]
         assert not gc.isenabled() and gc.get_freeze_count() == before
         pause.pytest_unconfigure(None)  # type: ignore[arg-type]
+        pause.thaw()
         assert not gc.isenabled()
     finally:
         gc.enable()
@@ -213,3 +228,41 @@ def test_an_in_process_run_leaves_its_caller_s_collector_as_it_was(pytester: pyt
     assert result.ret == 0, result.stdout.str()
     assert Probe.seen == [False, True]  # off while collecting, on again for the test loop
     assert gc.isenabled() and gc.get_freeze_count() == before
+
+
+GC_PROBE = """\
+import atexit, gc, json, os
+import pytest
+
+frozen_at_collections = []
+collected = []
+
+def record(phase, info):
+    if phase == "start" and collected:
+        frozen_at_collections.append(gc.get_freeze_count())
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish():
+    collected.append(True)
+    gc.callbacks.append(record)
+
+atexit.register(lambda: open(os.environ["GC_PROBE_OUT"], "w").write(json.dumps(frozen_at_collections)))
+"""
+
+
+def test_pytest_s_own_collections_at_exit_do_not_walk_the_frozen_run(
+        pytester: pytest.Pytester, atlante_project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A subprocess: pytester's in-process runs switch off pytest's collections at exit.
+    pytester.makepyfile(gcprobe=GC_PROBE)
+    out = pytester.path / "frozen.json"
+    monkeypatch.setenv("GC_PROBE_OUT", str(out))
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    result = pytester.runpytest_subprocess("-p", "gcprobe", "--atlante-eval", "--atlante-project",
+                                           str(atlante_project.root), "--collect-only", "-q",
+                                           "-p", "no:cacheprovider", "--rootdir", str(atlante_project.root))
+    assert result.ret == 0, result.stdout.str()
+    frozen_at_collections = json.loads(out.read_text())
+    # pytest 9.2's unraisableexception collects in its unconfigure and again in its cleanup:
+    # both after the run was frozen, neither after it thawed (each would walk every document and item).
+    assert len(frozen_at_collections) >= (2 if pytest.version_tuple >= (9, 2) else 0)
+    assert 0 not in frozen_at_collections, frozen_at_collections
