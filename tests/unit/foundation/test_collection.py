@@ -171,6 +171,7 @@ def test_the_collector_is_off_until_collection_ends_then_runs_with_the_run_froze
 
     from pytest_atlante.run.gcpause import CollectionGcPause
 
+    gc.collect()  # thaws what an earlier in-process run of this worker left frozen
     config = CleanupStack()
     before = gc.get_freeze_count()
     pause = CollectionGcPause(config)  # type: ignore[arg-type]
@@ -184,10 +185,15 @@ def test_the_collector_is_off_until_collection_ends_then_runs_with_the_run_froze
         assert gc.get_freeze_count() >= before + len(kept)  # still frozen for pytest's cleanups
         assert len(config.cleanups) == 1
         config.cleanups[0]()
-        assert gc.isenabled() and gc.get_freeze_count() == before
+        gc.collect(1)  # a young collection never looks at old objects: nothing to thaw for it
+        assert gc.isenabled() and gc.get_freeze_count() >= before + len(kept)
+        gc.collect()
+        assert gc.get_freeze_count() == before and pause.finished
+        CollectionGcPause(CleanupStack()).release()  # type: ignore[arg-type]  # the next run's pause
+        assert pause.thaw_before_full_collection not in gc.callbacks  # took out the finished thaw
     finally:
         gc.enable()
-        gc.unfreeze() if gc.get_freeze_count() > before else None
+        gc.collect()
 
 
 def test_a_collector_the_user_switched_off_stays_off_and_nothing_is_frozen() -> None:
@@ -195,6 +201,7 @@ def test_a_collector_the_user_switched_off_stays_off_and_nothing_is_frozen() -> 
 
     from pytest_atlante.run.gcpause import CollectionGcPause
 
+    gc.collect()
     before = gc.get_freeze_count()
     gc.disable()
     try:
@@ -202,10 +209,44 @@ def test_a_collector_the_user_switched_off_stays_off_and_nothing_is_frozen() -> 
         pause.pytest_collection_finish(None)  # type: ignore[arg-type]
         assert not gc.isenabled() and gc.get_freeze_count() == before
         pause.pytest_unconfigure(None)  # type: ignore[arg-type]
-        pause.thaw()
-        assert not gc.isenabled()
+        pause.release()
+        assert not gc.isenabled() and pause.thaw_before_full_collection not in gc.callbacks
     finally:
         gc.enable()
+
+
+THAW_AT_EXIT = """\
+import gc, os, sys
+from pytest_atlante.run.gcpause import CollectionGcPause
+
+class Config:
+    def add_cleanup(self, func):
+        self.release = func
+
+def seen(phase, info):
+    if phase == "start" and sys.is_finalizing():
+        os.write(1, b"frozen at exit: %d\\n" % gc.get_freeze_count())
+
+config = Config()
+pause = CollectionGcPause(config)
+kept = [[n] for n in range(1000)]
+pause.pytest_collection_finish(None)
+config.release()
+gc.callbacks.append(seen)   # after the pause's: sees what the pause left for the exit collection
+"""
+
+
+def test_the_interpreter_s_collection_at_exit_leaves_the_run_frozen(tmp_path: Path) -> None:
+    # Thawing there would walk every document and item to free what the process returns anyway.
+    import subprocess
+    import sys
+
+    script = tmp_path / "thaw_at_exit.py"
+    script.write_text(THAW_AT_EXIT, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    frozen = [int(line.rsplit(":", 1)[1]) for line in done.stdout.splitlines() if line.startswith("frozen at exit")]
+    assert frozen and frozen[0] >= 1000, done.stdout
 
 
 def test_an_in_process_run_leaves_its_caller_s_collector_as_it_was(pytester: pytest.Pytester,
@@ -221,13 +262,16 @@ def test_an_in_process_run_leaves_its_caller_s_collector_as_it_was(pytester: pyt
         def pytest_runtestloop(self) -> None:
             self.seen.append(gc.isenabled())
 
+    gc.collect()
     before = gc.get_freeze_count()
     result = pytester.runpytest_inprocess("--atlante-eval", "--atlante-project", str(atlante_project.root),
                                           "--collect-only", "-q", "-p", "no:cacheprovider",
                                           "--rootdir", str(atlante_project.root), plugins=[Probe()])
     assert result.ret == 0, result.stdout.str()
     assert Probe.seen == [False, True]  # off while collecting, on again for the test loop
-    assert gc.isenabled() and gc.get_freeze_count() == before
+    assert gc.isenabled()
+    gc.collect()  # the caller's next full collection thaws the run and frees its cycles
+    assert gc.get_freeze_count() == before
 
 
 GC_PROBE = """\
