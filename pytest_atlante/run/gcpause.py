@@ -89,7 +89,8 @@ class CollectionGcPause:
 def _drop_finished_thaws() -> None:
     # A callback cannot take itself out of gc.callbacks (CPython walks the list by index while it
     # calls them: removing one would skip the next callback's call), so the next run's pause takes
-    # out those of earlier in-process runs that have thawed: at most one is ever left behind.
+    # out those of earlier in-process runs that have thawed; thaws do not pile up in a caller
+    # that runs pytest many times (pytester).
     def finished_thaw(callback: object) -> bool:
         owner = getattr(callback, "__self__", None)
         return isinstance(owner, CollectionGcPause) and owner.finished
