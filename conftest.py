@@ -10,8 +10,10 @@ import fcntl
 import json
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Callable
+from contextlib import chdir
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ``--maxschedchunk 1``), the short tests fill the workers at the end, so no worker is left running
     a long test while the others idle."""
     items.sort(key=lambda item: item.get_closest_marker("hosts") is None)
+
+
+def bind_unix(server: socket.socket, path: Path) -> None:
+    """Bind a unix socket at ``path`` however deep it is.  A socket address holds 107 bytes, and a
+    deep checkout with a long ``$TMPDIR`` puts pytest's temp directories past that; the address is
+    the name relative to its directory, bound from inside it."""
+    with chdir(path.parent):
+        server.bind(path.name)
 
 
 def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:

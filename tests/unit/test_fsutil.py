@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import bind_unix
 from pytest_atlante.fsutil import UnreadableFile, open_regular, read_capped
 
 LIMIT = 1024
@@ -16,7 +17,7 @@ LIMIT = 1024
 
 def make_socket(path: Path) -> None:
     server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
+    bind_unix(server, path)
     server.close()
 
 

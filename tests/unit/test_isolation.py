@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import bind_unix
 from pytest_atlante.sandbox.isolation import (
     RELAY_SOCKET,
     Confinement,
@@ -253,7 +254,7 @@ def test_the_relay_carries_the_model_address_to_the_proxy_socket_and_nothing_els
 
     socket_path = trial / "model.sock"
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(socket_path))
+    bind_unix(server, socket_path)  # the trial directory can be too deep for a socket address
     server.listen(4)
     outside = socket.create_server(("127.0.0.1", 0))
     abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
