@@ -111,6 +111,12 @@ def _report_merge(args: argparse.Namespace) -> int:
     return cmd_merge([Path(p) for p in args.reports], Path(args.out))
 
 
+def _report_md(args: argparse.Namespace) -> int:
+    from pytest_atlante.report.markdown import md_command
+
+    return md_command(Path(args.report), _opt_path(args.out), args.url, Path(args.compare) if args.compare else None)
+
+
 def _opt_path(value: str | None) -> Path | None:
     """The ``--out`` file, refused before any work when it can only fail at the end."""
     if value is None:
@@ -235,6 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("reports", nargs="+", metavar="SHARD_REPORT", help="each shard's report.json")
     merge.add_argument("-o", "--out", required=True, help="where to write the merged report.json")
     merge.set_defaults(func=_report_merge)
+    md = rsub.add_parser("md", help="the report as GitHub-flavoured Markdown (verdict line, scenario table, "
+                                    "regressions first; at most 65,536 characters) for a step summary or a PR comment")
+    md.add_argument("report", metavar="REPORT_OR_RUN_DIR", help="report.json or its run directory")
+    md.add_argument("-o", "--out", metavar="FILE", help="write the Markdown here (atomically) instead of stdout")
+    md.add_argument("--url", metavar="URL", help="where the report's HTML view is published: the text links to it "
+                                                 "and each scenario to its section")
+    md.add_argument("--compare", metavar="BASELINE", help="a baseline report.json (or run directory): add "
+                                                          "`atlante compare BASELINE REPORT`'s labels, regressions first")
+    md.set_defaults(func=_report_md)
     return parser
 
 
