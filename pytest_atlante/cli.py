@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the JSON Schema of atlante.jsonc or of scenario documents")
     schema.add_argument("name", nargs="?", default=None,
-                        help="config, scenario, or a versioned name (config-v0.1, config-v0.2, config-v0.3, eval-scenario-v0.1)")
+                        help="config, scenario, or a versioned name (config-v0.1 … config-v0.4, eval-scenario-v0.1)")
     schema.add_argument("--list", action="store_true", help="each schema's name, the $schema URI it serves and its file")
     schema.set_defaults(func=_schema)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -22,7 +22,10 @@ CONFIG_SCHEMA_URIS = {
     "0.1": "https://atlante.sh/schema/v0.1/config.json",
     "0.2": "https://atlante.sh/schema/v0.2/config.json",
     "0.3": "https://atlante.sh/schema/v0.3/config.json",
+    "0.4": "https://atlante.sh/schema/v0.4/config.json",
 }
+# The first configuration version that admits ``variants`` (suite/variants.py).
+VARIANTS_SINCE = "0.4"
 MAX_TRIALS = 50
 
 # Host-neutral tool names of harness agents (hosts/names.py); `atlante build` maps them to each
@@ -131,20 +134,41 @@ class Preset(StrictModel):
     eval: PackSuite | None = None
 
 
+class VariantEval(StrictModel):
+    """What a variant may change of the eval section: the host and the model, nothing else (the
+    budget, scenarios, isolation and network are the run's, shared by every arm)."""
+
+    host: HostName | None = None
+    # ``null`` removes the control's model (the host's default then), as a merge patch does.
+    model: Text | None = None
+
+
+class Variant(StrictModel):
+    """One named arm beside the control: a JSON Merge Patch (RFC 7396) of ``harness`` and of
+    ``eval`` (host and model only), or a replicate of another arm (an A/A run, its noise floor)."""
+
+    description: Text | None = None
+    harness: dict[str, Any] | None = None
+    eval: VariantEval | None = None
+    replicateOf: Slug | None = None
+
+
 class ProjectConfig(StrictModel):
     schema_uri: str | None = Field(default=None, alias="$schema")
-    version: Literal["0.1", "0.2", "0.3"]
+    version: Literal["0.1", "0.2", "0.3", "0.4"]
     eval: EvalSection | None = None
     harness: Harness = Harness()
     packages: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     atlas: AtlasSection | None = None
+    # Named arms beside the control (version 0.4; suite/variants.py resolves and checks them).
+    variants: dict[Slug, Variant] | None = None
 
 
 class PackConfig(StrictModel):
     """A pack's root preset ``atlante.jsonc``: harness, named presets and suite metadata."""
 
     schema_uri: str | None = Field(default=None, alias="$schema")
-    version: Literal["0.1", "0.2", "0.3"]
+    version: Literal["0.1", "0.2", "0.3", "0.4"]
     name: str | None = None
     harness: Harness = Harness()
     presets: dict[Slug, Preset] = Field(default_factory=dict)
@@ -167,6 +191,12 @@ def version_diagnostics(doc: LoadedDocument, config: ProjectConfig | PackConfig)
         hosts.append(("$.eval.host", config.eval.host))
     if isinstance(config, PackConfig) and config.eval is not None:
         hosts.append(("$.eval.host", config.eval.host))
+    if isinstance(config, ProjectConfig) and config.variants is not None and config.version < VARIANTS_SINCE:
+        found.append(
+            Diagnostic(doc.display, "$.variants", "eval-config-invalid",
+                       f"version {config.version} documents do not admit variants",
+                       f"set \"version\": \"{VARIANTS_SINCE}\" to compare harness variants in one run")
+        )
     for location, host in hosts:
         needed = min_config_version(host) if host else "0.1"
         if config.version < needed:
@@ -194,5 +224,15 @@ def load_project_config(root: Path) -> tuple[ProjectConfig | None, LoadedDocumen
         ProjectConfig, loaded, "eval-config-invalid", "see the Configuration section of the README"
     )
     if config is None:
-        return None, loaded, problems
+        return None, loaded, [_arm_shared_key(problem) for problem in problems]
     return config, loaded, version_diagnostics(loaded, config)
+
+
+def _arm_shared_key(problem: Diagnostic) -> Diagnostic:
+    """An unknown key in a variant's ``eval`` is most likely a setting every arm shares: say so."""
+    parts = problem.location.split(".")
+    if len(parts) == 5 and parts[1] == "variants" and parts[3] == "eval" and problem.message.startswith("unknown key"):
+        return Diagnostic(problem.file, problem.location, problem.code,
+                          f"a variant cannot set eval.{parts[4]}: only the harness, the host and the model differ between arms",
+                          "the budget, scenarios, isolation and network are the run's; set them in the eval section")
+    return problem

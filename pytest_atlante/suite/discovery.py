@@ -29,6 +29,7 @@ from pytest_atlante.suite.packs import (
 )
 from pytest_atlante.suite.scenario import Scenario, rule_diagnostics
 from pytest_atlante.suite.script import Script, load_script
+from pytest_atlante.suite.variants import Arm, resolve_arms
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,15 @@ class Suite:
     packs: list[ResolvedPack] = field(default_factory=list)
     scenarios: list[ScenarioEntry] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # The control first, then each declared variant (suite/variants.py); empty without an eval section.
+    arms: list[Arm] = field(default_factory=list)
 
     def validated(self) -> ValidSuite:
         """The suite with its configuration and eval section (ValueError when it has none)."""
         if self.config is None or self.eval is None:
             found = "; ".join(d.render() for d in self.diagnostics) or "no eval section"
             raise ValueError(f"the suite at {self.project_root} has no valid eval configuration: {found}")
-        return ValidSuite(self.project_root, self.config, self.eval, list(self.packs), list(self.scenarios))
+        return ValidSuite(self.project_root, self.config, self.eval, list(self.packs), list(self.scenarios), list(self.arms))
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class ValidSuite:
     eval: EvalSection
     packs: list[ResolvedPack] = field(default_factory=list)
     scenarios: list[ScenarioEntry] = field(default_factory=list)
+    arms: list[Arm] = field(default_factory=list)
 
 
 def expand_glob(root: Path, pattern: str) -> list[Path]:
@@ -225,9 +229,11 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
 
 
 def harness_names(suite: Suite) -> dict[str, set[str]]:
-    """The agents and skills the run's harness defines (local and every selected pack layer): the
-    names a ``agent-used`` / ``skill-used`` check may count."""
+    """The agents and skills the run's harness defines (local, in any arm, and every selected pack
+    layer): the names a ``agent-used`` / ``skill-used`` check may count.  A name only some arms
+    define counts zero uses in the others."""
     layers = [suite.config.harness] if suite.config else []
+    layers += [arm.harness for arm in suite.arms]
     layers += [harness for _origin, _base, harness in harness_layers(suite.packs)]
     return {"agent": {name for h in layers for name in h.agents}, "skill": {name for h in layers for name in h.skills}}
 
@@ -323,6 +329,8 @@ def discover(project_root: Path, *, scripted: bool = False, names: list[str] | N
                                                 f"set \"version\": \"{needed}\" in atlante.jsonc"))
         suite.eval = config.eval.model_copy(update={"host": host_override})
     host = suite.eval.host if suite.eval else config.eval.host
+    suite.arms, arm_problems = resolve_arms(config, suite.eval or config.eval, loaded.display)
+    suite.diagnostics.extend(arm_problems)
     if config.eval.scenarios is not None:
         documents = _glob_or_problem(suite, project_root, config.eval.scenarios, loaded.display, "$.eval.scenarios")
         _load_scenarios(suite, documents, "local", project_root, host, scripted, optional_scripts)

@@ -1,6 +1,6 @@
 """JSON Schemas of the documents a user writes, generated from their pydantic models (docs/design.md §14).
 
-One schema per version of ``atlante.jsonc`` (``config-v0.1`` to ``config-v0.3``) and of scenario
+One schema per version of ``atlante.jsonc`` (``config-v0.1`` to ``config-v0.4``) and of scenario
 documents (``eval-scenario-v0.1``, ``eval-scenario-v0.2``), each with the ``$id`` the documents' ``$schema`` names.  The
 generated files ship in the package (``pytest_atlante/suite/schema-files/``), so an editor maps
 those URIs to them offline; ``atlante schema NAME`` prints one and ``atlante schema --list`` names
@@ -35,7 +35,7 @@ from pydantic.json_schema import models_json_schema
 from pytest_atlante.checks import TRAJECTORY_TYPES
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.hosts.names import HOST_NAMES, min_config_version
-from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, PackConfig, ProjectConfig
+from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, VARIANTS_SINCE, PackConfig, ProjectConfig
 from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS, Scenario
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -86,6 +86,13 @@ def _config_schema(entry: SchemaEntry) -> dict[str, Any]:
         properties["version"] = {"const": entry.version, "description": "the document format's version"}
         properties["$schema"] = {"anyOf": [{"const": entry.uri}, {"type": "null"}], "description": "this schema's URI"}
     defs["EvalSection"]["properties"]["host"]["enum"] = admitted
+    if entry.version < VARIANTS_SINCE:   # config.version_diagnostics: variants need version 0.4
+        del defs["ProjectConfig"]["properties"]["variants"]
+        del defs["Variant"], defs["VariantEval"]
+    else:
+        defs["VariantEval"]["properties"]["host"] = {"anyOf": [{"enum": admitted}, {"type": "null"}], "default": None}
+        # The reserved name of the unmodified configuration (suite/variants.py).
+        defs["ProjectConfig"]["properties"]["variants"]["anyOf"][0]["propertyNames"] = {"not": {"const": "control"}}
     # A pack's own suite host (not its presets': the version rule reads only the root preset's eval).
     defs["PackConfig"]["properties"]["eval"] = {"anyOf": [
         {"$ref": "#/$defs/PackSuite", "properties": {"host": {"anyOf": [{"enum": admitted}, {"type": "null"}]}}},

@@ -41,7 +41,7 @@ def test_the_wheel_runs_the_example_eval_from_a_fresh_venv(tmp_path: Path, hosts
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         entry_points = archive.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
-    schema_files = {f"pytest_atlante/suite/schema-files/{n}.json" for n in ("config-v0.1", "config-v0.2", "config-v0.3", "eval-scenario-v0.1")}
+    schema_files = {f"pytest_atlante/suite/schema-files/{n}.json" for n in ("config-v0.1", "config-v0.2", "config-v0.3", "config-v0.4", "eval-scenario-v0.1")}
     assert modules | {"pytest_atlante/py.typed"} | schema_files <= names
     assert "[pytest11]\natlante = pytest_atlante.plugin" in entry_points
     assert "[console_scripts]\natlante = pytest_atlante.cli:main" in entry_points
@@ -70,7 +70,7 @@ def test_the_wheel_runs_the_example_eval_from_a_fresh_venv(tmp_path: Path, hosts
     atlante = str(venv / "bin" / "atlante")
     schema = subprocess.run([atlante, "schema", "config"], cwd=tmp_path, env=env, capture_output=True, text=True,
                             check=True, timeout=60)
-    assert '"$id": "https://atlante.sh/schema/v0.3/config.json"' in schema.stdout   # read from the wheel's data
+    assert '"$id": "https://atlante.sh/schema/v0.4/config.json"' in schema.stdout   # read from the wheel's data
     subprocess.run([atlante, "build"], cwd=project, env=env, check=True, capture_output=True, timeout=120)
     out = tmp_path / "out"
     run = subprocess.run([atlante, "eval", "--scripted", "--out", str(out), "--scenario", "adds-farewell",

@@ -31,8 +31,8 @@ def test_an_empty_directory_gets_a_valid_suite_with_one_scripted_scenario(tmp_pa
                                       "eval/fixtures/adds-farewell/greeter.py", "eval/fixtures/adds-farewell/test_greeter.py",
                                       "eval/scenarios/adds-farewell.eval.json", "eval/scenarios/scripted/adds-farewell.json"]
     config = jsonc.loads((root / "atlante.jsonc").read_text())
-    assert config["version"] == CURRENT_VERSION == "0.3"
-    assert config["$schema"] == "https://atlante.sh/schema/v0.3/config.json" and config["eval"]["host"] == "opencode"
+    assert config["version"] == CURRENT_VERSION == "0.4"
+    assert config["$schema"] == "https://atlante.sh/schema/v0.4/config.json" and config["eval"]["host"] == "opencode"
     assert (root / ".gitignore").read_text() == ".atlante/\n"
     assert build_command(root, "all") == 0
     suite = discover(root, scripted=True)
