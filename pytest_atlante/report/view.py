@@ -1,6 +1,7 @@
 """``atlante view``: one self-contained HTML page for an eval report (inline CSS and JS, no network).
 
-The page has a run header, a sortable scenario table (pass rate with its interval as a bar, pass@k,
+The page has a run header under a verdict banner, a sortable scenario table (failures first, each
+row coloured by verdict with its first failure's reason; pass rate with its interval as a bar, pass@k,
 tokens, cost, durations), and per trial its verdict, checks, diff and transcript timeline.  It is
 rendered here, in Python, as static HTML: report text is untrusted (scenario names, diffs, model
 output), so every string goes through :func:`esc` and element ids are built from indices, never
@@ -28,6 +29,14 @@ from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.report import reader
 from pytest_atlante.report.model import FEW_TRIALS, REPORT_FILE, SCRIPTED_COST_LABEL
 from pytest_atlante.report.view_assets import CSS, JS, script_hash
+from pytest_atlante.report.view_glance import (
+    banner,
+    failures_first,
+    first_reason,
+    paired,
+    scenario_verdict,
+    worst_trial_verdict,
+)
 from pytest_atlante.trial.transcript import read_transcript
 
 HTML_FILE = "report.html"
@@ -137,7 +146,9 @@ def _meta(items: Iterable[tuple[str, object]]) -> str:
 def _bar(scenario: J) -> str:
     rate = float(scenario.get("passRate") or 0.0)
     interval = scenario.get("passInterval") or None
-    parts = []
+    # The passing share filled in the pass colour over a failure-coloured track: a 0% bar is all
+    # failure, a 100% bar all pass, whatever the interval drawn over them.
+    parts = [f'<span class="fill" style="width:{rate * 100:.1f}%"></span>']
     label = f"pass rate {_pct(rate)}"
     if isinstance(interval, dict) and isinstance(interval.get("low"), (int, float)) and isinstance(interval.get("high"), (int, float)):
         low, high = float(interval["low"]), float(interval["high"])
@@ -145,7 +156,8 @@ def _bar(scenario: J) -> str:
         label += f", {_pct(conf) if conf else ''} interval {_pct(low)} to {_pct(high)}"
         parts.append(f'<span class="iv" style="left:{low * 100:.1f}%;width:{max(high - low, 0) * 100:.1f}%"></span>')
     parts.append(f'<span class="pt" style="left:calc({rate * 100:.1f}% - 1px)"></span>')
-    return f'<span class="bar" role="img" aria-label="{esc(label)}">{"".join(parts)}</span>'
+    ran = " ran" if scenario.get("passRate") is not None else ""
+    return f'<span class="bar{ran}" role="img" aria-label="{esc(label)}">{"".join(parts)}</span>'
 
 
 def _pass_at_k(scenario: J) -> tuple[str, str]:
@@ -206,8 +218,14 @@ def _header(report: J) -> str:
         items.append(("suite", f"mean pass rate {_pct(suite.get('meanPassRate'))}{spread} over "
                                f"{suite.get('scenarios')} scenarios, {suite.get('trials')} trials"))
     errors = "".join(f"<li class=\"error\">{esc(e.get('code'))}: {esc(e.get('message'))}</li>" for e in report.get("errors") or [])
-    return (f"<header><h1>atlante eval report</h1>{_meta(items)}"
+    return (f"<header><h1>atlante eval report</h1>{_banner(report)}{_meta(items)}"
             + (f"<h2>Run errors</h2><ul>{errors}</ul>" if errors else "") + "</header>")
+
+
+def _banner(report: J) -> str:
+    cls, headline, facts = banner(report)
+    return (f'<p id="verdict" class="banner {cls}" role="status"><strong>{esc(headline)}</strong> '
+            + " · ".join(esc(f) for f in facts) + "</p>")
 
 
 def _model_seen(report: J) -> object:
@@ -238,7 +256,7 @@ def _scenario_table(report: J) -> str:
                    f'{esc(priced if name == "Cost $" else name)}</button></th>'
                    for (name, kind, _), cls in zip(_COLUMNS, _NARROW, strict=True))
     rows = []
-    for index, s in enumerate(report.get("scenarios") or []):
+    for index, s in failures_first(report.get("scenarios") or []):
         totals = s.get("totals") or {}
         pak_text, pak_value = _pass_at_k(s)
         flag = ' <span class="chip fail">unreliable</span>' if s.get("unreliable") else ""
@@ -246,9 +264,13 @@ def _scenario_table(report: J) -> str:
         count_text = ", ".join(f"{n} {v}" for v, n in counts.items() if n) if isinstance(counts, dict) else ""
         trials = s.get("trials") or []
         cost = totals.get("costUsd")
+        row_verdict = scenario_verdict(s)
+        reason = first_reason(s)
+        why = f'<div class="why">{esc(reason)}</div>' if reason else ""
+        chip = _chip(worst_trial_verdict(s) or row_verdict) if row_verdict != "pass" else ""
         rows.append(
-            "<tr>"
-            f'<th scope="row" data-v="{esc(s.get("name"))}"><a href="#s{index}">{esc(s.get("name"))}</a>{flag}</th>'
+            f'<tr class="v-{row_verdict}">'
+            f'<th scope="row" data-v="{esc(s.get("name"))}"><a href="#s{index}">{esc(s.get("name"))}</a>{flag} {chip}{why}</th>'
             f'<td data-v="{_num(s.get("passRate"))}">{_pct(s.get("passRate"))}{_bar(s)}{_few_trials(s)}</td>'
             f'<td{_NARROW[2]} data-v="{pak_value}">{pak_text}</td>'
             f'<td{_NARROW[3]} data-v="{len(trials)}" title="{esc(count_text)}">{len(trials)}/{esc(s.get("expectedTrials"))}</td>'
@@ -258,8 +280,10 @@ def _scenario_table(report: J) -> str:
             f'<td data-v="{_num(s.get("p95DurationMs"))}">{_seconds(s.get("p95DurationMs"))}</td>'
             "</tr>"
         )
-    return ('<h2 id="scenarios">Scenarios</h2><div class="table-wrap"><table id="scenario-table">'
-            "<caption>Select a column heading to sort. Pass-rate bars show the interval when the report has one.</caption>"
+    return ('<h2 id="scenarios">Scenarios</h2><p><label><input type="checkbox" id="failures-only"> Failures only</label></p>'
+            '<div class="table-wrap"><table id="scenario-table">'
+            "<caption>Failures first. Select a column heading to sort. Pass-rate bars show the passing share and "
+            "the interval when the report has one.</caption>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
@@ -391,14 +415,26 @@ def _transcript(report_dir: Path, page_dir: Path, trial: J, ident: str) -> str:
     shown = body[:EVENTS_SHOWN]
     # Every entry with a numbered event carries its anchor (``<li`` starts each), so a check can
     # link to it; only an integer seq makes an id, never text from the file.
-    items = "".join(_event(e, f"{ident}e{i}").replace("<li", f'<li id="{event_anchor(ident, e["seq"])}"', 1)
-                    if type(e.get("seq")) is int else _event(e, f"{ident}e{i}")
-                    for i, e in enumerate(shown))
+    items = "".join(_timeline_entry(call, result, ident, i) for i, (call, result) in enumerate(paired(shown)))
     more = f'<p class="note">{len(body) - len(shown)} more events in {esc(trial.get("transcript"))}.</p>' if len(body) > len(shown) else ""
     header = events[0] if events and events[0].get("type") == "header" else {}
     cap = '<p class="note">The host stream passed the size cap; the transcript is incomplete.</p>' if header.get("truncated") else ""
     label = f"Transcript ({len(body)} events)"
     return _toggle(ident, esc(label), f'{cap}<ol class="timeline">{items}</ol>{more}{_links(report_dir, page_dir, trial)}')
+
+
+def _anchored(event: J, ident: str, ident_event: str) -> str:
+    entry = _event(event, ident_event)
+    return entry.replace("<li", f'<li id="{event_anchor(ident, event["seq"])}"', 1) if type(event.get("seq")) is int else entry
+
+
+def _timeline_entry(event: J, result: J | None, ident: str, index: int) -> str:
+    """One timeline entry; a tool call carries its result inside it, so the two read together."""
+    entry = _anchored(event, ident, f"{ident}e{index}")
+    if result is None:
+        return entry
+    answer = _anchored(result, ident, f"{ident}e{index}r")
+    return f'{entry.removesuffix("</li>")}<ol class="paired">{answer}</ol></li>'
 
 
 _WANTED = {"use": "should use it", "no-use": "should not use it"}

@@ -1,7 +1,7 @@
 """The inline stylesheet and script of the HTML view (``view.py``): no network, no CDN.
 
-The script only sorts the scenario table and opens/closes sections; every piece of report text is
-already escaped HTML when it arrives, and the page's Content-Security-Policy allows this exact
+The script only sorts the scenario table, hides its passing rows on request and opens/closes
+sections; every piece of report text is already escaped HTML when it arrives, and the page's Content-Security-Policy allows this exact
 script (by hash) and nothing else, so text that looks like markup can never run.
 """
 
@@ -28,7 +28,17 @@ th button{font:inherit;font-weight:600;background:none;border:0;padding:0;cursor
 th[aria-sort=ascending] button::after{content:" \\25B2"}th[aria-sort=descending] button::after{content:" \\25BC"}
 .bar{position:relative;display:inline-block;width:6rem;height:.6rem;background:var(--soft);border:1px solid var(--line);
 vertical-align:middle;margin-left:.4rem}
-.bar .iv{position:absolute;top:0;bottom:0;background:#9ec5fe}.bar .pt{position:absolute;top:-2px;bottom:-2px;width:2px;background:var(--info)}
+.bar.ran{background:#ffcecb}.bar .fill{position:absolute;top:0;bottom:0;left:0;background:#4ac26b}
+.bar .iv{position:absolute;top:0;bottom:0;background:rgba(9,105,218,.25);outline:1px solid var(--info)}
+.bar .pt{position:absolute;top:-2px;bottom:-2px;width:2px;background:var(--fg)}
+.banner{font-size:1.1rem;padding:.6rem .9rem;border-radius:6px;margin:.5rem 0 .75rem;color:#fff;background:var(--muted)}
+.banner strong{margin-right:.5rem}.banner.pass{background:var(--pass)}.banner.fail{background:var(--fail)}
+.banner.incomplete{background:var(--warn)}
+tr.v-fail>th{border-left:4px solid var(--fail);background:#fff0f0}tr.v-pass>th{border-left:4px solid var(--pass)}
+tr.v-not-run>th{border-left:4px solid var(--warn);background:#fff8e5}
+.why{font-weight:400;font-size:.85rem;color:var(--fail);overflow-wrap:anywhere}
+#scenario-table.failures-only tr.v-pass{display:none}
+ol.paired{list-style:none;padding:0 0 0 1rem;margin:.1rem 0;border-left:2px dotted var(--line)}
 .chip{display:inline-block;border-radius:1rem;padding:0 .6rem;font-size:.85rem;font-weight:600;color:#fff;background:var(--muted)}
 .chip.pass{background:var(--pass)}.chip.fail{background:var(--fail)}.chip.timeout,.chip.budget-exceeded{background:var(--warn)}
 .chip.infra-error{background:#6e40c9}
@@ -65,6 +75,12 @@ JS = """
     if (el) { el.classList.add('linked'); }
   }
   if (location.hash) { reveal(decodeURIComponent(location.hash.slice(1))); }
+  var only = document.getElementById('failures-only');
+  if (only) {
+    only.addEventListener('change', function(){
+      document.getElementById('scenario-table').classList.toggle('failures-only', only.checked);
+    });
+  }
   document.addEventListener('click', function(ev){
     var a = ev.target.closest('a.event-link');
     if (a) { reveal(a.getAttribute('href').slice(1)); return; }

@@ -146,3 +146,79 @@ def test_a_trajectory_checks_event_link_opens_the_transcript_at_that_event(tmp_p
         assert target.is_visible() and "tests/test_3.py" in target.inner_text()
         assert page.get_by_role("button", name="Transcript (12 events)").get_attribute("aria-expanded") == "true"  # type: ignore[attr-defined]
         assert problems == []
+
+
+def test_the_view_reads_in_five_seconds_banner_failures_first_reason_on_the_row_and_bars_that_differ(
+        tmp_path: Path) -> None:
+    """The run's verdict is the first thing on the page; failing scenarios come first with their first
+    failing check on the row; "failures only" hides the rest; a 0% bar is drawn unlike a 100% one."""
+    names = ["always-passes", "always-fails", "sometimes"]
+    failing = {1: {1, 2, 3}, 2: {2}}
+    html = write_view(synthetic_report(tmp_path, scenarios=3, trials=3, names=names,
+                                       fails=lambda si, t: t in failing.get(si, set())))
+    with browser(tmp_path / "profile") as context:
+        page, problems = open_view(context, html)
+        banner = page.locator("#verdict")  # type: ignore[attr-defined]
+        text = banner.inner_text()
+        assert banner.is_visible() and "FAILED" in text and "exit status 1" in text, text
+        assert "2 of 3 scenarios failing" in text and "5 passed" in text and "4 fail" in text, text
+        assert "fail" in (banner.get_attribute("class") or "").split()
+        table = page.locator("#scenario-table")  # type: ignore[attr-defined]
+        assert banner.bounding_box()["y"] < table.bounding_box()["y"]
+        assert banner.bounding_box()["y"] + banner.bounding_box()["height"] < 900  # in the first screen
+
+        rows = table.locator("tbody tr")
+        assert [rows.nth(i).locator("th a").inner_text() for i in range(3)] == ["always-fails", "sometimes", "always-passes"]
+        assert [rows.nth(i).get_attribute("class") for i in range(3)] == ["v-fail", "v-fail", "v-pass"]
+        assert "trial 1: #1 command: check 1.1" in rows.nth(0).locator("th").inner_text()
+        assert "trial 2: #1 command: check 2.2" in rows.nth(1).locator("th").inner_text()
+        assert rows.nth(0).locator("th").evaluate("e => getComputedStyle(e).borderLeftColor") != \
+            rows.nth(2).locator("th").evaluate("e => getComputedStyle(e).borderLeftColor")
+
+        zero, full = rows.nth(0).locator(".bar"), rows.nth(2).locator(".bar")
+        assert zero.locator(".fill").bounding_box()["width"] == 0
+        assert full.locator(".fill").bounding_box()["width"] >= full.bounding_box()["width"] - 2
+        fill_colour = full.locator(".fill").evaluate("e => getComputedStyle(e).backgroundColor")
+        assert zero.evaluate("e => getComputedStyle(e).backgroundColor") not in (fill_colour, "rgba(0, 0, 0, 0)")
+
+        page.get_by_label("Failures only").check()  # type: ignore[attr-defined]
+        assert not rows.nth(2).is_visible() and rows.nth(0).is_visible() and rows.nth(1).is_visible()
+        page.get_by_label("Failures only").uncheck()  # type: ignore[attr-defined]
+        assert rows.nth(2).is_visible()
+        page.screenshot(path=str(ARTIFACTS / "view-glance-1280.png"))  # type: ignore[attr-defined]
+        assert problems == []
+
+
+def test_a_passing_run_says_passed_in_the_pass_colour(tmp_path: Path) -> None:
+    import json
+
+    report_path = synthetic_report(tmp_path, scenarios=2, trials=2, fails=lambda si, t: False)
+    data = json.loads(report_path.read_text())
+    data["exitStatus"] = 0
+    report_path.write_text(json.dumps(data))
+    with browser(tmp_path / "profile") as context:
+        page, problems = open_view(context, write_view(report_path))
+        banner = page.locator("#verdict")  # type: ignore[attr-defined]
+        assert banner.inner_text().startswith("PASSED") and "exit status 0" in banner.inner_text()
+        assert "pass" in (banner.get_attribute("class") or "").split()
+        assert page.locator("#scenario-table tr.v-fail").count() == 0  # type: ignore[attr-defined]
+        assert problems == []
+
+
+def test_a_tool_call_and_its_result_read_together_in_the_timeline(tmp_path: Path) -> None:
+    html = write_view(synthetic_report(tmp_path, scenarios=1, trials=1, transcript_turns=2))
+    with browser(tmp_path / "profile") as context:
+        page, problems = open_view(context, html)
+        page.get_by_role("button", name="Transcript (8 events)").click()  # type: ignore[attr-defined]
+        timeline = page.locator("ol.timeline").first  # type: ignore[attr-defined]
+        calls = timeline.locator(":scope > li.call")
+        assert calls.count() == 2
+        assert timeline.locator(":scope > li.result").count() == 0  # no result left apart from its call
+        for turn in (1, 2):
+            call = calls.nth(turn - 1)
+            assert f"tests/test_{turn}.py" in call.get_by_role("button").first.inner_text()
+            result = call.locator("ol.paired > li.result")
+            assert result.count() == 1 and result.is_visible()
+            result.get_by_role("button").click()
+            assert "1 passed in 0.01s" in result.locator("pre").inner_text()
+        assert problems == []

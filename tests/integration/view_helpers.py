@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,14 +48,16 @@ def watch_console(page: Any) -> list[str]:
 
 
 def synthetic_report(out: Path, *, scenarios: int, trials: int, names: list[str] | None = None,
-                     diff: str | None = None, message: str = "check", transcript_turns: int = 0) -> Path:
-    """A report of ``scenarios`` x ``trials`` trials (every third one failing), with transcripts when
-    ``transcript_turns`` > 0.  ``names`` and ``diff``/``message`` let a test inject hostile text."""
+                     diff: str | None = None, message: str = "check", transcript_turns: int = 0,
+                     fails: Callable[[int, int], bool] | None = None) -> Path:
+    """A report of ``scenarios`` x ``trials`` trials (every third one failing, or those ``fails(scenario
+    index, trial)`` names), with transcripts when ``transcript_turns`` > 0.  ``names`` and
+    ``diff``/``message`` let a test inject hostile text."""
     names = names or [f"scenario-{i:03d}" for i in range(scenarios)]
     records: list[TrialRecord] = []
     for si, name in enumerate(names):
         for t in range(1, trials + 1):
-            failing = (si + t) % 3 == 0
+            failing = fails(si, t) if fails is not None else (si + t) % 3 == 0
             rel = None
             if transcript_turns:
                 rel = f"trials/{name}/{t}/transcript.jsonl" if "<" not in name else f"trials/s{si}/{t}/transcript.jsonl"
