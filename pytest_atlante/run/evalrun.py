@@ -40,7 +40,10 @@ from pytest_atlante.sandbox import isolation as isolations
 from pytest_atlante.sandbox import rundirs
 from pytest_atlante.sandbox.sources import RunSources, prepare_sources, remove_sources
 from pytest_atlante.suite.build import tree_dir, verify
+from pytest_atlante.suite.config import CONFIG_FILE
+from pytest_atlante.suite.digests import harness_digest
 from pytest_atlante.suite.discovery import Suite, ValidSuite, discover
+from pytest_atlante.suite.variants import CONTROL, Arm, arms_named
 from pytest_atlante.trial.runner import TrialKey
 
 __all__ = ["finish_report", "host_identity", "prepare_isolation", "prepare_run", "prepare_run_sources", "release_run_dir",
@@ -48,18 +51,48 @@ __all__ = ["finish_report", "host_identity", "prepare_isolation", "prepare_run",
 
 
 def validate(project_root: Path, *, scripted: bool = False, names: list[str] | None = None,
-             host_override: HostName | None = None, optional_scripts: bool = False) -> tuple[Suite, list[Diagnostic]]:
+             host_override: HostName | None = None, optional_scripts: bool = False,
+             variants: str | None = None) -> tuple[Suite, list[Diagnostic]]:
     """Everything checked before any machine state is looked at: the documents and the build.
 
     Returns the suite and every problem (sorted, without repeats); a run with problems exits 2
     before any trial.  The build check needs no machine state, so it joins the same report.
+    ``variants`` (``--atlante-variants``: ``all`` or names) selects the arms beside the control;
+    ``suite.arms`` is then the run's arms, each of whose builds is verified.
     """
     suite = discover(project_root, scripted=scripted, names=names, host_override=host_override,
                      optional_scripts=optional_scripts)
     problems = list(suite.diagnostics)
     if suite.eval is not None:
         problems += verify(suite.project_root, suite.eval.host)
+        suite.arms, unknown = arms_named(suite.arms, variants)
+        problems += [Diagnostic("", "--atlante-variants", "eval-variant-unknown", f"no variant named {name!r}",
+                                "declared: " + (", ".join(a.name for a in suite.arms[1:]) or "none (add variants to atlante.jsonc)"))
+                     for name in unknown]
+        if not problems:
+            problems += variant_build_diagnostics(suite.project_root, suite.arms)
     return suite, sorted(set(problems))
+
+
+def variant_build_diagnostics(project_root: Path, arms: Sequence[Arm]) -> list[Diagnostic]:
+    """Each arm's build verified as the control's is; a variant whose built outputs are the
+    control's under the same host and model measures nothing (the configuration check compares
+    sources; two sources can render the same files)."""
+    problems: list[Diagnostic] = []
+    control = arms[0]
+    checked: set[tuple[HostName, str | None]] = {(control.host, None)}
+    for arm in arms[1:]:
+        if (arm.host, arm.harness_of) not in checked:
+            checked.add((arm.host, arm.harness_of))
+            problems += verify(project_root, arm.host, arm.harness_of)
+        if (not problems and arm.replicate_of is None and arm.harness_of is not None
+                and (arm.host, arm.model) == (control.host, control.model)
+                and harness_digest(project_root, arm.host, arm.harness_of) == harness_digest(project_root, control.host)):
+            problems.append(Diagnostic(CONFIG_FILE, f"$.variants.{arm.name}", "eval-variant-invalid",
+                                       f"variant {arm.name!r} changes nothing: its build's outputs are the control's "
+                                       "under the same host and model",
+                                       f"change what it builds, or declare \"replicateOf\": \"{CONTROL}\" for an A/A run"))
+    return problems
 
 
 def prepare_run(suite: ValidSuite, *, scripted: bool) -> tuple[list[Diagnostic], list[Diagnostic], HostInfo | None]:

@@ -25,21 +25,28 @@ from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, atomic_write_text, read_capped, sha256_file
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
-from pytest_atlante.suite.config import CONFIG_FILE, Harness, load_project_config
+from pytest_atlante.suite.config import CONFIG_FILE, Harness, ProjectConfig, load_project_config
 from pytest_atlante.suite.packs import harness_layers, resolve_packages
 from pytest_atlante.suite.parts import Origin, Rendered, add_harness
+from pytest_atlante.suite.variants import Arm, resolve_arms
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
 HOSTS: tuple[HostName, ...] = HOST_NAMES
 HARNESS_SOURCE = CONFIG_FILE + "#harness"
 
 
-def build_dir(project_root: Path, host: HostName) -> Path:
-    return project_root / ".atlante" / "build" / host
+VARIANTS_DIR = "variants"
 
 
-def tree_dir(project_root: Path, host: HostName) -> Path:
-    return build_dir(project_root, host) / "tree"
+def build_dir(project_root: Path, host: HostName, variant: str | None = None) -> Path:
+    """Where the build of ``host`` lives; a variant that patches the harness has its own, beside
+    (never inside) the control's, so a control build reads exactly as before variants existed."""
+    base = project_root / ".atlante" / "build"
+    return base / VARIANTS_DIR / variant / host if variant is not None else base / host
+
+
+def tree_dir(project_root: Path, host: HostName, variant: str | None = None) -> Path:
+    return build_dir(project_root, host, variant) / "tree"
 
 
 @dataclass(frozen=True)
@@ -56,15 +63,37 @@ def _rel(path: Path, root: Path) -> str:
         return path.resolve().as_posix()
 
 
-def gather(project_root: Path) -> tuple[list[HarnessInput], list[Diagnostic]]:
+def gather(project_root: Path, variant: str | None = None) -> tuple[list[HarnessInput], list[Diagnostic]]:
+    """The harness layers to build: the project's (or ``variant``'s patched one) and each pack's."""
     config, loaded, problems = load_project_config(project_root)
     if config is None or loaded is None:
         return [], problems
-    inputs = [HarnessInput("local", project_root, config.harness)]
+    harness = config.harness
+    if variant is not None:
+        arms, arm_problems = _arms(config, loaded.display)
+        problems = problems + arm_problems
+        harness = next((arm.harness for arm in arms if arm.name == variant), harness)
+    inputs = [HarnessInput("local", project_root, harness)]
     packs, pack_problems = resolve_packages(project_root, config.packages, loaded.display)
     problems = problems + pack_problems
     inputs.extend(HarnessInput(origin, base, harness) for origin, base, harness in harness_layers(packs))
     return inputs, problems
+
+
+def _arms(config: ProjectConfig, display: str) -> tuple[list[Arm], list[Diagnostic]]:
+    """The configuration's arms (none beside the control without an eval section to patch)."""
+    if config.eval is None:
+        return [], []
+    return resolve_arms(config, config.eval, display)
+
+
+def variant_builds(project_root: Path) -> tuple[list[tuple[str, HostName]], list[Diagnostic]]:
+    """``(variant, host)`` of every variant with a harness of its own, built for its own host."""
+    config, loaded, problems = load_project_config(project_root)
+    if config is None or loaded is None:
+        return [], problems
+    arms, arm_problems = _arms(config, loaded.display)
+    return [(arm.name, arm.host) for arm in arms if arm.harness_of == arm.name], problems + arm_problems
 
 
 def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> Rendered:
@@ -119,10 +148,12 @@ def _output_entry_of(path: str, digest: str, executable: bool) -> dict[str, str]
     return entry | {"mode": "x"} if executable else entry
 
 
-def _manifest(host: HostName, rendered: Rendered) -> str:
+def _manifest(host: HostName, rendered: Rendered, variant: str | None = None) -> str:
     manifest = {
         "schema": MANIFEST_SCHEMA,
         "host": host,
+        # Only a variant's manifest names it: the control's reads as it did before variants.
+        **({"variant": variant} if variant is not None else {}),
         "atlanteVersion": __version__,
         "sources": [_output_entry_of(p, d, p in rendered.executable_sources) for p, d in sorted(rendered.sources.items())],
         "outputs": [_output_entry(p, b, p in rendered.executable) for p, b in sorted(rendered.outputs.items())],
@@ -133,33 +164,56 @@ def _manifest(host: HostName, rendered: Rendered) -> str:
 
 
 def build(project_root: Path, hosts: tuple[HostName, ...] = HOSTS) -> list[Path]:
-    """Compile and write the native trees; raises ``DiagnosticError`` on bad sources."""
+    """Compile and write the native trees (the control's for each of ``hosts``, and each variant
+    with a harness of its own for its host when that host is among them); raises
+    ``DiagnosticError`` on bad sources, before anything is written."""
     inputs, problems = gather(project_root)
-    rendered = {host: render(project_root, host, inputs) for host in hosts} if not problems else {}
+    variants, variant_problems = variant_builds(project_root) if not problems else ([], [])
+    problems += variant_problems
+    rendered: dict[tuple[str | None, HostName], Rendered] = {}
+    if not problems:
+        rendered = {(None, host): render(project_root, host, inputs) for host in hosts}
+        for name, host in variants:
+            if host in hosts:
+                rendered[(name, host)] = render(project_root, host, gather(project_root, name)[0])
     for result in rendered.values():
         problems.extend(result.problems)
     if problems:
         raise DiagnosticError(sorted(set(problems)))
-    written = []
-    for host, result in rendered.items():
-        tree = tree_dir(project_root, host)
-        if tree.exists():
-            shutil.rmtree(tree)
-        for rel, data in result.outputs.items():
-            target = tree / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            target.chmod(0o755 if rel in result.executable else 0o644)
-        tree.mkdir(parents=True, exist_ok=True)
-        manifest = build_dir(project_root, host) / "manifest.json"
-        atomic_write_text(manifest, _manifest(host, result))
-        written.append(manifest)
+    written = [_write_build(project_root, host, variant, result) for (variant, host), result in rendered.items()]
+    _remove_undeclared_variants(project_root, {name for name, _host in variants})
     return written
 
 
-def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
-    """Diagnostics when the build for ``host`` is missing, modified or stale (empty when sound)."""
-    manifest_path = build_dir(project_root, host) / "manifest.json"
+def _write_build(project_root: Path, host: HostName, variant: str | None, result: Rendered) -> Path:
+    tree = tree_dir(project_root, host, variant)
+    if tree.exists():
+        shutil.rmtree(tree)
+    for rel, data in result.outputs.items():
+        target = tree / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o755 if rel in result.executable else 0o644)
+    tree.mkdir(parents=True, exist_ok=True)
+    manifest = build_dir(project_root, host, variant) / "manifest.json"
+    atomic_write_text(manifest, _manifest(host, result, variant))
+    return manifest
+
+
+def _remove_undeclared_variants(project_root: Path, declared: set[str]) -> None:
+    """A variant no longer declared (or no longer patching the harness) leaves no build behind to
+    be mistaken for a current one."""
+    root = project_root / ".atlante" / "build" / VARIANTS_DIR
+    if root.is_dir():
+        for child in root.iterdir():
+            if child.name not in declared and child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+
+
+def verify(project_root: Path, host: HostName, variant: str | None = None) -> list[Diagnostic]:
+    """Diagnostics when the build for ``host`` (of ``variant``'s harness) is missing, modified or
+    stale (empty when sound)."""
+    manifest_path = build_dir(project_root, host, variant) / "manifest.json"
     display = _rel(manifest_path, project_root)
     hint = "run `atlante build` and commit nothing under .atlante/build by hand"
     try:
@@ -169,12 +223,13 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
         recorded_sources = {s["path"]: (s["sha256"], s.get("mode") == "x") for s in manifest["sources"]}
     except UnreadableFile as exc:
         if exc.missing:
-            return [Diagnostic(display, "", "eval-build-missing", f"no native build for host {host!r}", "run `atlante build`")]
+            whose = f" of variant {variant!r}" if variant is not None else ""
+            return [Diagnostic(display, "", "eval-build-missing", f"no native build{whose} for host {host!r}", "run `atlante build`")]
         return [Diagnostic(display, "", "eval-build-modified", f"the build manifest {exc.reason}", "run `atlante build`")]
     except (ValueError, KeyError, TypeError):
         return [Diagnostic(display, "", "eval-build-modified", "the build manifest is unreadable", "run `atlante build`")]
     problems: list[Diagnostic] = []
-    tree = tree_dir(project_root, host)
+    tree = tree_dir(project_root, host, variant)
     present = {p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()} if tree.is_dir() else set()
     for rel in sorted(present | set(recorded_outputs)):
         path = tree / rel
@@ -184,7 +239,7 @@ def verify(project_root: Path, host: HostName) -> list[Diagnostic]:
               or _is_executable(path) != (rel in recorded_modes)):
             problems.append(Diagnostic(_rel(path, project_root), "", "eval-build-modified",
                                        "native output was edited or removed after the build", hint))
-    inputs, gather_problems = gather(project_root)
+    inputs, gather_problems = gather(project_root, variant)
     if gather_problems:
         return problems + gather_problems
     rendered = render(project_root, host, inputs)
@@ -208,7 +263,8 @@ def build_command(project_root: Path, host: str) -> int:
     hosts: tuple[HostName, ...] = HOSTS if host == "all" else (host,)  # type: ignore[assignment]
     for manifest in build(project_root.resolve(), hosts):
         data = json.loads(manifest.read_text())
-        print(f"atlante build: {data['host']}: {len(data['outputs'])} outputs from {len(data['sources'])} sources "
+        arm = f" (variant {data['variant']})" if "variant" in data else ""
+        print(f"atlante build: {data['host']}{arm}: {len(data['outputs'])} outputs from {len(data['sources'])} sources "
               f"-> {_rel(manifest.parent, project_root)}")
         for warning in data["warnings"]:
             print(f"atlante build: {data['host']}: warning: {warning}", file=sys.stderr)

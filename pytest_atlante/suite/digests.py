@@ -66,14 +66,14 @@ def scenario_digest(entry: ScenarioEntry) -> str:
     })
 
 
-def harness_digest(project_root: Path, host: HostName) -> str | None:
+def harness_digest(project_root: Path, host: HostName, variant: str | None = None) -> str | None:
     """Fingerprint of the verified native outputs for ``host`` (paths and content digests).
 
     Read from the build manifest, which ``build.verify`` has just matched against the tree; only
     the outputs count — the same outputs from different sources run the same harness.
     """
     try:
-        manifest = json.loads(read_capped(build_dir(project_root, host) / "manifest.json", MAX_DOCUMENT_BYTES))
+        manifest = json.loads(read_capped(build_dir(project_root, host, variant) / "manifest.json", MAX_DOCUMENT_BYTES))
         # An executable output (a skill's script) counts with its mode; the rest as before it was recorded.
         outputs = sorted([o["path"], o["sha256"], *(["x"] if o.get("mode") == "x" else [])] for o in manifest["outputs"])
     except (UnreadableFile, ValueError, KeyError, TypeError):

@@ -3,6 +3,8 @@ declaration can be wrong, each a located diagnostic before any build or session.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,3 +152,76 @@ def test_a_trajectory_check_may_name_a_skill_only_a_variant_defines(atlante_proj
     doc["checks"] = [{"type": "skill-used", "skill": "nowhere", "min": 1}]
     atlante_project.scenario(doc)
     assert [c for c, _, _ in problems_of(atlante_project)] == ["eval-scenario-invalid"]
+
+
+# --- built per variant (atlante build) and verified by the run's validation ---------------------
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_build_writes_each_patched_variant_for_its_host_byte_stably(atlante_project: Project) -> None:
+    control_before = tree_bytes(atlante_project.root / ".atlante/build")
+    atlante_project.write("harness/helper-v2.md", "You write small files, and test them.\n")
+    with_variants(atlante_project, {
+        "no-skill": {"harness": {"skills": {"tidy": None}}},
+        "helper-v2": {"harness": {"agents": {"helper": {"prompt": "harness/helper-v2.md"}}}, "eval": {"host": "opencode"}},
+        "on-codex": {"eval": {"host": "codex"}},
+        "again": {"replicateOf": "control"},
+    })
+    atlante_project.build()
+    first = tree_bytes(atlante_project.root / ".atlante/build")
+    atlante_project.build()
+    assert tree_bytes(atlante_project.root / ".atlante/build") == first   # byte-stable
+    variants = {path for path in first if path.startswith("variants/")}
+    assert {p.split("/")[1] + "/" + p.split("/")[2] for p in variants} == {"no-skill/claude-code", "helper-v2/opencode"}
+    assert "variants/no-skill/claude-code/tree/.claude/skills/tidy/SKILL.md" not in first
+    assert first["variants/helper-v2/opencode/tree/.opencode/agents/helper.md"].endswith(b"and test them.\n")
+    manifest = json.loads(first["variants/no-skill/claude-code/manifest.json"])
+    assert manifest["variant"] == "no-skill" and manifest["host"] == "claude-code"
+    # The control's build is what it was before variants were declared (but for the config's digest).
+    changed = {p for p in control_before if first.get(p) != control_before[p]}
+    assert all(p.endswith("manifest.json") for p in changed)
+    assert all(json.loads(first[p])["outputs"] == json.loads(control_before[p])["outputs"] for p in changed)
+    suite, problems = validate(atlante_project.root, variants="all")
+    assert problems == [] and [a.name for a in suite.arms] == ["control", "no-skill", "helper-v2", "on-codex", "again"]
+    # A variant removed from the configuration leaves no build behind.
+    with_variants(atlante_project, {"no-skill": {"harness": {"skills": {"tidy": None}}}})
+    atlante_project.build()
+    assert not (atlante_project.root / ".atlante/build/variants/helper-v2").exists()
+
+
+def test_eval_refuses_a_missing_modified_or_stale_variant_build(atlante_project: Project) -> None:
+    atlante_project.write("harness/tidy-v2/SKILL.md", "Keep files tidy, always.\n")
+    with_variants(atlante_project, {"tidy-v2": {"harness": {"skills": {"tidy": {"dir": "harness/tidy-v2"}}}}})
+    _, problems = validate(atlante_project.root, variants="all")
+    assert [(d.code, d.file) for d in problems] == [
+        ("eval-build-missing", ".atlante/build/variants/tidy-v2/claude-code/manifest.json")], problems
+    assert "variant 'tidy-v2'" in problems[0].message
+    _, problems = validate(atlante_project.root)   # the control alone does not need it
+    assert problems == []
+    atlante_project.build()
+    assert validate(atlante_project.root, variants="tidy-v2")[1] == []
+    atlante_project.write("harness/tidy-v2/SKILL.md", "Edited after the build.\n")
+    assert [d.code for d in validate(atlante_project.root, variants="all")[1]] == ["eval-build-stale"]
+    atlante_project.build()
+    atlante_project.write(".atlante/build/variants/tidy-v2/claude-code/tree/.claude/skills/tidy/SKILL.md", "x\n")
+    assert [d.code for d in validate(atlante_project.root, variants="all")[1]] == ["eval-build-modified"]
+
+
+def test_a_variant_whose_build_equals_the_controls_changes_nothing(atlante_project: Project) -> None:
+    """Another source directory with the same files renders the same outputs: the configuration
+    differs, the build does not, and only the build decides what the arm runs."""
+    atlante_project.write("harness/tidy-copy/SKILL.md", (atlante_project.root / "harness/tidy/SKILL.md").read_text())
+    with_variants(atlante_project, {"copy": {"harness": {"skills": {"tidy": {"dir": "harness/tidy-copy"}}}}})
+    atlante_project.build()
+    _, problems = validate(atlante_project.root, variants="all")
+    assert [(d.code, d.location) for d in problems] == [("eval-variant-invalid", "$.variants.copy")]
+    assert "changes nothing" in problems[0].message and "replicateOf" in problems[0].hint
+
+
+def test_an_unknown_variant_on_the_command_line(atlante_project: Project) -> None:
+    with_variants(atlante_project, {"codex": {"eval": {"host": "codex"}}})
+    _, problems = validate(atlante_project.root, variants="codex,nope")
+    assert [(d.code, d.location, d.message) for d in problems] == [
+        ("eval-variant-unknown", "--atlante-variants", "no variant named 'nope'")]
