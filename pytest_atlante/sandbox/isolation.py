@@ -54,6 +54,7 @@ from typing import Literal
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.records import Record
+from pytest_atlante.sandbox.reaper import ensure_child_subreaper, reap_session
 
 __all__ = ["Confinement", "IsolationRecord", "IsolationSetting", "ModelRelay", "NetworkSetting", "decide", "probe"]
 
@@ -98,13 +99,25 @@ def probe() -> str | None:
     if executable is None:
         return "bubblewrap (bwrap) is not installed"
     argv = [*_base_arguments(), "--tmpfs", "/tmp", "--", "true"]
+    # bubblewrap's outer process exits before the sandbox's init does; as a child subreaper (what
+    # every trial makes this process anyway) we get that init, and reap it by the probe's session
+    # instead of leaving a zombie here or handing it to whichever ancestor is a subreaper.
+    ensure_child_subreaper()
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=_PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, start_new_session=True) as proc:
+            try:
+                _, stderr = proc.communicate(timeout=_PROBE_TIMEOUT_S)
+            except subprocess.TimeoutExpired as exc:
+                proc.kill()
+                proc.communicate()
+                return f"bubblewrap could not run: {exc}"
+            finally:
+                reap_session(proc.pid)
+    except OSError as exc:
         return f"bubblewrap could not run: {exc}"
-    if done.returncode != 0:
-        detail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    if proc.returncode != 0:
+        detail = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         return f"bubblewrap cannot create namespaces here (user namespaces disabled?): {detail}"
     return None
 

@@ -16,7 +16,9 @@ Every trial runs the host CLI, setup commands and command checks through ``run``
 - Always, once the main process has ended: kill and reap every process of the run's tree — the
   live descendants of the children this process (a child subreaper) gained during the run: tool
   shells that left the group with ``setsid``, and descendants that also dropped the environment
-  with ``env -i`` (see ``reaper`` for the mechanism, its ``/proc``-scan fallback and trade-offs).
+  with ``env -i`` (see ``reaper`` for the mechanism, its ``/proc``-scan fallback and trade-offs) —
+  and reap the run's processes that became our children and died unseen in the run's session
+  (``reaper.reap_session``: bubblewrap's sandbox init), so no zombie outlives the run.
   The main process is left unreaped (a zombie) until then, so its process-group id cannot be
   recycled while we signal it.
 - ``wrap`` (namespace isolation, see ``isolation``) turns the argv into a sandboxed one, e.g.
@@ -52,6 +54,7 @@ from pytest_atlante.sandbox.reaper import (
     ensure_child_subreaper,
     kill_processes_with_token,
     live_processes_with_token,
+    reap_session,
     signal_group_except_leader,
 )
 
@@ -250,6 +253,10 @@ class _Supervisor:
         orphans = kill_processes_with_token(
             self._token, process_group=group, known_children=self._known_children
         )
+        if group is not None:
+            # What died unseen in the run's session (bubblewrap's sandbox init, nearly every run);
+            # before the leader is reaped, so the session id is certainly the run's.
+            reap_session(self._proc.pid)
         self._proc.wait()
         drain_deadline = time.monotonic() + _DRAIN_S
         while self._reading() and (remaining := drain_deadline - time.monotonic()) > 0:

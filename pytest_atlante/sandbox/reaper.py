@@ -16,8 +16,9 @@ Mechanism and its trade-offs
    own: the cost grows with the run's processes, not with the machine's (measured in
    docs/benchmarks.md "Process sweeps").  Under namespace isolation (``isolation``) the trial's
    processes live in their own PID namespace and die with it; the tree is then just the
-   bubblewrap process (a zombie by the time of the sweep) and, if bubblewrap died first, its
-   sandbox init on its way out: nothing to scan.
+   bubblewrap process (a zombie by the time of the sweep) and its sandbox init: bubblewrap exits
+   as soon as that init reports the command's status, so the init is re-parented to us and dies a
+   moment later, usually before the sweep sees it (``reap_session`` reaps it by its session).
    Where the kernel lists no children (built without ``CONFIG_PROC_CHILDREN``) or this process
    could not become a subreaper, a process belongs to the run if any of these holds, found by a
    scan of every process in ``/proc``:
@@ -49,7 +50,9 @@ Mechanism and its trade-offs
    daemon another test double-forks) also re-parent here; we cannot prove they are ours, so they
    stay zombies until this process exits (a pid-table slot each, nothing else). Code that reaps
    with ``waitpid(-1)`` (asyncio's FastChildWatcher) would see those extra children. A run's
-   descendant that exits and is orphaned before any scan saw it alive likewise stays a zombie.
+   descendant that exits and is orphaned before any scan saw it alive is reaped by
+   ``reap_session`` while it stayed in the run's session; one that had left it (``setsid``)
+   likewise stays a zombie.
    Why not only a PID namespace: it needs bubblewrap and working user namespaces, which not every
    machine has (``isolation`` probes for them); this sweep is the fallback that always works.
 """
@@ -142,16 +145,21 @@ class _Stat:
     start: int  # clock ticks after boot: with the pid, identifies a process across pid reuse
 
 
-def _stat_if_alive(pid: int) -> _Stat | None:
-    """Parent, group and start time of ``pid`` per /proc/<pid>/stat; None if gone or a zombie."""
+def _stat_fields(pid: int | str) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after the command name, state first; None if gone."""
     stat = _read_proc(pid, "stat")
     if stat is None:
         return None
     # "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
     # stime cutime cstime priority nice num_threads itrealvalue starttime ...": comm may contain
     # spaces and parentheses, so split after its last ")".
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    if fields[0] in (b"Z", b"X"):
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def _stat_if_alive(pid: int) -> _Stat | None:
+    """Parent, group and start time of ``pid`` per /proc/<pid>/stat; None if gone or a zombie."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in (b"Z", b"X"):
         return None
     return _Stat(ppid=int(fields[1]), pgrp=int(fields[2]), start=int(fields[19]))
 
@@ -371,6 +379,49 @@ def kill_processes_with_token(
         for fd in pinned.values():
             _reap_if_ours(fd)
         return len(killed)
+
+
+def _session_child(pid: int, session: int) -> bool:
+    """Is ``pid`` (alive or a zombie) a child of this process in ``session``, other than its leader?"""
+    fields = _stat_fields(pid)
+    return (fields is not None and pid != session and fields[0] != b"X"
+            and int(fields[1]) == os.getpid() and int(fields[3]) == session)
+
+
+def reap_session(session: int, *, budget_s: float = _SWEEP_BUDGET_S) -> int:
+    """Kill and reap every child of this process in ``session`` but the session's leader.
+
+    Why: a process of the run that became our child (we are a child subreaper) and exited before
+    any sweep saw it alive is a zombie no sweep finds, and it holds a process id until this process
+    exits.  Bubblewrap makes one on nearly every run: its outer process exits as soon as the
+    sandbox's init reports the command's exit status, so that init — still in the run's session —
+    is re-parented to us and dies a moment later (measured: 19 zombies of 20 runs, slowed).
+    Membership is exact: only the run's own processes can be in the session its main process
+    created (``start_new_session``), and that id cannot be recycled while the leader (kept
+    unreaped by the caller) or any member exists, so no other child's exit status is taken — not
+    even a process another thread starts meanwhile.  A member that left the session with
+    ``setsid`` and died unseen is not found here.  Returns how many were reaped.
+    """
+    own_children = _children_of("self")
+    candidates = own_children if own_children is not None else _proc_pids()
+    with _pidfds() as pinned:
+        for pid in candidates:
+            if not _session_child(pid, session):
+                continue
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            if not _session_child(pid, session):  # re-check after pinning: the pid may be new
+                os.close(fd)
+                continue
+            pinned[pid] = fd
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)  # a zombie already: no effect
+        _wait_until_dead(list(pinned.values()), time.monotonic() + budget_s)
+        for fd in pinned.values():
+            _reap_if_ours(fd)
+        return len(pinned)
 
 
 def signal_group_except_leader(group: int, signum: int) -> None:

@@ -217,3 +217,42 @@ def test_the_report_says_when_no_namespace_isolation_was_possible(
     assert fallback.report.isolation is not None and fallback.report.isolation.mode == "none"
     assert "No permissions to create new namespace" in (fallback.report.isolation.reason or "")
     assert_clean_run(fallback, private_tmp)
+
+
+# Loaded into the eval run (``-p zombie_count``): once the run is over, the run's own zombie
+# children — state Z in /proc/<pid>/stat with this process as their parent — as "pid comm" lines.
+ZOMBIE_COUNT_PLUGIN = '''
+import os, pathlib, pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            stat = pathlib.Path("/proc", name, "stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if fields[0] == b"Z" and int(fields[1]) == os.getpid():
+            found.append(stat[:stat.rfind(b")") + 1].decode())
+    pathlib.Path(os.environ["ATLANTE_TEST_ZOMBIES"]).write_text("\\n".join(found))
+'''
+
+
+def test_the_runner_reaps_every_process_it_started(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Bubblewrap's outer process exits before its sandbox init, which is then re-parented to the
+    # runner (a child subreaper) and dies a moment later: unreaped, one zombie per run or nearly.
+    # Twelve trials of three wrapped runs each (the session, two command checks) and the probe.
+    pytester.makepyfile(zombie_count=ZOMBIE_COUNT_PLUGIN)
+    zombies = tmp_path / "zombies.txt"
+    monkeypatch.setenv("ATLANTE_TEST_ZOMBIES", str(zombies))
+    project = write_project(tmp_path / "project", ONE_HOST, [ALL_CHECKS_PASS], budget={"trials": 12})
+    run = run_eval(pytester, project, tmp_path / "out", "--atlante-isolation", "namespace", "-n", "0",
+                   "-p", "zombie_count")
+    assert run.result.ret == 0, run.output()
+    assert run.report.isolation is not None and run.report.isolation.mode == "namespace"
+    assert run.report.verdicts["pass"] == 12
+    assert zombies.read_text() == ""  # the runner's zombie children once all trials are over
+    assert_clean_run(run, private_tmp)

@@ -385,6 +385,38 @@ def test_reaping_orphans_never_steals_an_unrelated_childs_status(tmp_path: Path)
     assert unrelated.wait(timeout=10) == 7  # a stolen status would read 0
 
 
+# The main process forks a child that exits at once and is never waited for, prints its pid, and
+# exits: the child, a zombie already, is handed to the runner (a child subreaper) with no sweep ever
+# seeing it alive.  Bubblewrap does the same with its sandbox init on nearly every run.
+_LEAVES_A_DEAD_CHILD = (
+    "import os, time\n"
+    "if os.fork() == 0:\n"
+    "    os._exit(0)\n"
+    "time.sleep(0.2)\n"
+    "print(os.getpid(), flush=True)\n"
+)
+
+
+def _children_in_session(session: int) -> list[str]:
+    """This process's children, zombies included, in ``session``: "pid state" each."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            stat = Path("/proc", name, "stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if int(fields[1]) == os.getpid() and int(fields[3]) == session:
+            found.append(f"{name} {fields[0].decode()}")
+    return found
+
+
+def test_a_process_of_the_run_that_died_unseen_is_reaped(tmp_path: Path) -> None:
+    result = _run([PY, "-c", _LEAVES_A_DEAD_CHILD], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert _children_in_session(int(result.stdout)) == []  # no zombie left behind
+
+
 # -- KeyboardInterrupt ----------------------------------------------------------------------
 
 
