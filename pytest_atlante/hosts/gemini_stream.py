@@ -77,6 +77,7 @@ class GeminiStreamMonitor:
         self._result_seen = False
         self._is_error = False
         self._error: str | None = None
+        self._error_event: str | None = None  # the first error event's message: the reason a bare result leaves out
         self.notes = StreamNotes()
 
     def feed(self, line: str) -> None:
@@ -88,6 +89,8 @@ class GeminiStreamMonitor:
             self._configured_model = str(event["model"])[:200]
         elif kind == "result":
             self._result(event)
+        elif kind == "error" and event.get("severity") == "error" and self._error_event is None:
+            self._error_event = str(event.get("message") or "")[:2000] or None
 
     def _result(self, event: dict[str, Any]) -> None:
         if self._result_seen:
@@ -103,7 +106,8 @@ class GeminiStreamMonitor:
             self._is_error = True
             error = _dict(event.get("error"))
             message = error.get("message")
-            self._error = (str(message) if message else f"session ended with status {str(event.get('status'))[:100]!r}")[:2000]
+            status = f"session ended with status {str(event.get('status'))[:100]!r}"
+            self._error = (str(message) if message else status + (f": {self._error_event}" if self._error_event else ""))[:2000]
 
     @property
     def cumulative_tokens(self) -> int | None:

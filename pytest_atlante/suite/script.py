@@ -127,19 +127,25 @@ class TurnError(_Strict):
 
 
 class Turn(_Strict):
-    """One model response: text, then one tool call per action. No actions ends the session."""
+    """One model response: text, then one tool call per action. No actions ends the session.
+
+    ``empty``: the response says nothing at all (no text, no tool calls; its usage is reported), as
+    a provider sometimes answers — Gemini CLI reports it as an error, the other hosts end the turn."""
 
     text: str = ""
     actions: list[Action] = Field(default_factory=list)
     usage: Usage | None = None
     error: TurnError | None = None
+    empty: bool = False
 
     @model_validator(mode="after")
     def _one_kind_of_answer(self) -> Turn:
-        if self.error is not None and (self.text or self.actions or self.usage):
-            raise ValueError("a turn with 'error' answers with an HTTP error only: drop text, actions and usage")
-        if self.error is None and not self.text and not self.actions:
-            raise ValueError("a turn needs 'text', 'actions' or 'error'")
+        if self.error is not None and (self.text or self.actions or self.usage or self.empty):
+            raise ValueError("a turn with 'error' answers with an HTTP error only: drop text, actions, usage and empty")
+        if self.empty and (self.text or self.actions):
+            raise ValueError("a turn with 'empty' answers with no text and no tool calls: drop text and actions")
+        if self.error is None and not self.empty and not self.text and not self.actions:
+            raise ValueError("a turn needs 'text', 'actions', 'error' or 'empty'")
         return self
 
 

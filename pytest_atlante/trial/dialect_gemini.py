@@ -148,17 +148,17 @@ def gemini_stream(reply: Reply) -> bytes:
         chunks.append(_chunk(reply, [{"text": reply.text}], last=False))
         chunks.append(_chunk(reply, calls, last=True))
     else:
-        # An empty parts list is an "empty response" error to Gemini CLI: a turn without text or
-        # calls still says something.
-        chunks.append(_chunk(reply, calls or [{"text": reply.text or " "}], last=True))
+        # No text and no calls is a script's ``empty`` turn (every other reply says something): an
+        # empty parts list, which Gemini CLI reports as the model's empty response (host-facts-gemini §11).
+        chunks.append(_chunk(reply, calls or ([{"text": reply.text}] if reply.text else []), last=True))
     return b"".join(sse_event(chunk) for chunk in chunks)
 
 
 def gemini_response(reply: Reply) -> dict[str, Any]:
-    """The reply as one ``generateContent`` response body."""
+    """The reply as one ``generateContent`` response body (an ``empty`` turn's: no parts)."""
     parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
     parts += [_call_part(call) for call in reply.tool_calls]
-    return _chunk(reply, parts or [{"text": " "}], last=True)
+    return _chunk(reply, parts, last=True)
 
 
 def gemini_error(status: int, message: str) -> dict[str, Any]:

@@ -37,6 +37,39 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _has_content(value: object) -> bool:
+    return bool(value) and (not isinstance(value, str) or bool(value.strip()))
+
+
+def _gemini_part_says(part: object) -> bool:
+    # A part is text (``thought: true`` for thinking), a function call, or another kind of content.
+    part = _dict(part)
+    return _has_content(part.get("text")) or any(key not in ("text", "thought", "thoughtSignature") for key in part)
+
+
+def says_something(body: dict[str, Any]) -> bool:
+    """One JSON document of a model response (a whole body or one SSE event) holds text, thinking or
+    a tool call, in any of the four dialects the meter reads."""
+    kind = body.get("type")
+    if kind == "content_block_start" or kind in ("response.output_item.added", "response.output_item.done"):
+        return True  # Anthropic's blocks and Responses' items only exist to carry content
+    if kind == "message":
+        return _has_content(body.get("content"))
+    if body.get("object") == "response":  # a whole Responses body
+        return _has_content(body.get("output"))
+    choices = body.get("choices")
+    for choice in choices if isinstance(choices, list) else []:
+        message = {**_dict(_dict(choice).get("message")), **_dict(_dict(choice).get("delta"))}
+        if any(_has_content(message.get(key)) for key in ("content", "tool_calls", "reasoning_content", "reasoning")):
+            return True
+    candidates = body.get("candidates")
+    for candidate in candidates if isinstance(candidates, list) else []:
+        parts = _dict(_dict(candidate).get("content")).get("parts")
+        if isinstance(parts, list) and any(_gemini_part_says(part) for part in parts):
+            return True
+    return False
+
+
 class ResponseMeter:
     """The usage of one model response, read as its bytes pass.
 
@@ -53,6 +86,10 @@ class ResponseMeter:
         self._fields: dict[str, int] = {}
         self.cost_usd: float | None = None
         self.reported = False  # a usage object was seen in the response
+        # Text, thinking or a tool call was seen; ``_unread``: part of the response was not parsed
+        # (too long), so it cannot be called empty.
+        self.said_something = False
+        self._unread = False
         self.tool_calls = ToolCallReader()  # what the model called: the stream's claims are checked against it
 
     @property
@@ -64,7 +101,7 @@ class ResponseMeter:
             if len(self._buffer) + len(chunk) <= MAX_EVENT_BYTES:
                 self._buffer.extend(chunk)
             else:
-                self._overflow = True
+                self._overflow = self._unread = True
             if self._length is not None and len(self._buffer) == self._length and not self._overflow:
                 self._document(bytes(self._buffer))
                 self._buffer.clear()
@@ -77,6 +114,13 @@ class ResponseMeter:
             self._event(event)
         if len(self._buffer) > MAX_EVENT_BYTES:  # one event this long carries no usage we read
             self._buffer.clear()
+            self._unread = True
+
+    @property
+    def empty(self) -> bool:
+        """The whole response was read and held no text, thinking or tool call: the provider's empty
+        answer, which a host may report as its own failure (Gemini CLI, host-facts-gemini §11)."""
+        return not self.said_something and not self._unread
 
     def finish(self) -> None:
         """The response ended: read a whole JSON body, or the last SSE event without its blank line."""
@@ -101,6 +145,7 @@ class ResponseMeter:
         if not isinstance(body, dict):
             return
         self.tool_calls.read(body)
+        self.said_something = self.said_something or says_something(body)
         kind = body.get("type")
         if kind == "message_start" or kind == "message":
             self._anthropic(_dict(_dict(body.get("message") if kind == "message_start" else body).get("usage")))

@@ -132,6 +132,7 @@ class Metering:
     problems: tuple[str, ...]  # the first upstream failures, in words
     calls: tuple[ServedCall, ...] = ()   # the tool calls of the served responses
     responses: tuple[Usage, ...] = ()    # the usage of each served response that reported one
+    empty: int = 0             # model responses with status < 400 that held no text, thinking or tool call
 
     @property
     def model_answers(self) -> Served:
@@ -140,9 +141,18 @@ class Metering:
 
     @property
     def vouches_for_the_model(self) -> bool:
-        """The model answered every request it got: a host's claim of an API or login failure is
-        not what happened (docs/design.md §10)."""
-        return self.answered > 0 and self.failed == 0
+        """The model answered every request it got, and said something each time: a host's claim of
+        an API or login failure is not what happened (docs/design.md §10).  An empty answer is the
+        provider's failure (Gemini CLI reports it as an error and exits 0)."""
+        return self.answered > 0 and self.failed == 0 and self.empty == 0
+
+    def empty_answers(self) -> str | None:
+        """The provider's empty answers, in words (None when there were none)."""
+        if not self.empty:
+            return None
+        requests = "request" if self.empty == 1 else "requests"
+        return (f"the provider answered {self.empty} model {requests} with an empty response "
+                "(no text, thinking or tool call)")
 
 
 class MeteringProxy(LoopbackService):
@@ -160,7 +170,7 @@ class MeteringProxy(LoopbackService):
         self._crossing: int | None = None
         self._tripped_at: int | None = None
         self._cost: float | None = None
-        self._counts = {"served": 0, "answered": 0, "failed": 0, "refused": 0, "unmetered": 0}
+        self._counts = {"served": 0, "answered": 0, "failed": 0, "refused": 0, "unmetered": 0, "empty": 0}
         self._problems: list[str] = []
         self._calls: list[ServedCall] = []
         self._reported: list[Usage] = []
@@ -205,7 +215,8 @@ class MeteringProxy(LoopbackService):
             self._lock.wait_for(lambda: not self._inflight, timeout=settle_s)
             return Metering(self._total(), self._cost, self._counts["served"], self._counts["answered"],
                             self._counts["failed"], self._counts["refused"], self._counts["unmetered"],
-                            self._tripped_at, tuple(self._problems), tuple(self._calls), tuple(self._reported))
+                            self._tripped_at, tuple(self._problems), tuple(self._calls), tuple(self._reported),
+                            self._counts["empty"])
 
     def _total(self) -> Usage:
         return sum_usage([*self._done, *(meter.usage for meter in self._inflight.values())])
@@ -258,6 +269,8 @@ class MeteringProxy(LoopbackService):
                     self._counts["answered"] += 1
                 else:
                     self._counts["unmetered"] += 1
+                if status < 400 and meter is not None and meter.empty:
+                    self._counts["empty"] += 1
             if problem is not None and len(self._problems) < MAX_PROBLEMS:
                 self._problems.append(problem[:300])
             if self._tripped_at is None and self._total().total > self.max_tokens:

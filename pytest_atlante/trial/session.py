@@ -205,7 +205,8 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
         return f"cumulative usage {session.tripped_at} exceeded maxTokens={budget.maxTokens}; session aborted"
     if session.host_failed:
         detail = session.outcome.error_message or tail(process.stderr, 500).strip() or "no error text"
-        return f"host session failed (exit {process.returncode}): {detail}"
+        empty = session.metering.empty_answers() if session.metering is not None else None
+        return f"host session failed (exit {process.returncode}): {detail}" + (f"; {empty}" if empty else "")
     return None
 
 

@@ -17,6 +17,7 @@ from spelling_matrix import SPELLINGS, stopped_spellings
 from trial_helpers import (
     MATRIX,
     HostName,
+    TrialCase,
     assert_clean_run,
     expected_table,
     outcome_table,
@@ -65,3 +66,17 @@ def test_unauthenticated_run_stops_before_any_trial(pytester: pytest.Pytester, t
                                                     monkeypatch: pytest.MonkeyPatch, private_tmp: Path) -> None:
     run = run_without_credentials(pytester, tmp_path, monkeypatch, private_tmp, HOST, drop=("GEMINI_", "GOOGLE_"))
     assert "GEMINI_API_KEY" in run.output()
+
+
+@pytest.mark.usefixtures("on_path")
+def test_an_empty_model_answer_is_an_infra_error_naming_it(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """The model answers with nothing (no parts): Gemini CLI says so in an ``error`` event, ends with
+    ``result.status: "error"`` and exits 0.  The metering proxy saw the empty answer, so it does not
+    vouch for the model against the stream: the trial is ``infra-error`` although its check holds."""
+    case = TrialCase(name="model-answers-nothing", turns=[{"empty": True}],
+                     checks=[{"type": "file-absent", "path": "hello.txt"}], verdict="infra-error", outcomes=None)
+    run = run_eval(pytester, write_project(tmp_path / "project", HOST, [case]), tmp_path / "out")
+    trial = run.trial(case.name)
+    assert trial.verdict == "infra-error", run.output()
+    assert trial.error is not None and "empty response" in trial.error
+    assert "the provider answered 1 model request with an empty response" in trial.error, trial.error

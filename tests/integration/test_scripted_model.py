@@ -106,6 +106,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         {"text": "x", "usage": {"input": "12", "output": 1}, "extra": 1},
         {},
         {"error": {"status": 500}, "text": "no"},
+        {"empty": True, "text": "no"},
         {"actions": [{"type": "write", "path": "/etc/passwd", "content": ""},
                      {"type": "read", "path": "../outside"},
                      {"type": "bash", "command": "x", "timeout_ms": 0}]},
@@ -117,14 +118,16 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         "$.turns[0].extra",
         "$.turns[1]",
         "$.turns[2]",
-        "$.turns[3].actions[0].path",
-        "$.turns[3].actions[1].path",
-        "$.turns[3].actions[2].timeout_ms",
+        "$.turns[3]",
+        "$.turns[4].actions[0].path",
+        "$.turns[4].actions[1].path",
+        "$.turns[4].actions[2].timeout_ms",
     ]
     messages = dict((loc, msg) for loc, _, msg in found)
-    assert "absolute" in messages["$.turns[3].actions[0].path"]
-    assert "'..'" in messages["$.turns[3].actions[1].path"]
-    assert messages["$.turns[1]"] == "a turn needs 'text', 'actions' or 'error'"
+    assert "absolute" in messages["$.turns[4].actions[0].path"]
+    assert "'..'" in messages["$.turns[4].actions[1].path"]
+    assert messages["$.turns[1]"] == "a turn needs 'text', 'actions', 'error' or 'empty'"
+    assert messages["$.turns[3]"] == "a turn with 'empty' answers with no text and no tool calls: drop text and actions"
 
 
 def test_syntax_error_and_duplicate_key_and_missing_file(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def test_an_interrupted_stream_is_a_failure_though_the_cli_exits_0() -> None:
 
 @pytest.mark.parametrize(("sample", "message"), [
     ("gemini-0.61.0-http500-stream.jsonl", "scripted error"),
-    ("gemini-0.61.0-empty-response-stream.jsonl", "session ended with status 'error'"),
+    ("gemini-0.61.0-empty-response-stream.jsonl", "session ended with status 'error': The model returned an empty response"),
 ])
 def test_a_result_with_status_error_fails_the_session(sample: str, message: str) -> None:
     outcome = monitor_of(sample).outcome()

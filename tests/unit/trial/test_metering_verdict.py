@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_atlante.hosts.base import SessionOutcome
 from pytest_atlante.records import Usage
 from pytest_atlante.sandbox.process import RunResult
 from pytest_atlante.sandbox.redact import Secrets
-from pytest_atlante.trial.budget import TokenGate
+from pytest_atlante.trial.budget import TokenGate, TrialBudget
+from pytest_atlante.trial.dialect_gemini import gemini_response, gemini_stream
+from pytest_atlante.trial.dialect_responses import responses_stream
+from pytest_atlante.trial.dialects import (
+    Reply,
+    ReplyUsage,
+    ToolCall,
+    anthropic_message,
+    anthropic_stream,
+    openai_completion,
+    openai_stream,
+)
+from pytest_atlante.trial.meter import ResponseMeter
 from pytest_atlante.trial.proxy import Metering
 from pytest_atlante.trial.runner import session_facts, verdict
-from pytest_atlante.trial.session import HostSession, disagreement
+from pytest_atlante.trial.session import HostSession, disagreement, session_error
 from pytest_atlante.trial.transcript import Redactor, StreamCapture
 
 
@@ -26,14 +40,17 @@ def session(*, returncode: int = 0, stream_error: bool = False, stream_tokens: i
     return HostSession(process, outcome, TokenGate(10_000), {}, capture, metering)
 
 
-def seen(*, answered: int = 2, failed: int = 0, tokens: int = 100, tripped_at: int | None = None) -> Metering:
-    return Metering(Usage(inputTokens=tokens), None, answered + failed, answered, failed, 0, 0, tripped_at, ())
+def seen(*, answered: int = 2, failed: int = 0, tokens: int = 100, tripped_at: int | None = None,
+         empty: int = 0) -> Metering:
+    return Metering(Usage(inputTokens=tokens), None, answered + failed, answered, failed, 0, 0, tripped_at, (),
+                    empty=empty)
 
 
 @pytest.mark.parametrize(("returncode", "metering", "believed"), [
     (0, seen(), False),                 # the model answered everything: a forged login failure
     (0, seen(failed=1), True),          # the proxy saw a failure too
     (0, seen(answered=0), True),        # the proxy saw no answer at all
+    (0, seen(empty=1), True),           # the model answered once with nothing: the provider failed
     (0, None, True),                    # metered from the stream: nothing contradicts it
     (1, seen(), True),                  # the process's own status always counts
 ])
@@ -73,3 +90,52 @@ def test_an_estimated_cost_is_priced_from_the_counts_the_record_keeps() -> None:
     unpriced = session(metering=seen())
     unpriced.outcome.model_identity, unpriced.outcome.cost_basis = "gpt-unknown", "price-table v1 (x)"
     assert (session_totals(unpriced).cost_usd, session_totals(unpriced).cost_basis) == (None, None)
+
+
+def test_an_empty_answer_is_named_in_the_trials_error() -> None:
+    budget = TrialBudget(timeoutMs=1000, maxTokens=10_000, maxSessions=1, trials=1, allocated=True)
+    error = session_error(session(stream_error=True, metering=seen(empty=1)), budget)
+    assert error == ("host session failed (exit 0): Not logged in; the provider answered 1 model request with an "
+                     "empty response (no text, thinking or tool call)")
+    assert "empty" not in (session_error(session(stream_error=True, metering=seen(failed=1)), budget) or "")
+
+
+SAYS = Reply("m1", "scripted-model", "Hi.", (), ReplyUsage(10, 2))
+CALLS = Reply("m1", "scripted-model", "", (ToolCall("c1", "write", {"path": "a"}),), ReplyUsage(10, 2))
+EMPTY = Reply("m1", "scripted-model", "", (), ReplyUsage(10, 2))
+RENDERINGS = {
+    "anthropic-stream": ("text/event-stream", anthropic_stream),
+    "anthropic-whole": ("application/json", lambda reply: json.dumps(anthropic_message(reply)).encode()),
+    "openai-stream": ("text/event-stream", lambda reply: openai_stream(reply, 0, True)),
+    "openai-whole": ("application/json", lambda reply: json.dumps(openai_completion(reply, 0)).encode()),
+    "responses-stream": ("text/event-stream", lambda reply: responses_stream(reply, frozenset())),
+    "gemini-stream": ("text/event-stream", gemini_stream),
+    "gemini-whole": ("application/json", lambda reply: json.dumps(gemini_response(reply)).encode()),
+}
+
+
+def metered(content_type: str, payload: bytes) -> ResponseMeter:
+    meter = ResponseMeter(content_type, len(payload) if content_type == "application/json" else None)
+    meter.feed(payload)
+    meter.finish()
+    return meter
+
+
+@pytest.mark.parametrize("rendering", list(RENDERINGS))
+def test_the_meter_tells_an_empty_answer_from_text_and_tool_calls(rendering: str) -> None:
+    content_type, render = RENDERINGS[rendering]
+    assert metered(content_type, render(EMPTY)).empty
+    assert metered(content_type, render(EMPTY)).reported  # the empty answer still reports its usage
+    assert not metered(content_type, render(SAYS)).empty
+    assert not metered(content_type, render(CALLS)).empty
+
+
+def test_gemini_thinking_alone_is_not_an_empty_answer_and_an_unread_response_is_not_called_empty() -> None:
+    thought = {"candidates": [{"content": {"role": "model", "parts": [{"text": "hmm", "thought": True}]}}]}
+    assert not metered("application/json", json.dumps(thought).encode()).empty
+    blank = {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}}]}
+    assert metered("application/json", json.dumps(blank).encode()).empty
+    meter = ResponseMeter("text/event-stream")
+    meter.feed(b"data: " + b"x" * (5 * 1024 * 1024))  # one event too long to read
+    meter.finish()
+    assert not meter.empty
