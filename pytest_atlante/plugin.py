@@ -66,6 +66,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run shard K of N (1 <= K <= N): the whole suite is collected and maxSessions "
                          "allocated globally, then only this shard's trials run; merge the shards' "
                          "reports with `atlante report merge`")
+    group.addoption("--atlante-no-github", action="store_true", default=False,
+                    help="under GitHub Actions (GITHUB_ACTIONS=true) do not append the report's Markdown to "
+                         "GITHUB_STEP_SUMMARY nor print an ::error annotation per failed trial (both on by default there, "
+                         "never on other CIs)")
     group.addoption("--atlante-run-group", metavar="ID", default=None,
                     help="id shared by the shards of one run (default: the suite digest plus the CI's "
                          "run id, e.g. GITHUB_RUN_ID/GITHUB_RUN_ATTEMPT, CI_PIPELINE_ID, BUILDKITE_BUILD_ID)")

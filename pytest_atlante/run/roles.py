@@ -84,6 +84,21 @@ def register(config: pytest.Config) -> None:
     config.pluginmanager.register(role, "atlante-eval")
     if isinstance(role, Controller):
         config.pluginmanager.register(role.terminal, "atlante-eval-terminal")
+        _register_github(config, role)
+
+
+def _register_github(config: pytest.Config, role: Controller) -> None:
+    """Under GitHub Actions: the step summary and the trials' annotations (``run/github.py``)."""
+    import os
+
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return   # the module is not even imported elsewhere
+    from pytest_atlante.run.github import GitHubActions, enabled
+
+    if enabled(os.environ, bool(config.getoption("atlante_no_github"))):
+        config.pluginmanager.register(
+            GitHubActions(config, role.plan, lambda: role.suite.scenarios if role.suite else [], dict(os.environ)),
+            "atlante-github")
 
 
 class RunStopped(Exception):

@@ -17,6 +17,7 @@ import yaml
 
 from conftest import REPO_ROOT, Project, config_doc
 from fakehost import fake_env, install_fake_claude
+from markdown_helpers import tables
 from pytest_atlante.report.model import EvalReport
 from test_shards import SCENARIOS, fake_scenario
 
@@ -97,6 +98,27 @@ def test_github_actions_workflow(checkout: tuple[Project, dict[str, str]], tmp_p
         shutil.copytree(roots[k - 1] / f"shard-reports/{k}", target)  # the directory's contents, as uploaded
     [merged] = run_side_by_side([(merge_run, workspace, github)])
     check_merged(workspace, merged, len(shards))
+    check_comment(merge_job, workspace, github, tmp_path)
+
+
+def check_comment(merge_job: dict[str, Any], workspace: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """The Markdown step writes the file the sticky comment posts, and the job's summary gets it too."""
+    steps = merge_job["steps"]
+    markdown = next(s for s in steps if s.get("id") == "markdown")
+    comment = next(s for s in steps if s.get("uses", "").startswith("marocchino/sticky-pull-request-comment@"))
+    assert steps.index(markdown) < steps.index(comment) and markdown["if"] == "always()"
+    assert "github.event_name == 'pull_request'" in comment["if"] and comment["with"]["header"]
+    assert merge_job["permissions"]["pull-requests"] == "write"
+    written = re.search(r"atlante report md report\.json -o (\S+)", markdown["run"])
+    assert written is not None and written[1] == comment["with"]["path"]
+    summary = tmp_path / "step-summary.md"
+    [done] = run_side_by_side([(markdown["run"], workspace, {**env, "GITHUB_STEP_SUMMARY": str(summary)})])
+    assert done.returncode == 0, done.stdout
+    text = (workspace / comment["with"]["path"]).read_text(encoding="utf-8")
+    assert summary.read_text(encoding="utf-8") == text
+    (table,) = tables(text)
+    assert sorted(row[0].text for row in table[1:]) == sorted(SCENARIOS)
+    assert all(row[1].text == "2/2 (100%)" for row in table[1:])
 
 
 def test_gitlab_ci_pipeline(checkout: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
