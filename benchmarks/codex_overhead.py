@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _fakehost import FIXTURE_REL, REPO_ROOT, bench_env, machine_line, make_project, require_verdicts, run_eval
-from pytest_atlante.hosts.codex_config import codex_rules, render_config
+from pytest_atlante.hosts.codex.config import codex_rules, render_config
+from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.suite.script import Script
-from pytest_atlante.trial.scripted import ScriptedModelServer
 
 REAL_BIN = REPO_ROOT / "hosts-npm" / "node_modules" / ".bin"
 TURNS = [{"text": "Writing.", "actions": [{"type": "write", "path": "out.txt", "content": "x\n"}]}, {"text": "Done."}]

@@ -80,7 +80,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.suite.script import load_script
-from pytest_atlante.trial.scripted import ScriptedModelServer
+from pytest_atlante.provider.scripted import ScriptedModelServer
 
 PLAN = json.loads(Path(__file__).with_name("plan.json").read_text(encoding="utf-8"))
 SCRIPT = load_script(Path(PLAN["script"]))

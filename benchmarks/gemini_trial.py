@@ -29,9 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _fakehost import machine_line, make_project, require_verdicts, run_eval
 from pytest_atlante.hosts import host_for
+from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.sandbox.process import allowlisted_environment
 from pytest_atlante.suite.script import Script
-from pytest_atlante.trial.scripted import ScriptedModelServer
 
 TURNS = [{"text": "Writing.", "actions": [{"type": "write", "path": "hello.txt", "content": "hello\n"}]},
          {"text": "Done."}]

@@ -97,7 +97,7 @@ def real_cli_part(tmp: Path, trials: int, cross_at: int, host: str) -> list[int]
         return f"skipped: the pinned {executable} CLI is missing from {REAL_HOSTS_BIN} (run scripts/setup)"
     import pytest
 
-    import pytest_atlante.trial.scripted as scripted
+    import pytest_atlante.provider.scripted as scripted
 
     turns: list[dict[str, Any]] = [
         {"text": f"Turn {i + 1}.", "actions": [{"type": "read", "path": f"d000/f{i:05d}.txt"}],

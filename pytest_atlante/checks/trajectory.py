@@ -86,7 +86,7 @@ def rules(check: TrajectoryCheck, where: str, found: Rules) -> None:
 
 
 def _vouched(event: Mapping[str, Any]) -> bool:
-    """Not marked as written into the stream by someone other than the host (``trial/served.py``)."""
+    """Not marked as written into the stream by someone other than the host (``provider/served.py``)."""
     return event.get("unverified") is not True
 
 

@@ -269,7 +269,7 @@ class Host(Protocol):
     refreshed_fields: tuple[tuple[str, ...], ...]
     forbidden_fixture_files: Mapping[str, str]  # fixture path → why the CLI would merge it
     # The stream's tool-call ids are the model's own (Claude Code, OpenCode echo the API's ids), so
-    # the metering proxy can vouch for each call and mark a forged one (trial/served.py).  Codex and
+    # the metering proxy can vouch for each call and mark a forged one (provider/served.py).  Codex and
     # Gemini CLI number the calls themselves: their transcripts are not marked (docs/design.md §10).
     stream_call_ids: bool
     # A session can start as a harness agent (Claude Code's and OpenCode's --agent); Codex and

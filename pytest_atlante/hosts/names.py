@@ -31,12 +31,12 @@ class HostEntry:
 
 
 HOSTS: dict[HostName, HostEntry] = {
-    "claude-code": HostEntry("pytest_atlante.hosts.claude_code:ClaudeCodeHost", since="0.2",
+    "claude-code": HostEntry("pytest_atlante.hosts.claude_code.adapter:ClaudeCodeHost", since="0.2",
                              dialects=("claude-code",)),
-    "opencode": HostEntry("pytest_atlante.hosts.opencode:OpenCodeHost", since="0.1",
+    "opencode": HostEntry("pytest_atlante.hosts.opencode.adapter:OpenCodeHost", since="0.1",
                           dialects=("opencode-v1", "opencode-v2")),
-    "codex": HostEntry("pytest_atlante.hosts.codex:CodexHost", since="0.3", dialects=("codex-responses",)),
-    "gemini-cli": HostEntry("pytest_atlante.hosts.gemini_cli:GeminiCliHost", since="0.3",
+    "codex": HostEntry("pytest_atlante.hosts.codex.adapter:CodexHost", since="0.3", dialects=("codex-responses",)),
+    "gemini-cli": HostEntry("pytest_atlante.hosts.gemini_cli.adapter:GeminiCliHost", since="0.3",
                             dialects=("gemini-cli",)),
 }
 if tuple(HOSTS) != HOST_NAMES:  # pragma: no cover - a host added to one and not the other

@@ -1,6 +1,6 @@
 """The scripted model's script: one document per scenario (schema ``atlante/scripted-model-v1``).
 
-A script is the list of model turns the scripted model plays to a host CLI (``trial/scripted.py``):
+A script is the list of model turns the scripted model plays to a host CLI (``provider/scripted.py``):
 text, host-neutral tool calls (actions) and usage per turn.  Discovery loads and validates each
 scenario's script once, in scripted mode, and keeps the parsed :class:`Script` on the scenario's
 entry; every trial plays that.  See ``docs/scripted-model.md`` for the format.

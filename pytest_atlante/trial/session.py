@@ -17,6 +17,8 @@ from pytest_atlante.checks import SessionView
 from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.hosts.prices import estimate_cost
 from pytest_atlante.hosts.streams import stream_cost
+from pytest_atlante.provider.proxy import Metering, MeteringProxy, Upstream
+from pytest_atlante.provider.served import mark_unverified
 from pytest_atlante.records import (
     TrialRecord,
     Usage,
@@ -39,8 +41,6 @@ from pytest_atlante.sandbox.redact import (
 )
 from pytest_atlante.suite.discovery import ScenarioEntry
 from pytest_atlante.trial.budget import TokenGate, TrialBudget
-from pytest_atlante.trial.proxy import Metering, MeteringProxy, Upstream
-from pytest_atlante.trial.served import mark_unverified
 from pytest_atlante.trial.transcript import (
     Redactor,
     StreamCapture,
@@ -317,7 +317,7 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
     if not enabled:
         yield None, None
         return
-    from pytest_atlante.trial.scripted import ScriptedModelServer
+    from pytest_atlante.provider.scripted import ScriptedModelServer
 
     assert entry.parsed_script is not None, "scripted runs validate every scenario's script first"
     server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.suite.script import load_script
-from pytest_atlante.trial.scripted import ScriptedModelServer
 from spelling_matrix import make_dirs, stopped_spellings, transcript_events
 from trial_helpers import (
     ALL_CHECKS_PASS,

@@ -21,12 +21,12 @@ import pytest
 
 from pytest_atlante.hosts import HostInfo, ScriptedEndpoint, SessionOutcome, host_for
 from pytest_atlante.hosts.base import Host
-from pytest_atlante.hosts.opencode import PROJECT_CONFIG
-from pytest_atlante.hosts.opencode_store import data_dir, read_sessions
+from pytest_atlante.hosts.opencode.adapter import PROJECT_CONFIG
+from pytest_atlante.hosts.opencode.store import data_dir, read_sessions
 from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
+from pytest_atlante.provider.scripted import RequestRecord, ScriptedModelServer
 from pytest_atlante.sandbox.process import Bounds, allowlisted_environment, run
 from pytest_atlante.suite.script import Script
-from pytest_atlante.trial.scripted import RequestRecord, ScriptedModelServer
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(300)]
 
@@ -372,7 +372,7 @@ def test_opencode_v2_dialect_through_a_version_faking_wrapper(tmp_path: Path, ho
 def test_a_copied_real_database_keeps_its_schema_and_is_accepted_by_the_cli(tmp_path: Path, hosts_path: Callable[[], str]) -> None:
     """The V2 credential copy applied to a database the real CLI wrote: the CLI runs on the copy
     (schema and migration bookkeeping intact) and the earlier session's history is gone."""
-    from pytest_atlante.hosts.opencode_store import copy_credential_database
+    from pytest_atlante.hosts.opencode.store import copy_credential_database
 
     path = hosts_path()
     host = host_for("opencode")

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from conftest import Project, config_doc, make_test_ca, scenario_doc
+from pytest_atlante.provider import scripted
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.script import load_script
-from pytest_atlante.trial import scripted
 
 pytestmark = pytest.mark.hosts
 

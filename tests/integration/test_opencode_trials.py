@@ -22,10 +22,10 @@ import pytest
 
 from conftest import ONE_HOST
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
-from pytest_atlante.hosts.opencode import PROJECT_CONFIG, SCRIPTED_PROVIDER_ID
+from pytest_atlante.hosts.opencode.adapter import PROJECT_CONFIG, SCRIPTED_PROVIDER_ID
+from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 from pytest_atlante.suite.script import load_script
-from pytest_atlante.trial.scripted import ScriptedModelServer
 from spelling_matrix import stopped_spellings
 from trial_helpers import (
     AGENT_CASE,

@@ -28,9 +28,9 @@ import pytest
 from conftest import EVERY_HOST, Project, claude_path, config_doc, scenario_doc
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import no_place
+from pytest_atlante.provider.scripted import ScriptedModelServer
+from pytest_atlante.provider.wire.shared import Dialect, parse_sse
 from pytest_atlante.suite.script import Script, ScriptError, load_script
-from pytest_atlante.trial.dialects import Dialect, parse_sse
-from pytest_atlante.trial.scripted import ScriptedModelServer
 from trial_helpers import logged_requests, run_eval, system_text, with_request_log
 
 SKILL_BODY = "SKILL-BODY-SENTINEL-51c2: keep every file tidy and end it with a newline."

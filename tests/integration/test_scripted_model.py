@@ -20,16 +20,16 @@ from typing import Any
 import pytest
 
 from pytest_atlante.diagnostics import DiagnosticError
-from pytest_atlante.hosts.claude_code import scripted_env as claude_scripted_env
-from pytest_atlante.hosts.opencode import scripted_provider_config
-from pytest_atlante.suite.script import Script, ScriptError, load_script
-from pytest_atlante.trial.dialects import parse_sse, sse_event
-from pytest_atlante.trial.scripted import (
+from pytest_atlante.hosts.claude_code.adapter import scripted_env as claude_scripted_env
+from pytest_atlante.hosts.opencode.adapter import scripted_provider_config
+from pytest_atlante.provider.scripted import (
     DEFAULT_USAGE,
     EXHAUSTED_REPLY_TEXT,
     SIDE_REPLY_TEXT,
     ScriptedModelServer,
 )
+from pytest_atlante.provider.wire.shared import parse_sse, sse_event
+from pytest_atlante.suite.script import Script, ScriptError, load_script
 
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE = REPO / "hosts-npm/node_modules/.bin/claude"

@@ -670,7 +670,7 @@ def pytest_configure(config: pytest.Config) -> None:
     log_dir = os.environ.get(REQUEST_LOG_ENV)
     if not log_dir:
         return
-    from pytest_atlante.trial import scripted
+    from pytest_atlante.provider import scripted
 
     original_stop = scripted.ScriptedModelServer.stop
 

@@ -24,10 +24,11 @@ LAYERS: dict[str, int] = {
     f"{ROOT}.atlas": 1, f"{ROOT}.sandbox": 1,
     f"{ROOT}.hosts": 2, f"{ROOT}.checks": 2,
     f"{ROOT}.suite": 3,
-    f"{ROOT}.trial": 4,
-    f"{ROOT}.report": 5,
-    f"{ROOT}.run": 6,
-    f"{ROOT}.plugin": 7, f"{ROOT}.cli": 7,
+    f"{ROOT}.provider": 4,
+    f"{ROOT}.trial": 5,
+    f"{ROOT}.report": 6,
+    f"{ROOT}.run": 7,
+    f"{ROOT}.plugin": 8, f"{ROOT}.cli": 8,
 }
 
 

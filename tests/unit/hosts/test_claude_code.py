@@ -10,7 +10,7 @@ import pytest
 
 from pytest_atlante.hosts import ScriptedEndpoint, credential_env_names, host_for
 from pytest_atlante.hosts.base import HostInfo
-from pytest_atlante.hosts.claude_code import CLOUD_MODES
+from pytest_atlante.hosts.claude_code.adapter import CLOUD_MODES
 from pytest_atlante.hosts.policy import claude_settings
 
 INFO = HostInfo("claude-code", "2.1.197", "claude-code", "/opt/bin/claude")

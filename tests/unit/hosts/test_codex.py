@@ -11,9 +11,9 @@ import pytest
 from conftest import Project, config_doc
 from pytest_atlante.hosts import ScriptedEndpoint, host_for
 from pytest_atlante.hosts.base import HOST_UNAUTHENTICATED, HostInfo, IsolationAware, ProviderEndpoint, parse_version
-from pytest_atlante.hosts.codex import CodexHost, codex_home
-from pytest_atlante.hosts.codex_config import SCRIPTED_CATALOG_MODEL, codex_rules, rule_patterns, user_base_url
-from pytest_atlante.hosts.codex_rollout import (
+from pytest_atlante.hosts.codex.adapter import CodexHost, codex_home
+from pytest_atlante.hosts.codex.config import SCRIPTED_CATALOG_MODEL, codex_rules, rule_patterns, user_base_url
+from pytest_atlante.hosts.codex.rollout import (
     DIGEST_TYPE,
     CodexStreamMonitor,
     neutral_call,

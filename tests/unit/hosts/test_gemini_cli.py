@@ -11,9 +11,9 @@ import pytest
 
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HOST_UNAUTHENTICATED, SCRIPTED_MODEL_ID, HostInfo, ScriptedEndpoint
-from pytest_atlante.hosts.gemini_cli import FORBIDDEN_FIXTURE_FILES, acknowledged_agents
-from pytest_atlante.hosts.gemini_policy import command_regex, gemini_denials, gemini_policy_toml
-from pytest_atlante.hosts.gemini_stream import GeminiStreamMonitor, transcript_events
+from pytest_atlante.hosts.gemini_cli.adapter import FORBIDDEN_FIXTURE_FILES, acknowledged_agents
+from pytest_atlante.hosts.gemini_cli.policy import command_regex, gemini_denials, gemini_policy_toml
+from pytest_atlante.hosts.gemini_cli.stream import GeminiStreamMonitor, transcript_events
 from pytest_atlante.hosts.policy import POLICY
 from pytest_atlante.hosts.prices import shipped_table
 from pytest_atlante.hosts.transcripts import TranscriptBuilder

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.hosts import ScriptedEndpoint, host_for, opencode_store
+from pytest_atlante.hosts import ScriptedEndpoint, host_for
 from pytest_atlante.hosts.base import HostInfo
-from pytest_atlante.hosts.opencode import PROJECT_CONFIG, PROXY_BASE_URL_VARIABLE, render_config
-from pytest_atlante.hosts.opencode_store import (
+from pytest_atlante.hosts.opencode import store as opencode_store
+from pytest_atlante.hosts.opencode.adapter import PROJECT_CONFIG, PROXY_BASE_URL_VARIABLE, render_config
+from pytest_atlante.hosts.opencode.store import (
     CREDENTIAL_TABLES,
     StoredSession,
     copy_credential_database,

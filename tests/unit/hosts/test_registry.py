@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_every_registered_host_says_whether_its_stream_ids_are_the_models() -> None:
-    # trial/served.py marks forged events only where the stream's call ids are the model's own
+    # provider/served.py marks forged events only where the stream's call ids are the model's own
     from pytest_atlante.hosts.names import HOST_NAMES
     from pytest_atlante.hosts.registry import host_for
 

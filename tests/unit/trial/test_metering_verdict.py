@@ -7,13 +7,11 @@ import json
 import pytest
 
 from pytest_atlante.hosts.base import SessionOutcome
-from pytest_atlante.records import Usage
-from pytest_atlante.sandbox.process import RunResult
-from pytest_atlante.sandbox.redact import Secrets
-from pytest_atlante.trial.budget import TokenGate, TrialBudget
-from pytest_atlante.trial.dialect_gemini import gemini_response, gemini_stream
-from pytest_atlante.trial.dialect_responses import responses_stream
-from pytest_atlante.trial.dialects import (
+from pytest_atlante.provider.meter import ResponseMeter
+from pytest_atlante.provider.proxy import Metering
+from pytest_atlante.provider.wire.gemini import gemini_response, gemini_stream
+from pytest_atlante.provider.wire.openai_responses import responses_stream
+from pytest_atlante.provider.wire.shared import (
     Reply,
     ReplyUsage,
     ToolCall,
@@ -22,8 +20,10 @@ from pytest_atlante.trial.dialects import (
     openai_completion,
     openai_stream,
 )
-from pytest_atlante.trial.meter import ResponseMeter
-from pytest_atlante.trial.proxy import Metering
+from pytest_atlante.records import Usage
+from pytest_atlante.sandbox.process import RunResult
+from pytest_atlante.sandbox.redact import Secrets
+from pytest_atlante.trial.budget import TokenGate, TrialBudget
 from pytest_atlante.trial.runner import session_facts, verdict
 from pytest_atlante.trial.session import HostSession, disagreement, session_error
 from pytest_atlante.trial.transcript import Redactor, StreamCapture

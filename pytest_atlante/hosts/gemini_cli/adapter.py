@@ -46,9 +46,9 @@ from pytest_atlante.hosts.base import (
     probe_version,
     unsupported_version,
 )
-from pytest_atlante.hosts.gemini_parts import GeminiParts
-from pytest_atlante.hosts.gemini_policy import gemini_policy_toml
-from pytest_atlante.hosts.gemini_stream import GeminiStreamMonitor, transcript_events
+from pytest_atlante.hosts.gemini_cli.parts import GeminiParts
+from pytest_atlante.hosts.gemini_cli.policy import gemini_policy_toml
+from pytest_atlante.hosts.gemini_cli.stream import GeminiStreamMonitor, transcript_events
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.hosts.transcripts import TranscriptBuilder
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.base import SessionOutcome
-from pytest_atlante.hosts.codex_tools import PATCH_TOOL, SHELL_TOOL, read_path, skill_read
+from pytest_atlante.hosts.codex.tools import PATCH_TOOL, SHELL_TOOL, read_path, skill_read
 from pytest_atlante.hosts.streams import StreamNotes, _count, _dict, _event
 from pytest_atlante.hosts.transcripts import (
     RESULT_CAP_CHARS,

@@ -46,13 +46,13 @@ from pytest_atlante.hosts.base import (
     source_name,
     unsupported_version,
 )
-from pytest_atlante.hosts.codex_config import (
+from pytest_atlante.hosts.codex.config import (
     OPENAI_API_URL,
     codex_rules,
     render_config,
     user_base_url,
 )
-from pytest_atlante.hosts.codex_rollout import (
+from pytest_atlante.hosts.codex.rollout import (
     CodexStreamMonitor,
     read_rollout,
     rollout_file,

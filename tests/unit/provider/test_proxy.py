@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from conftest import make_test_ca
+from pytest_atlante.provider.meter import ResponseMeter
+from pytest_atlante.provider.proxy import MeteringProxy, Upstream
+from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, anthropic_message, anthropic_stream, openai_stream
 from pytest_atlante.records import Usage
-from pytest_atlante.trial.dialects import Reply, ReplyUsage, anthropic_message, anthropic_stream, openai_stream
-from pytest_atlante.trial.meter import ResponseMeter
-from pytest_atlante.trial.proxy import MeteringProxy, Upstream
 
 # --------------------------------------------------------------------------- a provider stand-in
 

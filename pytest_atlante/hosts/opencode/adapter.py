@@ -46,7 +46,7 @@ from pytest_atlante.hosts.base import (
     unsupported_version,
 )
 from pytest_atlante.hosts.names import HostName
-from pytest_atlante.hosts.opencode_store import (
+from pytest_atlante.hosts.opencode.store import (
     copy_credential_database,
     data_dir,
     has_auth_for,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_atlante.records import Usage
-from pytest_atlante.suite.script import Script
-from pytest_atlante.trial.dialect_responses import (
+from pytest_atlante.provider.meter import ResponseMeter
+from pytest_atlante.provider.scripted import ScriptedModelServer
+from pytest_atlante.provider.wire.openai_responses import (
     action_call,
     patch_for_edit,
     patch_for_write,
@@ -16,9 +16,9 @@ from pytest_atlante.trial.dialect_responses import (
     responses_stream,
     responses_tools,
 )
-from pytest_atlante.trial.dialects import Reply, ReplyUsage, ToolCall, parse_sse
-from pytest_atlante.trial.meter import ResponseMeter
-from pytest_atlante.trial.scripted import ScriptedModelServer
+from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, ToolCall, parse_sse
+from pytest_atlante.records import Usage
+from pytest_atlante.suite.script import Script
 
 TOOLS = [
     {"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {"cmd": {}}, "required": ["cmd"]}},

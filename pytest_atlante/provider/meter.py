@@ -1,11 +1,11 @@
 """Usage read from the provider's own responses, as the metering proxy relays them.
 
-The proxy (``trial/proxy.py``) hands every response body to a :class:`ResponseMeter` chunk by chunk
+The proxy (``provider/proxy.py``) hands every response body to a :class:`ResponseMeter` chunk by chunk
 as it forwards it; the meter reads the usage the provider reports — Anthropic Messages
 (``message_start.message.usage`` and ``message_delta.usage``, streamed or whole), OpenAI chat
 completions (``usage`` of the whole body or of the last chunk of a stream), OpenAI Responses
 (``response.completed``'s ``response.usage``) and Gemini (``usageMetadata`` of each chunk,
-``trial/dialect_gemini.py``) — without holding more
+``provider/wire/gemini.py``) — without holding more
 than one SSE event at a time.  Figures are bounded like the host stream's (docs/design.md §10): a
 provider's response is trusted more than the host's stdout, but a broken or hostile upstream still
 cannot crash the runner or lower a count.
@@ -17,9 +17,9 @@ import json
 from typing import Any
 
 from pytest_atlante.hosts.streams import MAX_STREAM_TOKENS, stream_cost
+from pytest_atlante.provider.served import ToolCallReader
+from pytest_atlante.provider.wire.gemini import gemini_usage_fields
 from pytest_atlante.records import Usage
-from pytest_atlante.trial.dialect_gemini import gemini_usage_fields
-from pytest_atlante.trial.served import ToolCallReader
 
 #: One SSE event (or one whole JSON body) larger than this is not parsed for usage; it still flows.
 MAX_EVENT_BYTES = 4 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""What the model really answered (``trial/served.py``): the tool calls of served responses in each
+"""What the model really answered (``provider/served.py``): the tool calls of served responses in each
 dialect, and the transcript events none of them vouches for (docs/design.md §10)."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atlante.records import Usage
-from pytest_atlante.trial.dialects import (
+from pytest_atlante.provider.meter import ResponseMeter
+from pytest_atlante.provider.served import Served, ServedCall, mark_unverified
+from pytest_atlante.provider.wire.shared import (
     Reply,
     ReplyUsage,
     ToolCall,
@@ -18,8 +19,7 @@ from pytest_atlante.trial.dialects import (
     openai_completion,
     openai_stream,
 )
-from pytest_atlante.trial.meter import ResponseMeter
-from pytest_atlante.trial.served import Served, ServedCall, mark_unverified
+from pytest_atlante.records import Usage
 
 REPLY = Reply("msg_1", "m", "loading", (ToolCall("call_1", "Skill", {"skill": "tidy"}),
                                         ToolCall("call_2", "Bash", {"command": "ls"})), ReplyUsage(10, 2, 0, 0))

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_atlante.provider.meter import ResponseMeter
+from pytest_atlante.provider.proxy import _is_model_request
+from pytest_atlante.provider.scripted import ScriptedModelServer
+from pytest_atlante.provider.wire.gemini import gemini_route, gemini_stream, openai_view
+from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, ToolCall, loaded_skills, parse_sse
 from pytest_atlante.records import Usage
 from pytest_atlante.suite.script import Script
-from pytest_atlante.trial.dialect_gemini import gemini_route, gemini_stream, openai_view
-from pytest_atlante.trial.dialects import Reply, ReplyUsage, ToolCall, loaded_skills, parse_sse
-from pytest_atlante.trial.meter import ResponseMeter
-from pytest_atlante.trial.proxy import _is_model_request
-from pytest_atlante.trial.scripted import ScriptedModelServer
 
 PATH = "/v1beta/models/scripted-model:streamGenerateContent?alt=sse"
 TOOLS = [{"functionDeclarations": [

@@ -3,7 +3,7 @@
 Every model request of a metered trial passes here (the host's provider base URL points at the
 proxy, docs/design.md §10): the proxy forwards it to the upstream — the real provider over HTTPS with
 certificate verification, or the scripted model — relays the response as it arrives, and reads the
-usage from the provider's own response (``trial/meter.py``).  Counts only go up: every response is
+usage from the provider's own response (``provider/meter.py``).  Counts only go up: every response is
 counted, a request the agent sends itself through the proxy included.
 
 ``maxTokens`` is enforced here: the response whose usage crosses the threshold is served whole and
@@ -29,11 +29,11 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from pytest_atlante.hosts.streams import sum_usage
+from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService
+from pytest_atlante.provider.meter import ResponseMeter
+from pytest_atlante.provider.served import Served, ServedCall
+from pytest_atlante.provider.wire.gemini import gemini_route
 from pytest_atlante.records import Usage
-from pytest_atlante.trial.dialect_gemini import gemini_route
-from pytest_atlante.trial.loopback import LoopbackServer, LoopbackService
-from pytest_atlante.trial.meter import ResponseMeter
-from pytest_atlante.trial.served import Served, ServedCall
 
 #: Request and response headers that belong to one connection, not to the message (RFC 9110 §7.6.1),
 #: plus those the proxy sets itself.  ``accept-encoding`` is dropped so the upstream answers in
@@ -136,7 +136,7 @@ class Metering:
 
     @property
     def model_answers(self) -> Served:
-        """What the transcript's events are checked against (``trial/served.py``)."""
+        """What the transcript's events are checked against (``provider/served.py``)."""
         return Served(self.calls, self.responses, self.usage)
 
     @property

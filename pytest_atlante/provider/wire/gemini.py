@@ -7,7 +7,7 @@ schemas sit in ``parametersJsonSchema`` (host-facts-gemini §11).  The scripted 
 to answer from the request's history the same way for every dialect, so this module reads a Gemini
 request into the OpenAI chat shape the server already reads (:func:`openai_view`: a ``model``
 content is an assistant message, a ``functionResponse`` a tool message), and renders the server's
-host-neutral :class:`~pytest_atlante.trial.dialects.Reply` back as Gemini's SSE chunks.
+host-neutral :class:`~pytest_atlante.provider.wire.shared.Reply` back as Gemini's SSE chunks.
 
 Usage as Gemini reports it: ``promptTokenCount`` includes the cached tokens
 (``cachedContentTokenCount``), ``candidatesTokenCount`` is the visible output,
@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atlante.trial.dialects import Reply, ToolCall, sse_event
+from pytest_atlante.provider.wire.shared import Reply, ToolCall, sse_event
 
 #: ``/v1beta/models/gemini-2.5-pro:streamGenerateContent`` → model and method.
 ROUTE = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$")

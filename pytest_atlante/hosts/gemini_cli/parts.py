@@ -25,7 +25,7 @@ from pytest_atlante.hosts.base import (
     tool_dropped,
     tool_names,
 )
-from pytest_atlante.hosts.gemini_policy import toml_string
+from pytest_atlante.hosts.gemini_cli.policy import toml_string
 
 HOST = "gemini-cli"
 # Harness tool names → Gemini CLI's tool names in an agent's ``tools`` list.

@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atlante.hosts.codex_tools import PATCH_TOOL, SHELL_TOOL, SKILLS_DIR, skill_read
-from pytest_atlante.trial.dialects import LoadedSkill, OfferedTool, Reply, ReplyUsage, ToolCall, sse_event
+from pytest_atlante.hosts.codex.tools import PATCH_TOOL, SHELL_TOOL, SKILLS_DIR, skill_read
+from pytest_atlante.provider.wire.shared import LoadedSkill, OfferedTool, Reply, ReplyUsage, ToolCall, sse_event
 
 #: The argument key of a custom tool call as :class:`ToolCall` carries it (its freeform ``input``).
 CUSTOM_INPUT = "input"

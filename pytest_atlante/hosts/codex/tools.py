@@ -1,5 +1,5 @@
 """Codex's tool names and how a shell command reads as a host-neutral action: shared by the
-transcript (``codex_rollout``) and the scripted model's Responses dialect (``trial/dialect_responses``)."""
+transcript (``codex_rollout``) and the scripted model's Responses dialect (``provider/wire/openai_responses``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What the model really answered, and the transcript events the host's stream claims beyond it.
 
-The metering proxy (``trial/proxy.py``) sees every model response of a metered trial.  A
+The metering proxy (``provider/proxy.py``) sees every model response of a metered trial.  A
 :class:`ToolCallReader` reads, beside the usage the meter reads, the tool calls each response
 contains — Anthropic Messages (``tool_use`` blocks, streamed or whole), OpenAI chat completions
 (``tool_calls``, streamed or whole) and OpenAI Responses (``function_call`` output items).

@@ -29,18 +29,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, ScriptedEndpoint
-from pytest_atlante.suite.script import (
-    BashAction,
-    EditAction,
-    ReadAction,
-    Script,
-    SkillAction,
-    TaskAction,
-    Turn,
-    WriteAction,
-)
-from pytest_atlante.trial.dialect_gemini import gemini_error, gemini_response, gemini_route, gemini_stream, openai_view
-from pytest_atlante.trial.dialect_responses import (
+from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService
+from pytest_atlante.provider.wire.gemini import gemini_error, gemini_response, gemini_route, gemini_stream, openai_view
+from pytest_atlante.provider.wire.openai_responses import (
     custom_tools,
     responses_calls,
     responses_error,
@@ -49,8 +40,8 @@ from pytest_atlante.trial.dialect_responses import (
     responses_stream,
     responses_tools,
 )
-from pytest_atlante.trial.dialect_responses import first_user_text as responses_first_user_text
-from pytest_atlante.trial.dialects import (
+from pytest_atlante.provider.wire.openai_responses import first_user_text as responses_first_user_text
+from pytest_atlante.provider.wire.shared import (
     Dialect,
     LoadedSkill,
     OfferedTool,
@@ -70,7 +61,16 @@ from pytest_atlante.trial.dialects import (
     openai_stream,
     tool_arguments,
 )
-from pytest_atlante.trial.loopback import LoopbackServer, LoopbackService
+from pytest_atlante.suite.script import (
+    BashAction,
+    EditAction,
+    ReadAction,
+    Script,
+    SkillAction,
+    TaskAction,
+    Turn,
+    WriteAction,
+)
 
 #: The model id the server lists and answers as when a request names none.
 MODEL_ID = SCRIPTED_MODEL_ID

@@ -1,0 +1,1 @@
+"""Claude Code: everything about that CLI, in one folder (adapter, stream reader, policy rendering, config and store readers)."""

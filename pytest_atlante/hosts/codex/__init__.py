@@ -1,0 +1,1 @@
+"""Codex: everything about that CLI, in one folder (adapter, stream reader, policy rendering, config and store readers)."""
