@@ -1,10 +1,13 @@
 """JSON Schemas of the documents a user writes, generated from their pydantic models (docs/design.md §14).
 
 One schema per version of ``atlante.jsonc`` (``config-v0.1`` to ``config-v0.4``) and of scenario
-documents (``eval-scenario-v0.1``, ``eval-scenario-v0.2``), each with the ``$id`` the documents' ``$schema`` names.  The
+documents (``eval-scenario-v0.1``, ``eval-scenario-v0.2``), each with the ``$id`` the documents' ``$schema`` names,
+and one per kind for every version (``config``, ``eval-scenario``): it checks each document against
+the schema of the version it names, so an editor can map every ``*.eval.json`` (or ``atlante.jsonc``)
+to one file whatever its version.  The
 generated files ship in the package (``pytest_atlante/suite/schema-files/``), so an editor maps
-those URIs to them offline; ``atlante schema NAME`` prints one and ``atlante schema --list`` names
-each file.  A configuration schema takes a project's ``atlante.jsonc`` or a pack's root preset (the
+those URIs to them offline; ``atlante schema NAME`` prints one (``config`` and ``scenario``: the
+every-version schemas) and ``atlante schema --list`` names each file.  A configuration schema takes a project's ``atlante.jsonc`` or a pack's root preset (the
 same file name and ``$schema``: ``name``, ``presets`` and a pack suite are valid there).
 
 What the models check in validators is added where JSON Schema can say it: ``version`` and
@@ -27,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
@@ -48,7 +51,7 @@ class SchemaEntry:
     name: str          # what `atlante schema NAME` takes
     uri: str           # the `$schema` of the documents it describes, and its `$id`
     model: type[BaseModel]
-    version: str
+    version: str | None  # None: every version, each document checked by its own ``version``
     title: str
 
     @property
@@ -56,14 +59,22 @@ class SchemaEntry:
         return f"{self.name}.json"
 
 
+#: The schemas an editor maps every document of a kind to: each version a document names is checked
+#: against that version's schema (``atlante schema config`` / ``scenario``, the README's mapping).
+EVERY_CONFIG_URI = "https://atlante.sh/schema/config.json"
+EVERY_SCENARIO_URI = "https://atlante.sh/schema/eval-scenario.json"
+
 SCHEMAS: dict[str, SchemaEntry] = {
+    "config": SchemaEntry("config", EVERY_CONFIG_URI, ProjectConfig, None, "atlante.jsonc, every version"),
     **{f"config-v{v}": SchemaEntry(f"config-v{v}", uri, ProjectConfig, v, f"atlante.jsonc, version {v}")
        for v, uri in sorted(CONFIG_SCHEMA_URIS.items())},
+    "eval-scenario": SchemaEntry("eval-scenario", EVERY_SCENARIO_URI, Scenario, None,
+                                 "atlante scenario document, every version"),
     **{f"eval-scenario-v{v}": SchemaEntry(f"eval-scenario-v{v}", uri, Scenario, v, f"atlante scenario document, version {v}")
        for v, uri in sorted(SCENARIO_SCHEMA_URIS.items())},
 }
-#: Short names for the newest of each document kind.
-ALIASES = {"config": f"config-v{max(CONFIG_SCHEMA_URIS)}", "scenario": f"eval-scenario-v{max(SCENARIO_SCHEMA_URIS)}"}
+#: Short names: a document of any version.
+ALIASES = {"scenario": "eval-scenario"}
 
 
 def entry_for(name: str) -> SchemaEntry:
@@ -75,18 +86,18 @@ def entry_for(name: str) -> SchemaEntry:
     return entry
 
 
-def _config_schema(entry: SchemaEntry) -> dict[str, Any]:
+def _config_schema(entry: SchemaEntry, version: str) -> dict[str, Any]:
     """A project's ``atlante.jsonc`` or a pack's root preset (same file name, same ``$schema``), with
     the validators' rules for one version (``config.version_diagnostics``)."""
     refs, top = models_json_schema([(ProjectConfig, "validation"), (PackConfig, "validation")], by_alias=True)
     defs = top["$defs"]
-    admitted = [h for h in HOST_NAMES if min_config_version(h) <= entry.version]
+    admitted = [h for h in HOST_NAMES if min_config_version(h) <= version]
     for model in (ProjectConfig, PackConfig):
         properties = defs[model.__name__]["properties"]
-        properties["version"] = {"const": entry.version, "description": "the document format's version"}
+        properties["version"] = {"const": version, "description": "the document format's version"}
         properties["$schema"] = {"anyOf": [{"const": entry.uri}, {"type": "null"}], "description": "this schema's URI"}
     defs["EvalSection"]["properties"]["host"]["enum"] = admitted
-    if entry.version < VARIANTS_SINCE:   # config.version_diagnostics: variants need version 0.4
+    if version < VARIANTS_SINCE:   # config.version_diagnostics: variants need version 0.4
         del defs["ProjectConfig"]["properties"]["variants"]
         del defs["Variant"], defs["VariantEval"]
     else:
@@ -135,11 +146,47 @@ def _close_pattern_maps(node: object) -> None:
             _close_pattern_maps(value)
 
 
+def _prefixed_refs(node: object, prefix: str) -> object:
+    """``node`` with every local reference ``#/$defs/X`` (``$ref``s and discriminator mappings)
+    pointing at ``#/$defs/<prefix>X`` instead."""
+    if isinstance(node, dict):
+        return {key: _prefixed_refs(value, prefix) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_prefixed_refs(value, prefix) for value in node]
+    if isinstance(node, str) and node.startswith("#/$defs/"):
+        return "#/$defs/" + prefix + node.removeprefix("#/$defs/")
+    return node
+
+
+def _every_version(entry: SchemaEntry) -> dict[str, Any]:
+    """One schema for the documents of every version: each version's schema (its definitions
+    renamed ``v<version>-…``) checks the documents whose ``version`` names it, so a 0.1 document
+    is judged as 0.1 (its ``$schema`` must then be the 0.1 URI) and an unknown version is refused."""
+    versions = [e for e in SCHEMAS.values() if e.model is entry.model and e.version is not None]
+    defs: dict[str, Any] = {}
+    branches = []
+    for one in versions:
+        prefix = f"v{one.version}-"
+        schema = cast(dict[str, Any], _prefixed_refs(generate(one.name), prefix))
+        defs |= {prefix + name: value for name, value in schema.pop("$defs", {}).items()}
+        for key in ("$schema", "$id"):
+            schema.pop(key)
+        defs[f"v{one.version}"] = schema
+        branches.append({"if": {"properties": {"version": {"const": one.version}}, "required": ["version"]},
+                         "then": {"$ref": f"#/$defs/v{one.version}"}})
+    return {"type": "object", "required": ["version"],
+            "properties": {"version": {"enum": [one.version for one in versions],
+                                       "description": "the document format's version: it selects the schema"}},
+            "allOf": branches, "$defs": defs}
+
+
 def generate(name: str) -> dict[str, Any]:
     """The schema ``name`` as the models define it today (the shipped file must equal it)."""
     entry = entry_for(name)
-    if entry.model is ProjectConfig:
-        schema = _config_schema(entry)
+    if entry.version is None:
+        schema = _every_version(entry)
+    elif entry.model is ProjectConfig:
+        schema = _config_schema(entry, entry.version)
     else:
         schema = copy.deepcopy(entry.model.model_json_schema(by_alias=True, mode="validation"))
         schema["properties"]["version"] = {"const": entry.version, "description": "the document format's version"}

@@ -41,7 +41,7 @@ def test_the_wheel_runs_the_example_eval_from_a_fresh_venv(tmp_path: Path, hosts
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         entry_points = archive.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
-    schema_files = {f"pytest_atlante/suite/schema-files/{n}.json" for n in ("config-v0.1", "config-v0.2", "config-v0.3", "config-v0.4", "eval-scenario-v0.1")}
+    schema_files = {f"pytest_atlante/suite/schema-files/{n}.json" for n in ("config", "config-v0.1", "config-v0.2", "config-v0.3", "config-v0.4", "eval-scenario", "eval-scenario-v0.1")}
     assert modules | {"pytest_atlante/py.typed"} | schema_files <= names
     assert "[pytest11]\natlante = pytest_atlante.plugin" in entry_points
     assert "[console_scripts]\natlante = pytest_atlante.cli:main" in entry_points

@@ -36,8 +36,10 @@ def test_the_shipped_file_is_what_the_models_generate(name: str, capsys: pytest.
 
 
 def test_short_names_list_and_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["schema", "config"]) == 0 and json.loads(capsys.readouterr().out)["$id"] == "https://atlante.sh/schema/v0.4/config.json"
-    assert main(["schema", "scenario"]) == 0 and "eval-scenario.json" in json.loads(capsys.readouterr().out)["$id"]
+    assert main(["schema", "config"]) == 0 and json.loads(capsys.readouterr().out)["$id"] == "https://atlante.sh/schema/config.json"
+    assert main(["schema", "scenario"]) == 0
+    assert json.loads(capsys.readouterr().out)["$id"] == "https://atlante.sh/schema/eval-scenario.json"
+    assert main(["schema", "config-v0.4"]) == 0 and json.loads(capsys.readouterr().out)["$id"] == "https://atlante.sh/schema/v0.4/config.json"
     assert main(["schema", "--list"]) == 0
     listed = capsys.readouterr().out.splitlines()
     assert len(listed) == len(schemas.SCHEMAS)
@@ -122,6 +124,26 @@ def test_config_schema_and_models_agree(tmp_path: Path, doc: dict[str, Any], val
     assert Draft202012Validator(schema).is_valid(doc) == expected, list(Draft202012Validator(schema).iter_errors(doc))
 
 
+def printed_schema(name: str) -> Draft202012Validator:
+    """What ``atlante schema NAME`` prints, as a validator."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["schema", name]) == 0
+    return Draft202012Validator(json.loads(out.getvalue()))
+
+
+@pytest.mark.parametrize(("doc", "valid"), [(d, v) for _, d, v in CONFIGS], ids=[i for i, _, _ in CONFIGS])
+def test_atlante_schema_config_takes_every_version_as_the_models_do(doc: dict[str, Any], valid: bool) -> None:
+    """``atlante schema config`` (the README's editor mapping for every ``atlante.jsonc``): a document
+    of any version is judged by the schema of the version it names."""
+    expected = valid or doc in LOOSER_IN_THE_SCHEMA
+    validator = printed_schema("config")
+    assert validator.is_valid(doc) == expected, list(validator.iter_errors(doc))
+
+
 def without(key: str) -> dict[str, Any]:
     doc = scenario_doc()
     del doc[key]
@@ -173,6 +195,34 @@ def test_scenario_schema_and_model_agree(doc: dict[str, Any], valid: bool, versi
     schema = json.loads(schemas.shipped_text(f"eval-scenario-v{version}"))
     expected = valid and doc.get("version") == version
     assert Draft202012Validator(schema).is_valid(doc) == expected, list(Draft202012Validator(schema).iter_errors(doc))
+
+
+@pytest.mark.parametrize(("doc", "valid"), [(d, v) for _, d, v in SCENARIOS], ids=[i for i, _, _ in SCENARIOS])
+def test_atlante_schema_scenario_takes_every_version_as_the_models_do(doc: dict[str, Any], valid: bool) -> None:
+    """``atlante schema scenario`` (the README's mapping for every ``*.eval.json``): a valid 0.1
+    document (its ``$schema`` the 0.1 URI) is valid, and so is a valid 0.2 one."""
+    validator = printed_schema("scenario")
+    assert validator.is_valid(doc) == valid, list(validator.iter_errors(doc))
+    if doc.get("version") not in (None, *SCENARIO_SCHEMA_URIS):
+        assert not validator.is_valid(doc)
+
+
+def test_an_unknown_or_missing_version_is_refused_by_the_every_version_schemas() -> None:
+    for name, doc in (("scenario", scenario_doc()), ("config", {"version": "0.2"})):
+        validator = printed_schema(name)
+        assert validator.is_valid(doc)
+        assert not validator.is_valid(doc | {"version": "0.9"})
+        assert not validator.is_valid({k: v for k, v in doc.items() if k != "version"})
+
+
+def test_the_readme_maps_editors_to_the_every_version_schemas() -> None:
+    from conftest import REPO_ROOT
+
+    mapping = [line for line in (REPO_ROOT / "README.md").read_text().splitlines() if '"fileMatch"' in line]
+    assert any("*.eval.json" in line and line.rstrip(" ,}").endswith('/eval-scenario.json"') for line in mapping), mapping
+    assert any("atlante.jsonc" in line and line.rstrip(" ,}").endswith('/config.json"') for line in mapping), mapping
+    assert schemas.shipped_path("scenario").name == "eval-scenario.json"
+    assert schemas.shipped_path("config").name == "config.json"
 
 
 def test_every_document_of_the_example_project_is_valid_against_its_schema() -> None:
