@@ -71,12 +71,12 @@ def test_the_next_run_removes_a_killed_runs_directory_and_copied_login_at_once(
         run.communicate(timeout=60)
         assert run.returncode == -signal.SIGKILL
         assert dead[0].is_dir() and copies[0].is_file()
-        killed_at = time.monotonic()
+        # However long the next run takes to get there (a loaded machine), the directory it finds is
+        # younger than the minute that used to protect a young run directory: dated in the future.
+        os.utime(dead[0], (time.time() + 3600, time.time() + 3600))
 
-        # Started at once, far inside the minute that used to protect a young run directory.
         again = subprocess.run(pytest_argv(atlante_project, tmp_path / "out-2", "-k", "no-trial-matches-this"),
                                cwd=atlante_project.root, env=env, capture_output=True, text=True, timeout=240, check=False)
-        assert time.monotonic() - killed_at < 60
         assert not dead[0].exists(), again.stdout + again.stderr
         assert [p for p in private_tmp.rglob("*") if p.name == ".credentials.json"] == []
         # The second run finished too: it left nothing of its own in $TMPDIR.

@@ -488,6 +488,9 @@ def test_opencode_plays_the_script(dirs: tuple[Path, Path], wiring: str) -> None
     dialect = "openai" if wiring == "openai-compatible" else "anthropic"
     model_requests = [r for r in server.requests if r.dialect]
     assert {r.dialect for r in model_requests} == {dialect}
-    assert [(r.kind, r.turn_index) for r in model_requests] == [
-        ("side", None), ("turn", 0), ("turn", 1), ("turn", 2), ("turn", 3)]
+    # The turns come in order (each needs the answer to the one before); the title request runs
+    # beside them, so where it falls among them is OpenCode's scheduling (under load: after turn 0).
+    assert [(r.kind, r.turn_index) for r in model_requests if r.kind != "side"] == [
+        ("turn", 0), ("turn", 1), ("turn", 2), ("turn", 3)]
+    assert [r.kind for r in model_requests].count("side") == 1
     assert server.turns_served == 4
