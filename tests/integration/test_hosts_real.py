@@ -23,7 +23,8 @@ from pytest_atlante.hosts import HostInfo, ScriptedEndpoint, SessionOutcome, hos
 from pytest_atlante.hosts.base import Host
 from pytest_atlante.hosts.opencode.adapter import PROJECT_CONFIG
 from pytest_atlante.hosts.opencode.store import data_dir, read_sessions
-from pytest_atlante.hosts.streams import OpenCodeStreamMonitor, opencode_usage, sum_usage
+from pytest_atlante.hosts.opencode.stream import OpenCodeStreamMonitor, opencode_usage
+from pytest_atlante.hosts.streams import sum_usage
 from pytest_atlante.provider.scripted import RequestRecord, ScriptedModelServer
 from pytest_atlante.sandbox.process import Bounds, allowlisted_environment, run
 from pytest_atlante.suite.script import Script

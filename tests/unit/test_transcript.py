@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from pytest_atlante.hosts.claude_code.stream import ClaudeStreamMonitor
+from pytest_atlante.hosts.opencode.stream import OpenCodeStreamMonitor
 from pytest_atlante.hosts.registry import host_for
-from pytest_atlante.hosts.streams import ClaudeStreamMonitor, OpenCodeStreamMonitor
 from pytest_atlante.records import Usage
 from pytest_atlante.sandbox.redact import Secrets, secrets_in_env
 from pytest_atlante.trial.transcript import (

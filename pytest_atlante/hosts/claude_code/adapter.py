@@ -42,17 +42,15 @@ from pytest_atlante.hosts.base import (
     tool_names,
     unsupported_version,
 )
-from pytest_atlante.hosts.names import HostName
-from pytest_atlante.hosts.policy import claude_settings
-from pytest_atlante.hosts.streams import (
+from pytest_atlante.hosts.claude_code.policy import claude_settings
+from pytest_atlante.hosts.claude_code.stream import (
     SYNTHETIC_MODEL,
     ClaudeStreamMonitor,
-    _dict,
-    _event,
     claude_model_usage,
     claude_usage,
-    stream_cost,
 )
+from pytest_atlante.hosts.names import HostName
+from pytest_atlante.hosts.streams import _dict, _event, stream_cost
 from pytest_atlante.hosts.transcripts import (
     RESULT_CAP_CHARS,
     TEXT_CAP_CHARS,

@@ -46,6 +46,7 @@ from pytest_atlante.hosts.base import (
     unsupported_version,
 )
 from pytest_atlante.hosts.names import HostName
+from pytest_atlante.hosts.opencode.policy import OpenCodeDialect, opencode_permission
 from pytest_atlante.hosts.opencode.store import (
     copy_credential_database,
     data_dir,
@@ -54,15 +55,8 @@ from pytest_atlante.hosts.opencode.store import (
     read_sessions,
     stored_credential_rows,
 )
-from pytest_atlante.hosts.policy import OpenCodeDialect, opencode_permission
-from pytest_atlante.hosts.streams import (
-    OpenCodeStreamMonitor,
-    _dict,
-    _event,
-    opencode_usage,
-    stream_cost,
-    sum_usage,
-)
+from pytest_atlante.hosts.opencode.stream import OpenCodeStreamMonitor, opencode_usage
+from pytest_atlante.hosts.streams import _dict, _event, stream_cost, sum_usage
 from pytest_atlante.hosts.transcripts import (
     RESULT_CAP_CHARS,
     TEXT_CAP_CHARS,

@@ -31,7 +31,7 @@ from typing import Any
 
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.hosts.base import CREDENTIALS_LIMIT
-from pytest_atlante.hosts.streams import opencode_usage
+from pytest_atlante.hosts.opencode.stream import opencode_usage
 from pytest_atlante.records import Usage
 
 #: Tables holding stored logins (provider credentials, accounts and the active-account pointer).

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import Project, config_doc
-from pytest_atlante.hosts.policy import opencode_permission
+from pytest_atlante.hosts.opencode.policy import opencode_permission
 from pytest_atlante.suite.build import build, tree_dir, verify
 from pytest_atlante.suite.frontmatter import split
 

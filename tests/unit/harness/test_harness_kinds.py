@@ -11,7 +11,7 @@ import pytest
 
 from conftest import Project, config_doc
 from pytest_atlante.diagnostics import DiagnosticError
-from pytest_atlante.hosts.policy import opencode_permission
+from pytest_atlante.hosts.opencode.policy import opencode_permission
 from pytest_atlante.suite.build import build, tree_dir, verify
 from pytest_atlante.suite.digests import harness_digest
 from pytest_atlante.suite.discovery import discover

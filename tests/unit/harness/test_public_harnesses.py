@@ -18,7 +18,7 @@ import yaml
 
 from conftest import COMMAND, DEBUGGER, OPENCODE_AGENT, SKILL, adopt_public_harness
 from pytest_atlante.diagnostics import DiagnosticError
-from pytest_atlante.hosts.policy import opencode_permission
+from pytest_atlante.hosts.opencode.policy import opencode_permission
 from pytest_atlante.suite.build import build, tree_dir, verify
 from pytest_atlante.suite.frontmatter import split
 

@@ -11,7 +11,7 @@ import pytest
 from pytest_atlante.hosts import ScriptedEndpoint, credential_env_names, host_for
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.claude_code.adapter import CLOUD_MODES
-from pytest_atlante.hosts.policy import claude_settings
+from pytest_atlante.hosts.claude_code.policy import claude_settings
 
 INFO = HostInfo("claude-code", "2.1.197", "claude-code", "/opt/bin/claude")
 HOST = host_for("claude-code")

@@ -7,13 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atlante.hosts.policy import (
-    POLICY,
-    claude_denials,
-    claude_settings,
-    opencode_denials,
-    opencode_permission,
-)
+from pytest_atlante.hosts.claude_code.policy import claude_denials, claude_settings
+from pytest_atlante.hosts.opencode.policy import opencode_denials, opencode_permission
+from pytest_atlante.hosts.policy import POLICY
 
 
 def _values(node: Any) -> list[Any]:

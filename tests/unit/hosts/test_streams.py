@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atlante.hosts.streams import ClaudeStreamMonitor, OpenCodeStreamMonitor
+from pytest_atlante.hosts.claude_code.stream import ClaudeStreamMonitor
+from pytest_atlante.hosts.opencode.stream import OpenCodeStreamMonitor
 from pytest_atlante.records import Usage
 
 # Verbatim streams measured with the real CLIs (docs/host-facts.md), kept beside the tests that parse them.
