@@ -111,6 +111,12 @@ def _report_merge(args: argparse.Namespace) -> int:
     return cmd_merge([Path(p) for p in args.reports], Path(args.out))
 
 
+def _history(args: argparse.Namespace) -> int:
+    from pytest_atlante.report.history import history_command
+
+    return history_command(Path(args.project).resolve(), args.scenario, args.last, args.json)
+
+
 def _report_md(args: argparse.Namespace) -> int:
     from pytest_atlante.report.markdown import md_command
 
@@ -194,6 +200,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "OTHER REPORT` side by side in the page")
     view.add_argument("-o", "--out", metavar="FILE", help="where to write the page (default: report.html beside the report)")
     view.set_defaults(func=_view)
+
+    history = sub.add_parser("history", help="each scenario across the project's recent sealed, complete runs: "
+                                             "verdicts, pass rate, flip rate, change points; flaky and newly-failing first")
+    history.add_argument("scenario", nargs="*", metavar="SCENARIO", help="only these scenarios (default: all)")
+    history.add_argument("--last", type=int, default=20, metavar="N", help="how many runs, newest first (default: 20)")
+    history.add_argument("--json", action="store_true", help="print the history as JSON (schema atlante/history-v1)")
+    history.add_argument("--project", default=".", help="the project root holding .atlante/eval/ (default: here)")
+    history.set_defaults(func=_history)
 
     bench = sub.add_parser("benchmark", help="Atlas evaluation: validate, plan, summarize, score")
     bsub = bench.add_subparsers(dest="bench_command", required=True, metavar="ACTION")

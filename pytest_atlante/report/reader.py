@@ -12,6 +12,12 @@ gate and the pack provenance view all take reports that someone else wrote, so e
   different reports in one file;
 - **validated** against ``EvalReport``.
 
+:func:`read_sealed_as` is the fast path for a reader of many reports that needs a few fields
+(``atlante history``): the seal is verified on the bytes first, so the document is one a run of
+this user's wrote (no duplicate key, no ``NaN``: the writer emits none), and only the fields of the
+caller's narrow model are validated, by pydantic's own JSON parser (about 0.2 ms instead of 2.5 ms
+for a 60 KB report: benchmarks/history_read.py).
+
 A refusal is a :class:`ReportRejected` with a stable ``code`` (``report-missing``,
 ``report-too-large``, ``report-unsafe``, ``report-unreadable``, ``report-unsealed``,
 ``report-malformed``, ``report-invalid``) and a reason; :func:`load_report` turns it into the caller's diagnostic code.
@@ -22,16 +28,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError, json_path
 from pytest_atlante.fsutil import UnreadableFile, no_duplicate_keys, read_capped
 from pytest_atlante.report.model import MAX_REPORT_BYTES, EvalReport
 from pytest_atlante.report.seal import is_sealed
 
-__all__ = ["ReportRejected", "load_report", "parse_json", "read_bytes", "read_report", "validate"]
+__all__ = ["ReportRejected", "load_report", "parse_json", "read_bytes", "read_report", "read_sealed_as", "validate"]
+
+View = TypeVar("View", bound=BaseModel)
 
 # Anything longer is not a count or a duration a report could hold (and Python's int() is
 # quadratic in the length of what it converts).
@@ -126,6 +134,20 @@ def read_report(path: Path, *, follow_symlinks: bool = True, sealed: bool = Fals
         _reject("report-unsealed", "the report carries no valid seal of a run of this user's (a file a trial, "
                 "or anyone, wrote there by hand)")
     return report
+
+
+def read_sealed_as(path: Path, view: type[View], *, follow_symlinks: bool = False) -> View:
+    """The sealed report at ``path`` read as ``view``, a narrow model of the fields the caller needs
+    (extra fields ignored): ``report-unsealed`` before anything is parsed when the seal does not
+    verify, ``report-malformed`` / ``report-invalid`` when the sealed bytes do not fit ``view``."""
+    data = read_bytes(path, follow_symlinks=follow_symlinks)
+    if not is_sealed(path, data):
+        _reject("report-unsealed", "the report carries no valid seal of a run of this user's")
+    try:
+        return view.model_validate_json(data)
+    except ValidationError as exc:
+        code = "report-malformed" if any(e["type"] == "json_invalid" for e in exc.errors()) else "report-invalid"
+        _reject(code, f"the report does not fit {view.__name__}: {exc.errors()[0]['msg']}")
 
 
 def load_report(path: Path, code: str, *, hint: str = _HINT, unreadable_code: str | None = None) -> EvalReport:

@@ -18,7 +18,7 @@ import html
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +27,7 @@ from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import UnreadableFile, atomic_write_bytes
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.report import reader
+from pytest_atlante.report.history import ScenarioHistory, history_beside
 from pytest_atlante.report.model import FEW_TRIALS, REPORT_FILE, SCRIPTED_COST_LABEL
 from pytest_atlante.report.view_assets import CSS, JS, script_hash
 from pytest_atlante.report.view_glance import (
@@ -454,11 +455,26 @@ def _trigger_rates(scenario: J) -> str:
     return f'<ul class="triggers" aria-label="trigger rates">{"".join(rows)}</ul>' if rows else ""
 
 
-def _trials(report: J, report_dir: Path, page_dir: Path) -> str:
+def _history(found: ScenarioHistory | None) -> str:
+    """The scenario across the project's recent runs (``atlante history``), when there are some."""
+    if found is None:
+        return ""
+    interval = "" if found.passInterval is None else f" (95% CI {_pct(found.passInterval.low)}–{_pct(found.passInterval.high)})"
+    flips = "-" if found.flipRate is None else f"{found.flips}/{found.comparablePairs} ({_pct(found.flipRate)})"
+    changes = "".join(f"<li>at run {esc(point.runId)}: "
+                      + ", ".join(f"{esc(c.component)} {esc(c.before or '-')} → {esc(c.after or '-')}" for c in point.changed)
+                      + "</li>" for point in found.changePoints)
+    return (f'<div class="history"><p><strong>History</strong> (last {len(found.runs)} runs, oldest first): '
+            f'<code>{esc(found.verdicts)}</code> · status <strong>{esc(found.status)}</strong> · pass rate '
+            f'{_pct(found.passRate)}{interval} · flips {flips}</p>' + (f"<ul>{changes}</ul>" if changes else "") + "</div>")
+
+
+def _trials(report: J, report_dir: Path, page_dir: Path, history: Mapping[str, ScenarioHistory] | None = None) -> str:
     parts = ['<h2 id="trials">Trials</h2>']
     for si, s in enumerate(report.get("scenarios") or []):
         parts.append(f'<section aria-labelledby="s{si}"><h3 id="s{si}">{esc(s.get("name"))}</h3>'
-                     f'<p class="note">{esc(s.get("file"))} · {esc(s.get("source"))}</p>{_trigger_rates(s)}')
+                     f'<p class="note">{esc(s.get("file"))} · {esc(s.get("source"))}</p>{_trigger_rates(s)}'
+                     f'{_history((history or {}).get(str(s.get("name"))))}')
         for ti, t in enumerate(s.get("trials") or []):
             ident = f"s{si}t{ti}"
             usage = t.get("usage") or {}
@@ -521,14 +537,16 @@ def _comparison(comparison: object) -> str:
             + (f"<ul>{notes}</ul>" if notes else "") + table)
 
 
-def render(report: J, report_dir: Path, page_dir: Path | None = None) -> str:
-    """The whole page, as one string; ``page_dir`` is where it will be written (default: the report's)."""
+def render(report: J, report_dir: Path, page_dir: Path | None = None,
+           history: Mapping[str, ScenarioHistory] | None = None) -> str:
+    """The whole page, as one string; ``page_dir`` is where it will be written (default: the report's);
+    ``history``: per scenario, its history over the project's recent runs (a panel in its section)."""
     csp = f"default-src 'none'; style-src 'unsafe-inline'; script-src {script_hash()}; img-src data:"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>atlante eval {esc(report.get('runId'))}</title><style>{CSS}</style></head><body><main>"
-            f"{_header(report)}{_comparison(report.get('comparison'))}{_scenario_table(report)}{_trials(report, report_dir, page_dir or report_dir)}"
+            f"{_header(report)}{_comparison(report.get('comparison'))}{_scenario_table(report)}{_trials(report, report_dir, page_dir or report_dir, history)}"
             f"</main><script>{JS}</script></body></html>\n")
 
 
@@ -551,7 +569,8 @@ def write_view(report_path: Path, out: Path | None = None, baseline: Path | None
     if baseline is not None:
         report["comparison"] = compared(baseline, report_path)
     target = out if out is not None else report_path.parent / HTML_FILE
-    atomic_write_bytes(target, render(report, report_path.parent, target.parent).encode("utf-8"))
+    history = history_beside(report_path)
+    atomic_write_bytes(target, render(report, report_path.parent, target.parent, history).encode("utf-8"))
     return target
 
 

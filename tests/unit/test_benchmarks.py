@@ -48,3 +48,9 @@ def test_floor_benchmark_prints_per_trial_and_per_run_ratios() -> None:
     for label in ("per trial", "non-host", "per run fixed"):
         assert re.search(rf"{label} +eval +-?[0-9]+ ms +floor +-?[0-9]+ ms +ratio +-?{RATIO}", out), out
     assert re.search(r"eval-floor [+-][0-9]+ ms", out), out
+
+
+def test_history_benchmark_reads_the_reports_it_wrote() -> None:
+    out = run_benchmark("history_read.py", "--reports", "5", "--scenarios", "2", "--rounds", "1")
+    assert re.search(r"^reports: 5 \(2 scenarios x 3 trials each", out, re.M), out
+    assert re.search(r"^read\+validate\+seal: [0-9]+ ms", out, re.M) and "cpu time of the whole" in out, out
