@@ -27,7 +27,10 @@ trial after its setup runs as ``bwrap <mounts> -- argv`` and sees:
   ``--die-with-parent``: when the runner dies, even by SIGKILL, every process of the trial dies;
 - the network shared: the model API and the scripted server on 127.0.0.1 keep working; or, with
   ``eval.network: "model-only"``, a network namespace of its own (only ``lo``) whose one way out
-  is the metering proxy's unix socket, relayed to the host's model address (docs/design.md §11).
+  is the metering proxy's unix socket, relayed to the host's model address by a relay the agent
+  can neither signal nor trace (docs/design.md §11), and nothing of the machine's services: an
+  empty root with only the program trees and what the command needs put back, and the machine's
+  listening pathname sockets still in sight covered (``sandbox/machine.py``).
 
 When the runner is root, capabilities are cut to file ownership and permission ones, so the agent
 cannot remount what is read-only.  ``--new-session`` is not used: commands run without a
@@ -54,6 +57,7 @@ from typing import Literal
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import UnreadableFile, read_capped
 from pytest_atlante.records import Record
+from pytest_atlante.sandbox import machine
 from pytest_atlante.sandbox.reaper import ensure_child_subreaper, reap_session
 
 __all__ = ["Confinement", "IsolationRecord", "IsolationSetting", "ModelRelay", "NetworkSetting", "decide", "probe"]
@@ -212,8 +216,10 @@ class Confinement:
         relay = self.model_relay
         named = _needed_paths(argv, env) | (_needed_paths([sys.executable], env) if relay is not None else set())
         needed = {p for p in named if not p.is_relative_to(self.trial_dir)}
+        # model-only: an empty root with the program trees put back (sandbox/machine.py says why).
+        hiding = (*self.hidden, *machine.hidden_tops()) if self.network == "model-only" else self.hidden
         # A hidden directory that is itself needed (PATH=/tmp) stays visible, read-only.
-        hidden = sorted({p for p in self.hidden if p.is_dir() and p != Path("/") and p not in needed})
+        hidden = sorted({p for p in hiding if p.is_dir() and p != Path("/") and p not in needed})
         covered = [path for path in needed if any(path.is_relative_to(root) and path != root for root in hidden)]
         wanted = {put for path in covered for put in _put_backs(path, hidden)}
         wanted |= {path for path in map(_real, self.shown) if path.is_dir()
@@ -228,12 +234,19 @@ class Confinement:
         args = _base_arguments(share_net=self.network == "shared")
         for path, kind in mounts:
             args += [kind, str(path)] if kind == "--tmpfs" else [kind, str(path), str(path)]
+        writable_mounts = [(path, "--bind") for path in self.writable]
         for path in self.writable:
             args += ["--bind", str(path), str(path)]
+        if self.network == "model-only":
+            # What is still visible of the machine's listening sockets (the project's own, one in a
+            # program tree) is covered: a socket is connectable whatever the network namespace.
+            for path in machine.socket_covers(functools.partial(_visible, mounts=[*mounts, *writable_mounts])):
+                args += ["--ro-bind", os.devnull, str(path)]
         if relay is not None:
             # A unix socket in a read-only bind can still be connected to (the read-only flag
-            # guards file contents); the agent cannot replace it.
-            args += ["--ro-bind", str(relay.socket), str(RELAY_SOCKET)]
+            # guards file contents); the agent cannot replace it.  The relay is the namespace's
+            # init (``--as-pid-1``): the agent's signals do not reach it (sandbox/relay.py).
+            args += ["--ro-bind", str(relay.socket), str(RELAY_SOCKET), "--as-pid-1"]
             argv = relay.command(argv)
         return [*args, "--chdir", str(self.cwd), "--", *argv]
 
@@ -258,6 +271,16 @@ def hidden_roots(*, user_home: Path, project_root: Path, report_dir: Path | None
     if report_dir is not None:
         roots.append(report_dir)
     return tuple(_real(p) for p in roots)
+
+
+def _visible(path: Path, mounts: list[tuple[Path, str]]) -> bool:
+    """Whether ``path`` is seen inside, given the mounts in the order bubblewrap makes them over the
+    read-only root: the last one holding it decides (an empty tmpfs hides, a bind shows)."""
+    seen = True
+    for root, kind in mounts:
+        if path.is_relative_to(root):
+            seen = kind != "--tmpfs"
+    return seen
 
 
 def _needed_paths(argv: list[str], env: Mapping[str, str]) -> set[Path]:
