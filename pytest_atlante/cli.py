@@ -20,10 +20,18 @@ EXIT_VALIDATION = 2
 EXIT_INTERNAL = 3
 
 
+def _project(named: str | None = None) -> Path:
+    """The project a command works on: ``named``, else the nearest directory holding atlante.jsonc
+    from the working directory up (as pytest finds its rootdir)."""
+    from pytest_atlante.projectroot import project_root
+
+    return project_root(named, Path.cwd())
+
+
 def _build(args: argparse.Namespace) -> int:
     from pytest_atlante.suite.build import build_command
 
-    return build_command(Path(args.project), args.host)
+    return build_command(_project(args.project), args.host)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -100,9 +108,21 @@ def _compare(args: argparse.Namespace) -> int:
 def _view(args: argparse.Namespace) -> int:
     from pytest_atlante.report.view import latest_run, view_command
 
+    if args.report:
+        target = Path(args.report)
+    else:
+        target, complete = latest_run(_project())
+        chosen = "the newest complete run" if complete else "no complete run; the newest partial run"
+        print(f"atlante view: {chosen}, {target.name} (`atlante runs` lists them all; name another as REPORT_OR_RUN_DIR)")
     # --compare names an input (a report or its run directory), not a file to write: no _opt_path.
-    return view_command(Path(args.report) if args.report else latest_run(Path.cwd()), _opt_path(args.out),
-                        Path(args.compare) if args.compare else None)
+    return view_command(target, _opt_path(args.out), Path(args.compare) if args.compare else None)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from pytest_atlante.report.runs import table_lines
+
+    print("\n".join(table_lines(_project())))
+    return 0
 
 
 def _report_merge(args: argparse.Namespace) -> int:
@@ -114,7 +134,7 @@ def _report_merge(args: argparse.Namespace) -> int:
 def _history(args: argparse.Namespace) -> int:
     from pytest_atlante.report.history import history_command
 
-    return history_command(Path(args.project).resolve(), args.scenario, args.last, args.json)
+    return history_command(_project(args.project), args.scenario, args.last, args.json)
 
 
 def _report_md(args: argparse.Namespace) -> int:
@@ -165,7 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     schema.set_defaults(func=_schema)
 
     build = sub.add_parser("build", help="compile harness sources into native host outputs")
-    build.add_argument("--project", default=".", help="project root holding atlante.jsonc")
+    build.add_argument("--project", default=None, metavar="DIR",
+                       help="project root holding atlante.jsonc (default: the nearest directory holding it, "
+                            "from the working directory up)")
     build.add_argument(
         "--host",
         choices=[*HOST_NAMES, "all"],
@@ -195,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     view = sub.add_parser("view", help="write one self-contained HTML page for an eval report")
     view.add_argument("report", nargs="?", metavar="REPORT_OR_RUN_DIR",
-                      help="report.json or its run directory (default: the newest run under ./.atlante/eval/)")
+                      help="report.json or its run directory (default: the newest complete run under the "
+                           "project's .atlante/eval/, a run of the whole suite whose every trial ran)")
     view.add_argument("--compare", metavar="OTHER", help="a baseline report.json (or its run directory): show `atlante compare "
                                                         "OTHER REPORT` side by side in the page")
     view.add_argument("-o", "--out", metavar="FILE", help="where to write the page (default: report.html beside the report)")
@@ -206,8 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("scenario", nargs="*", metavar="SCENARIO", help="only these scenarios (default: all)")
     history.add_argument("--last", type=int, default=20, metavar="N", help="how many runs, newest first (default: 20)")
     history.add_argument("--json", action="store_true", help="print the history as JSON (schema atlante/history-v1)")
-    history.add_argument("--project", default=".", help="the project root holding .atlante/eval/ (default: here)")
+    history.add_argument("--project", default=None, metavar="DIR",
+                         help="the project root holding .atlante/eval/ (default: the nearest directory holding "
+                              "atlante.jsonc, from the working directory up)")
     history.set_defaults(func=_history)
+
+    runs = sub.add_parser("runs", help="list the project's runs under .atlante/eval/, newest first: id, start, host, "
+                                       "selection, verdicts, exit status, and complete, partial or running")
+    runs.set_defaults(func=_runs)
 
     bench = sub.add_parser("benchmark", help="Atlas evaluation: validate, plan, summarize, score")
     bsub = bench.add_subparsers(dest="bench_command", required=True, metavar="ACTION")

@@ -34,7 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-keep", action="store_true", default=False,
                     help="keep trial sandboxes under $TMPDIR/atlante-eval-<run-id>/ for inspection")
     group.addoption("--atlante-project", metavar="DIR", default=None,
-                    help="project root holding atlante.jsonc (default: the directory pytest was started in)")
+                    help="project root holding atlante.jsonc (default: the nearest directory holding it, from "
+                         "the one pytest was started in up)")
     group.addoption("--atlante-host", choices=list(HOST_NAMES), default=None,
                     help="run the suite under this host instead of eval.host (compare hosts without editing the config)")
     group.addoption("--atlante-isolation", choices=["auto", "namespace", "off"], default=None,
@@ -116,8 +117,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
         register(config)
     else:
-        project = config.getoption("atlante_project")
-        _register_atlas(config, Path(project).resolve() if project else config.invocation_params.dir)
+        from pytest_atlante.projectroot import project_root
+
+        _register_atlas(config, project_root(config.getoption("atlante_project"), config.invocation_params.dir))
 
 
 def _register_atlas(config: pytest.Config, project_root: Path) -> None:

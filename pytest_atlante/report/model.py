@@ -163,6 +163,18 @@ def scripted_note(report: EvalReport) -> str | None:
             f"tokens are the script's and cost $ a price for them: nothing was charged")
 
 
+class SelectionRecord(Record):
+    """What the run's selection was measured against: ``atlante runs`` and ``atlante view`` tell a
+    run of the whole suite from a narrowed one (``report/runs.py``)."""
+
+    # The trials the configured suite asks for (every scenario discovered, times its trials),
+    # before pytest's selection narrowed them.
+    suiteTrials: NonNegativeInt
+    # What narrowed it, as given on the command line: "-k EXPR", "-m EXPR", "--deselect", "--lf",
+    # "--atlante-scenario NAME", "--atlante-shard K/N", "paths"; empty when nothing did.
+    narrowedBy: list[str] = Field(default_factory=list)
+
+
 class EvalReport(Record):
     # ``schema`` would shadow a BaseModel attribute, so the field is ``schema_`` in Python and
     # ``schema`` on the wire, in both directions.
@@ -206,6 +218,9 @@ class EvalReport(Record):
     # pytest-shard, --atlante-shard); 0: nothing was selected.  None: the run stopped before
     # collection, a merged report, or an older report.
     selectedTrials: NonNegativeInt | None = None
+    # The suite the selection was made from, and what narrowed it; None: the run stopped before
+    # collection, a merged report, or an older report.
+    selection: SelectionRecord | None = None
 
     @field_validator("exitStatus")
     @classmethod
@@ -459,6 +474,7 @@ class RunState:
     suite_digest: str | None = None
     run_group: str | None = None
     shards: list[MergedShard] | None = None                     # a merged report's inputs
+    selection: SelectionRecord | None = None                   # set with ``expected``
 
     def finished(self) -> list[TrialRecord]:
         """The records in collection order, then any record of a trial nobody expected."""
@@ -544,6 +560,7 @@ def build_report(state: RunState, scenarios: Sequence[ScenarioRow], *, finished_
         runGroup=state.run_group,
         shards=None if state.shards is None else list(state.shards),
         selectedTrials=len(state.expected) if state.collected else None,
+        selection=state.selection if state.collected else None,
     )
 
 

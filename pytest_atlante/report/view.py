@@ -29,6 +29,7 @@ from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.report import reader
 from pytest_atlante.report.history import ScenarioHistory, history_beside
 from pytest_atlante.report.model import FEW_TRIALS, REPORT_FILE, SCRIPTED_COST_LABEL
+from pytest_atlante.report.runs import newest_complete
 from pytest_atlante.report.view_assets import CSS, JS, script_hash
 from pytest_atlante.report.view_glance import (
     banner,
@@ -65,21 +66,18 @@ def report_path_for(target: Path) -> Path:
     return path
 
 
-def latest_run(project_root: Path) -> Path:
-    """The newest run directory under ``<project>/.atlante/eval/`` whose report a run of this user's
-    wrote (run ids sort by time; an unsealed report, such as one a trial planted, is passed over:
-    ``report/seal.py``).  A file that is no report at all (a FIFO, junk) is not passed over: the
-    view names it and why it cannot be read."""
-    for report in sorted((project_root / ".atlante" / "eval").glob(f"*/{REPORT_FILE}"), reverse=True):
-        try:
-            reader.read_report(report, sealed=True)
-        except reader.ReportRejected as exc:
-            if exc.code == "report-unsealed":
-                continue
-        return report.parent
+def latest_run(project_root: Path) -> tuple[Path, bool]:
+    """The newest complete run directory under ``<project>/.atlante/eval/`` (``report/runs.py``: a
+    sealed report of the whole suite, every trial run; a ``-k`` run or an interrupted one is passed
+    over, and so is an unsealed report, such as one a trial planted: ``report/seal.py``), and True;
+    when there is none, the newest partial run and False."""
+    entry = newest_complete(project_root, or_partial=True)
+    if entry is not None:
+        return entry.directory, entry.status == "complete"
     raise DiagnosticError([Diagnostic(str(project_root), "", "view-report-missing",
                                       "no eval run with a report written by a run of yours under .atlante/eval/",
-                                      "run `atlante eval` first, or name a report.json or run directory")])
+                                      "run `atlante eval` first, or name a report.json or run directory "
+                                      "(`atlante runs` lists them)")])
 
 
 def load_report(path: Path) -> J:

@@ -27,12 +27,15 @@ which is what a trial has.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
+
+from pytest_atlante.suite.discovery import is_within
 
 if TYPE_CHECKING:
     from pytest_atlante.suite.discovery import ScenarioEntry
@@ -72,6 +75,15 @@ def trial_failure(verdict: str, text: str) -> TrialFailed:
 
 
 SELFTEST_TRIAL = 0   # the trial number of a self-test item (one per scenario, see plan.SelftestPlan)
+
+
+def scenario_file_id(entry: ScenarioEntry, rootpath: Path) -> str:
+    """The node id of a scenario document's collector: its path from pytest's rootdir, or (a file
+    outside it: a pack's, or the project's seen from a run started in a subdirectory) its path as the
+    project shows it, which pytest would otherwise shorten to nothing."""
+    if is_within(entry.file, rootpath):
+        return os.path.relpath(entry.file, rootpath).replace(os.sep, "/")
+    return entry.display
 
 
 def trial_name(entry: ScenarioEntry, trial: int) -> str:

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.hosts.names import HostName
+from pytest_atlante.projectroot import project_root
 from pytest_atlante.run.shard import ShardSpec
 from pytest_atlante.sandbox.isolation import IsolationSetting, NetworkSetting
 from pytest_atlante.trial.runner import TrialInterrupted
 
-__all__ = ["DIST_EACH_REFUSED", "RERUNS_REFUSED", "Options", "is_user_interrupt", "requested_each_distribution", "requested_reruns"]
+__all__ = ["DIST_EACH_REFUSED", "RERUNS_REFUSED", "Options", "is_user_interrupt", "narrowed_by", "requested_each_distribution", "requested_reruns"]
 
 RERUNS_REFUSED = ("reruns are refused in eval runs: every attempt would be a host session outside maxSessions, "
                   "and a pass on rerun would hide the failure the pass rate measures; use budget.trials to repeat "
@@ -43,10 +44,10 @@ class Options:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
-        project = config.getoption("atlante_project")
-        # Default: where pytest was started ("pytest at the project root"), not pytest's rootdir,
-        # which an enclosing repository's ini file can move upwards.
-        root = Path(project).resolve() if project else config.invocation_params.dir
+        # Default: the nearest directory holding atlante.jsonc from where pytest was started up, as
+        # pytest finds its ini file; not pytest's rootdir, which an enclosing repository's ini file
+        # can move further up.
+        root = project_root(config.getoption("atlante_project"), config.invocation_params.dir)
         out = config.getoption("atlante_out")
         shard = config.getoption("atlante_shard")
         baseline = config.getoption("atlante_baseline")
@@ -61,6 +62,25 @@ class Options:
                    ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"),
                    config.getoption("atlante_network"))
 
+
+
+def narrowed_by(config: pytest.Config, options: Options) -> list[str]:
+    """What on the command line narrowed the run to part of its suite, as the report records it
+    (``SelectionRecord.narrowedBy``); a deselection these miss still shows in the trial counts."""
+    found = [f"--atlante-scenario {name}" for name in options.names]
+    if options.shard is not None:
+        found.append(f"--atlante-shard {options.shard.index}/{options.shard.count}")
+    for flag, name in (("-k", "keyword"), ("-m", "markexpr")):
+        value = getattr(config.option, name, None)
+        if value:
+            found.append(f"{flag} {value}")
+    if getattr(config.option, "deselect", None):
+        found.append("--deselect")
+    if getattr(config.option, "lf", False):
+        found.append("--lf")
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        found.append("paths: " + " ".join(config.args))
+    return found
 
 
 def requested_reruns(config: pytest.Config) -> str | None:

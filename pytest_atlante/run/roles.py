@@ -37,10 +37,11 @@ import pytest
 
 from pytest_atlante.diagnostics import Diagnostic, envelope
 from pytest_atlante.fsutil import atomic_write_text
+from pytest_atlante.projectroot import CONFIG_FILE
 from pytest_atlante.records import TrialRecord
 from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION
 from pytest_atlante.report.model import EvalReport, RunState, ensure_gitignore, new_run_id
-from pytest_atlante.run.items import TrialItem, trial_name
+from pytest_atlante.run.items import TrialItem, scenario_file_id, trial_name
 from pytest_atlante.run.options import (
     DIST_EACH_REFUSED,
     RERUNS_REFUSED,
@@ -60,6 +61,7 @@ from pytest_atlante.suite.digests import suite_digests
 from pytest_atlante.trial.runner import Progress, TrialKey
 
 if TYPE_CHECKING:
+    from pytest_atlante.report.runs import RunLock
     from pytest_atlante.run.costcap import Ledger
     from pytest_atlante.run.forecast import Forecast
     from pytest_atlante.run.gate import Gate
@@ -124,6 +126,7 @@ class Controller(TrialRole):
         self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.gate: Gate | None = None
         self.run_claim: RunClaim | None = None    # the run directory, held from the sources copy to the end
+        self.run_lock: RunLock | None = None      # the run's folder under .atlante/eval/, marked running
         self.stopped: int | None = None           # the exit status of a run that ended before any trial
         self.startup: StartupWork | None = None   # the bubblewrap probe and dead-run sweep, beside the rest
         # --atlante-max-cost under xdist: the spend published to workers, MAC'd with a key only this
@@ -198,6 +201,7 @@ class Controller(TrialRole):
             problems, run_error, info = prepare_run(suite, scripted=self.options.scripted)
             if info is not None and not problems and not run_error:
                 self.run_claim, self.sources = prepare_run_sources(suite, self.run_id)
+                self._hold_run_folder()
         except OSError as exc:
             problems, info = [], None
             run_error = [Diagnostic("", "", "eval-sources-copy-failed",
@@ -268,7 +272,8 @@ class Controller(TrialRole):
     def _fail_validation(self, problems: list[Diagnostic]) -> None:
         self.validation_failed = True
         self.terminal.validation_failed(problems)
-        if self.options.out is not None or self.options.project_root.is_dir():
+        # Only into a project (or --atlante-out): a run started where there is none writes nothing.
+        if self.options.out is not None or os.path.lexists(self.options.project_root / CONFIG_FILE):
             path = self.out_dir / "diagnostics.json"
             try:
                 atomic_write_text(path, json.dumps(envelope(problems), indent=2) + "\n")
@@ -307,11 +312,11 @@ class Controller(TrialRole):
         # The xdist controller collects nothing itself; every worker reports the same ordered ids.
         assert self.suite is not None
         keys = {trial_name(e, t): TrialKey(e.scenario.name, t) for e in self.suite.scenarios for t in self.trial_numbers()}
-        files = {os.path.relpath(e.file, self.config.rootpath).replace(os.sep, "/") for e in self.suite.scenarios}
+        files = {scenario_file_id(e, self.config.rootpath) for e in self.suite.scenarios}
         # The ids are the worker's final items: whatever deselected the others is already applied.
         self.state.expected = {i: keys[i.rpartition("::")[2]] for i in ids
                                if i.split("::", 1)[0] in files and i.rpartition("::")[2] in keys}
-        self.state.collected = True
+        self._collected()
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -323,7 +328,18 @@ class Controller(TrialRole):
             return
         self.state.expected = {i.nodeid: TrialKey(i.entry.scenario.name, i.trial) for i in session.items
                                if isinstance(i, TrialItem)}
+        self._collected()
+
+    def _collected(self) -> None:
+        """The selection is final: record what it was made from (``report/runs.py`` tells a run of
+        the whole suite from a narrowed one by it)."""
+        from pytest_atlante.report.model import SelectionRecord
+        from pytest_atlante.run.options import narrowed_by
+
+        assert self.suite is not None
         self.state.collected = True
+        self.state.selection = SelectionRecord(suiteTrials=len(self.suite.scenarios) * len(self.trial_numbers()),
+                                               narrowedBy=narrowed_by(self.config, self.options))
 
     # -- running --------------------------------------------------------------------------------
     def progress(self) -> Progress:
@@ -460,6 +476,27 @@ class Controller(TrialRole):
                 self.run_claim = None
             if self.startup is not None:
                 self.startup.finish()
+            self._retain_runs()
+
+    def _hold_run_folder(self) -> None:
+        """While the run lives, its folder under .atlante/eval/ is marked running: retention and
+        ``atlante runs`` leave it alone (a folder a --atlante-out run writes elsewhere is not ours)."""
+        from pytest_atlante.report.runs import hold
+
+        if self.options.out is None:
+            with contextlib.suppress(OSError):  # only retention's care: the report says if the folder is unwritable
+                self.run_lock = hold(self.out_dir)
+
+    def _retain_runs(self) -> None:
+        """``eval.keepRuns``: the older run folders go once this run's report is written."""
+        if self.run_lock is None or self.suite is None:
+            return
+        from pytest_atlante.report.runs import prune
+
+        self.run_lock.release()
+        self.run_lock = None
+        protect = [self.options.baseline.resolve()] if self.options.baseline is not None else []
+        prune(self.options.project_root, self.suite.eval.keepRuns, protect=protect)
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.stopped is not None:

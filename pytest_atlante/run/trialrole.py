@@ -23,7 +23,7 @@ import pytest
 
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.records import INTERRUPTED_ERROR, TrialRecord
-from pytest_atlante.run.items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, trial_failure
+from pytest_atlante.run.items import RUNNER_KEY, ScenarioFile, TrialFailed, TrialItem, scenario_file_id, trial_failure
 from pytest_atlante.run.options import RERUNS_REFUSED, Options
 from pytest_atlante.run.outputs import configured_outputs
 from pytest_atlante.run.plan import RECORD_KEY, EvalPlan, plan_for
@@ -109,8 +109,9 @@ class TrialRole:
             return None
         trials = self.trial_numbers()
         if not is_within(file_path, self.config.rootpath):
-            # pytest would shorten an id outside the rootdir to "::name"; keep the pack visible.
-            return ScenarioFile.from_parent(parent, path=file_path, nodeid=entries[0].display, entries=entries, trials=trials)
+            # pytest would shorten an id outside the rootdir to "::name"; keep the file visible.
+            return ScenarioFile.from_parent(parent, path=file_path, nodeid=scenario_file_id(entries[0], self.config.rootpath),
+                                            entries=entries, trials=trials)
         return ScenarioFile.from_parent(parent, path=file_path, entries=entries, trials=trials)
 
     def trial_numbers(self) -> list[int]:

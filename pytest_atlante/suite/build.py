@@ -25,7 +25,8 @@ from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, atomic_write_text, read_capped, sha256_file
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
-from pytest_atlante.suite.config import CONFIG_FILE, Harness, ProjectConfig, load_project_config
+from pytest_atlante.projectroot import CONFIG_FILE
+from pytest_atlante.suite.config import Harness, ProjectConfig, load_project_config
 from pytest_atlante.suite.packs import harness_layers, resolve_packages
 from pytest_atlante.suite.parts import Origin, Rendered, add_harness
 from pytest_atlante.suite.variants import Arm, resolve_arms

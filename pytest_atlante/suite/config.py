@@ -13,11 +13,11 @@ from pytest_atlante.diagnostics import Diagnostic, json_path
 from pytest_atlante.hosts.names import HOST_NAMES, HostName, NeutralTool, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.models import StrictModel
+from pytest_atlante.projectroot import CONFIG_FILE
 from pytest_atlante.sandbox.isolation import IsolationSetting, NetworkSetting
 from pytest_atlante.suite.documents import LoadedDocument, load_document, validate_model
 from pytest_atlante.suite.scenario import SLUG_PATTERN
 
-CONFIG_FILE = "atlante.jsonc"
 CONFIG_SCHEMA_URIS = {
     "0.1": "https://atlante.sh/schema/v0.1/config.json",
     "0.2": "https://atlante.sh/schema/v0.2/config.json",
@@ -27,6 +27,9 @@ CONFIG_SCHEMA_URIS = {
 # The first configuration version that admits ``variants`` (suite/variants.py).
 VARIANTS_SINCE = "0.4"
 MAX_TRIALS = 50
+# Run folders kept under .atlante/eval/ (eval.keepRuns): enough for a day's work to be compared
+# and viewed, few enough that the folder stays readable (report/runs.py).
+DEFAULT_KEEP_RUNS = 30
 
 # Host-neutral tool names of harness agents (hosts/names.py); `atlante build` maps them to each
 # host's vocabulary.
@@ -60,6 +63,9 @@ class EvalSection(StrictModel):
     # "model-only": each trial's own network namespace, whose only way out is the metering proxy
     # (docs/design.md §11); --atlante-network wins.
     network: NetworkSetting = "shared"
+    # How many run folders .atlante/eval/ keeps: at the end of each run the older ones go, never a
+    # running one or one named as a baseline (report/runs.py).
+    keepRuns: Annotated[int, Field(strict=True, ge=1)] = DEFAULT_KEEP_RUNS
 
     @model_validator(mode="after")
     def _scenarios_or_include(self) -> EvalSection:
@@ -214,8 +220,9 @@ def load_project_config(root: Path) -> tuple[ProjectConfig | None, LoadedDocumen
     # reported by load_document as what it is; only a path with nothing there is "missing".
     if not os.path.lexists(path):
         return None, None, [
-            Diagnostic(CONFIG_FILE, "", "eval-config-missing", f"no {CONFIG_FILE} in {root}",
-                       "create atlante.jsonc with an eval section, or pass --atlante-project DIR")
+            Diagnostic(CONFIG_FILE, "", "eval-config-missing", f"no {CONFIG_FILE} in {root} or any directory above it",
+                       "run `atlante init` to start a project here, or run from inside one (atlante.jsonc is "
+                       "looked for in the working directory and each directory above it)")
         ]
     loaded = load_document(path, CONFIG_FILE, "eval-config-invalid")
     if isinstance(loaded, Diagnostic):

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.hosts.names import HostName
-from pytest_atlante.suite.config import CONFIG_FILE, CONFIG_SCHEMA_URIS
+from pytest_atlante.projectroot import CONFIG_FILE
+from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS
 from pytest_atlante.suite.native import NativeHarness, NativePart, discover_native_harness, harness_section_for
 from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URI
 from pytest_atlante.suite.script import SCRIPT_SCHEMA

@@ -21,7 +21,8 @@ from pathlib import Path
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.hosts.names import HostName
-from pytest_atlante.suite.config import CONFIG_FILE, Harness, PackConfig, PackSuite, version_diagnostics
+from pytest_atlante.projectroot import CONFIG_FILE
+from pytest_atlante.suite.config import Harness, PackConfig, PackSuite, version_diagnostics
 from pytest_atlante.suite.documents import load_document, validate_model
 from pytest_atlante.suite.scenario import SLUG_PATTERN
 

@@ -20,7 +20,7 @@ ROOT = "pytest_atlante"
 # Lowest first.  A key is a module or a package (its modules, unless a longer key names one).
 LAYERS: dict[str, int] = {
     ROOT: 0, f"{ROOT}.diagnostics": 0, f"{ROOT}.fsutil": 0, f"{ROOT}.models": 0, f"{ROOT}.records": 0,
-    f"{ROOT}.pathnames": 0, f"{ROOT}.hosts.names": 0,
+    f"{ROOT}.pathnames": 0, f"{ROOT}.projectroot": 0, f"{ROOT}.hosts.names": 0,
     f"{ROOT}.atlas": 1, f"{ROOT}.sandbox": 1,
     f"{ROOT}.hosts": 2, f"{ROOT}.checks": 2,
     f"{ROOT}.suite": 3,

@@ -12,8 +12,10 @@ import ast
 import pytest
 
 # fsutil (stdlib only) reads atlante.jsonc without blocking, so a FIFO there cannot hang the run.
+# projectroot: the upward search for atlante.jsonc (an Atlas section there registers the query plugin),
+# a leaf of os.path calls.
 IDLE_MODULES = ["pytest_atlante", "pytest_atlante.fsutil", "pytest_atlante.hosts", "pytest_atlante.hosts.names", "pytest_atlante.hosts.registry",
-                "pytest_atlante.plugin"]
+                "pytest_atlante.plugin", "pytest_atlante.projectroot"]
 
 REPORTER = (
     "import sys\n"

@@ -138,7 +138,7 @@ def test_only_a_report_a_run_wrote_is_picked_up_by_itself(tmp_path: Path, monkey
         assert rejected.value.code == "report-unsealed"
         assert read_report(path).runId  # named explicitly, it is still readable
     assert read_report(real, sealed=True).runId
-    assert latest_run(tmp_path / "project") == real.parent
+    assert latest_run(tmp_path / "project") == (real.parent, True)
     assert set(expected_durations(tmp_path / "project")) == {"alpha"}
     gate, problems = load_gate(planted, False, tmp_path / "project")
     assert gate is None and [p.code for p in problems] == ["eval-baseline-invalid"] and "seal" in problems[0].message
