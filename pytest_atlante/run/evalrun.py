@@ -19,6 +19,7 @@ from pytest_atlante.fsutil import UnreadableFile
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.names import HostName
+from pytest_atlante.projectroot import CONFIG_FILE
 from pytest_atlante.records import TrialRecord
 from pytest_atlante.report.exitcodes import EXIT_NOTHING_SELECTED, decide
 from pytest_atlante.report.model import (
@@ -40,7 +41,6 @@ from pytest_atlante.sandbox import isolation as isolations
 from pytest_atlante.sandbox import rundirs
 from pytest_atlante.sandbox.sources import RunSources, prepare_sources, remove_sources
 from pytest_atlante.suite.build import tree_dir, verify
-from pytest_atlante.suite.config import CONFIG_FILE
 from pytest_atlante.suite.digests import harness_digest
 from pytest_atlante.suite.discovery import Suite, ValidSuite, discover
 from pytest_atlante.suite.variants import CONTROL, Arm, arms_named
