@@ -95,7 +95,10 @@ class TrialRecord(Record):
     costUsd: float | None = None
     # Set when ``costUsd`` is an estimate from the shipped price table (its label), not the host's figure.
     costBasis: str | None = None
+    # The model that answered, as the host's stream names it; in a scripted run the scripted model's id
+    # (``scripted-model``), the name the host asked for being ``requestedModel`` (null otherwise).
     modelIdentity: str | None = None
+    requestedModel: str | None = None
     budgetUnmonitored: bool = False
     # Values of the host's stream that were ignored (no valid count or cost, a second result): the
     # stream is untrusted input (docs/design.md §10).

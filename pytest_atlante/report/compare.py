@@ -69,6 +69,7 @@ def _run_changes(base: EvalReport, new: EvalReport) -> list[ComponentChange]:
         ("hostVersion", host(base)[1], host(new)[1]),
         ("model", base.model, new.model),
         ("modelVersion", base.modelVersion, new.modelVersion),
+        ("requestedModel", base.requestedModel, new.requestedModel),   # scripted runs: the name asked for
         ("scripted", str(base.scripted).lower(), str(new.scripted).lower()),
         ("harness", base.suite.harnessDigest if base.suite else None, new.suite.harnessDigest if new.suite else None),
         ("atlanteVersion", base.atlanteVersion, new.atlanteVersion),

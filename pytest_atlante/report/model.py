@@ -158,7 +158,7 @@ def scripted_note(report: EvalReport) -> str | None:
     """One line for a scripted run: who answered, and what its tokens and costs are."""
     if not report.scripted:
         return None
-    asked = f" (the host asked for {report.modelVersion})" if report.modelVersion else ""
+    asked = f" (the host asked for {report.requestedModel})" if report.requestedModel else ""
     return (f"scripted run: answered offline by {report.scriptedModel or SCRIPTED_MODEL_ID}{asked}; "
             f"tokens are the script's and cost $ a price for them: nothing was charged")
 
@@ -189,11 +189,12 @@ class EvalReport(Record):
     model: str | None
     modelVersion: str | None
     scripted: bool
-    # Scripted runs: the model that really answered (the scripted model's id).  ``modelVersion`` is
-    # then only the name the host asked for, and each ``costUsd`` the host's own price for the
-    # script's tokens under that name: nothing was charged (docs/design.md §12).  None otherwise and
-    # in reports that predate it.
+    # Scripted runs: the model that really answered (the scripted model's id), which the trials'
+    # ``modelIdentity`` and so ``modelVersion`` name too; ``requestedModel`` is the name most trials'
+    # hosts asked for, and each ``costUsd`` the host's own price for the script's tokens under that
+    # name: nothing was charged (docs/design.md §12).  None otherwise and in reports that predate it.
     scriptedModel: str | None = None
+    requestedModel: str | None = None
     budget: BudgetRecord
     complete: bool
     interrupted: bool
@@ -283,13 +284,15 @@ def verdict_counts(trials: Sequence[TrialRecord]) -> dict[Verdict, int]:
     return {v: seen.get(v, 0) for v in ALL_VERDICTS}
 
 
-def most_frequent_model(trials: Sequence[TrialRecord]) -> str | None:
-    """The model identity most trials observed; ties go to the one seen first in trial order."""
-    seen = Counter(t.modelIdentity for t in trials if t.modelIdentity)
+def most_frequent_model(trials: Sequence[TrialRecord], *, requested: bool = False) -> str | None:
+    """The model identity most trials observed (``requested``: the name most trials' hosts asked for,
+    scripted runs); ties go to the one seen first in trial order."""
+    names = [t.requestedModel if requested else t.modelIdentity for t in trials]
+    seen = Counter(name for name in names if name)
     if not seen:
         return None
     best = max(seen.values())
-    return next(t.modelIdentity for t in trials if t.modelIdentity and seen[t.modelIdentity] == best)
+    return next(name for name in names if name and seen[name] == best)
 
 
 def passed_and_ran(trials: Sequence[TrialRecord]) -> tuple[int, int]:
@@ -545,6 +548,7 @@ def build_report(state: RunState, scenarios: Sequence[ScenarioRow], *, finished_
         modelVersion=most_frequent_model(ordered),
         scripted=state.scripted,
         scriptedModel=SCRIPTED_MODEL_ID if state.scripted else None,
+        requestedModel=most_frequent_model(ordered, requested=True) if state.scripted else None,
         budget=state.budget,
         complete=complete and not state.interrupted,
         interrupted=state.interrupted,

@@ -244,6 +244,8 @@ def _check_consistency(report: EvalReport, now: datetime, suite: SuiteNames | No
         _reject("report-inconsistent", "$.verdicts does not match the trials listed")
     if report.modelVersion != most_frequent_model(trials):
         _reject("report-inconsistent", "$.modelVersion is not the model the trials observed")
+    if report.requestedModel != most_frequent_model(trials, requested=True):
+        _reject("report-inconsistent", "$.requestedModel is not the model the trials' hosts asked for")
     floor = decide(
         validation_failed=False, run_level_error=False, verdicts=[t.verdict for t in trials]
     )

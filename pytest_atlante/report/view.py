@@ -230,7 +230,9 @@ def _banner(report: J) -> str:
 def _model_seen(report: J) -> object:
     if not report.get("scripted"):
         return report.get("modelVersion")
-    asked = f"; the host asked for {report['modelVersion']}" if report.get("modelVersion") else ""
+    # ``requestedModel``: reports before it named the asked-for model in ``modelVersion``.
+    requested = report.get("requestedModel") if "requestedModel" in report else report.get("modelVersion")
+    asked = f"; the host asked for {requested}" if requested else ""
     return f"{report.get('scriptedModel') or SCRIPTED_MODEL_ID} (scripted{asked})"
 
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from pytest_atlante.checks import NO_SESSION, SessionView, run_checks
 from pytest_atlante.hosts import host_for
-from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, HostInfo
 from pytest_atlante.pathnames import escape_surrogates
 from pytest_atlante.records import (
     INTERRUPTED_ERROR,
@@ -236,6 +236,15 @@ def session_facts(session: HostSession, results: list[CheckResult], escapes: lis
                  escaped=bool(escapes))
 
 
+def scripted_identity(rec: TrialRecord) -> dict[str, str | None]:
+    """A scripted trial's model fields: the scripted model answered whatever name the host asked for
+    (its stream names that one), so the record names the scripted model and keeps the asked-for
+    name apart; nothing when no host session named a model or was served a turn."""
+    if rec.modelIdentity is None and not rec.scriptedTurns:
+        return {}
+    return {"modelIdentity": SCRIPTED_MODEL_ID, "requestedModel": rec.modelIdentity}
+
+
 def escape_message(escapes: list[str]) -> str:
     return f"the trial changed {len(escapes)} path(s) outside its sandbox: {_listed(escapes)}"
 
@@ -397,7 +406,7 @@ class TrialRunner:
                 except Exception as exc:  # noqa: BLE001 - the trial "could not produce a normal verdict"
                     rec = base.model_copy(update={"verdict": "infra-error", "error": f"{type(exc).__name__}: {exc}"})
                 if turns is not None:
-                    rec = rec.model_copy(update={"scriptedTurns": turns()})
+                    rec = rec.model_copy(update={"scriptedTurns": turns(), **scripted_identity(rec)})
             return scrubbed(rec, sb, secrets)
         finally:
             if self.keep:

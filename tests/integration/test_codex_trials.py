@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.suite.script import load_script
 from spelling_matrix import make_dirs, stopped_spellings, transcript_events
@@ -77,7 +78,8 @@ def test_every_action_runs_through_codex_and_the_transcript_shows_the_refused_co
     host = run.report.host
     assert host is not None and (host.name, host.version, host.dialect) == ("codex", "0.171.0", "codex-responses")
     trial = run.trial(EVERY_ACTION.name)
-    assert trial.modelIdentity == "gpt-5.5" and trial.scriptedTurns == 6 and trial.meteredBy == "proxy"
+    assert trial.requestedModel == "gpt-5.5" and trial.scriptedTurns == 6 and trial.meteredBy == "proxy"
+    assert trial.modelIdentity == SCRIPTED_MODEL_ID
     # The scripted default usage (100 in, 20 out) six times: the proxy and the stream agree.
     assert trial.usage is not None and (trial.usage.inputTokens, trial.usage.outputTokens) == (600, 120)
     assert trial.meteringDisagreement is None

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import EVERY_HOST, ONE_HOST, copy_example, made_once
 from pytest_atlante.hosts import host_for
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.build import build
 
@@ -67,5 +68,13 @@ def test_the_example_suite_gives_the_same_results_on_every_host(tmp_path_factory
                                   capture_output=True, text=True, timeout=120, check=False)
         assert compared.returncode == 0, compared.stdout + compared.stderr
         assert "host" in compared.stdout, compared.stdout  # it names what differs between the runs
+    # The scripted model answered every session, whatever model the host asked for: the report names
+    # it as the trials' and the run's model and keeps the asked-for name apart (issue 36).
+    for run in {id(r): r for r in (report, reference)}.values():
+        sessions = [t for s in run.scenarios for t in s.trials if t.scriptedTurns]
+        assert sessions and {t.modelIdentity for t in sessions} == {SCRIPTED_MODEL_ID}, [t.modelIdentity for t in sessions]
+        assert all(t.requestedModel for t in sessions), [t.requestedModel for t in sessions]
+        assert (run.modelVersion, run.scriptedModel) == (SCRIPTED_MODEL_ID, SCRIPTED_MODEL_ID)
+        assert run.requestedModel == sessions[0].requestedModel
     assert sorted(outcome(report)) == [
         "adds-farewell:pass", "adds-module-docstring:pass", "documents-usage:pass", "keeps-settings-untouched:fail"]

@@ -74,10 +74,12 @@ def test_check_matrix_serially(pytester: pytest.Pytester, tmp_path: Path, privat
     for run in run_matrix(pytester, tmp_path, private_tmp, HOST):
         host = run.report.host
         assert host is not None and (host.version, host.dialect) == (VERSION, "opencode-v1")
-        # Every trial that ran a session knows its model, which only the stored session tells.
+        # Every trial that ran a session knows the model its host asked for, which only the stored
+        # session tells; the scripted model answered it.
         sessions = [case.name for case in MATRIX if case.setup is None]
-        assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL)
-        assert run.trial("setup-fails").modelIdentity is None
+        assert {name: run.trial(name).requestedModel for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL)
+        assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL_ID)
+        assert (run.trial("setup-fails").modelIdentity, run.trial("setup-fails").requestedModel) == (None, None)
 
 
 # --------------------------------------------------------------------------- odd file names
@@ -124,7 +126,7 @@ def test_task_agent_runs_the_built_agent_and_kept_sandboxes_hold_no_npm_install(
         assert (owned / PROJECT_CONFIG.removeprefix(".opencode/")).is_file()
         assert not (owned / "node_modules").exists() and not (owned / "package.json").exists(), \
             sorted(p.name for p in owned.iterdir())
-        assert run.trial(case.name).modelIdentity == SCRIPTED_MODEL
+        assert run.trial(case.name).requestedModel == SCRIPTED_MODEL
 
 
 # --------------------------------------------------------------------------- containment of evidence

@@ -443,10 +443,11 @@ def test_a_scripted_run_is_labelled_scripted_and_few_trials_say_so(tmp_path: Pat
     from pytest_atlante.run.evalrun import summary_lines
 
     usage = Usage(inputTokens=100, outputTokens=20)
-    trials = [trial("a", 1, "pass", usage=usage, costUsd=0.02, modelIdentity="claude-sonnet-5"),
-              trial("b", 1, "fail", usage=usage, costUsd=0.01, modelIdentity="claude-sonnet-5")]
+    trials = [trial("a", 1, "pass", usage=usage, costUsd=0.02, modelIdentity="scripted-model", requestedModel="claude-sonnet-5"),
+              trial("b", 1, "fail", usage=usage, costUsd=0.01, modelIdentity="scripted-model", requestedModel="claude-sonnet-5")]
     scripted = report_of(trials)
-    assert scripted.scriptedModel == "scripted-model" and scripted.modelVersion == "claude-sonnet-5"
+    assert (scripted.scriptedModel, scripted.modelVersion, scripted.requestedModel) == (
+        "scripted-model", "scripted-model", "claude-sonnet-5")
     lines = summary_lines(scripted, tmp_path / "report.json")
     assert "priced $" in lines[0] and "cost $" not in lines[0]
     assert any(line.startswith("a ") and "21-100%*" in line for line in lines)

@@ -127,14 +127,18 @@ def test_compare_shows_atlante_compare_against_the_baseline_side_by_side(tmp_pat
 def test_a_scripted_report_shows_the_scripted_model_and_host_priced_costs(tmp_path: Path) -> None:
     path = synthetic_report(tmp_path, scenarios=1, trials=1)
     report = load_report(path)
-    report.update(scripted=True, scriptedModel="scripted-model", modelVersion="claude-sonnet-5")
+    report.update(scripted=True, scriptedModel="scripted-model", modelVersion="scripted-model",
+                  requestedModel="claude-sonnet-5")
     report["scenarios"][0].update(passInterval={"low": 0.21, "high": 1.0, "method": "wilson", "confidence": 0.95})
     page = render(report, tmp_path)
     assert "scripted-model (scripted; the host asked for claude-sonnet-5)" in page
+    # A report from before requestedModel named the asked-for model in modelVersion.
+    older = {key: value for key, value in report.items() if key != "requestedModel"} | {"modelVersion": "claude-sonnet-5"}
+    assert "scripted-model (scripted; the host asked for claude-sonnet-5)" in render(older, tmp_path)
     assert "Priced $ (scripted)" in page and ">Cost $<" not in page
     assert "priced, not charged: scripted model" in page
     assert "n=1: few trials" in page
-    report.update(scripted=False, scriptedModel=None)
+    report.update(scripted=False, scriptedModel=None, requestedModel=None, modelVersion="claude-sonnet-5")
     plain = render(report, tmp_path)
     assert "<dd>claude-sonnet-5</dd>" in plain and "Cost $" in plain and "not charged" not in plain
 
