@@ -52,20 +52,18 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _eval(args: argparse.Namespace) -> int:
+def _eval(args: argparse.Namespace, *, selftest: bool = False) -> int:
     # Reached only when a global option precedes `eval` (main() hands plain `eval ...` to pytest as is).
     from pytest_atlante.run.evalcmd import eval_command
 
     short = [*(f"--scenario={name}" for name in args.scenario), *([f"--out={args.out}"] if args.out else []),
              *([f"--host={args.host}"] if args.host else []), *(["--keep"] if args.keep else []),
              *(["--scripted"] if args.scripted else [])]
-    return eval_command([*short, *args.pytest_args])
+    return eval_command([*short, *args.pytest_args], selftest=selftest)
 
 
 def _selftest(args: argparse.Namespace) -> int:
-    from pytest_atlante.run.evalcmd import eval_command
-
-    return eval_command(args.pytest_args, selftest=True)
+    return _eval(args, selftest=True)
 
 
 def _bench_validate(args: argparse.Namespace) -> int:
@@ -211,7 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
         "selftest",
         help="zero-token self-test of every scenario (`pytest --atlante-eval --atlante-selftest`): "
              "vacuous, unsolvable and erroring checks; exit 0 when all are sound",
+        epilog=PASS_THROUGH_NOTE,
     )
+    add_eval_options(st)
     st.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
     st.set_defaults(func=_selftest)
 

@@ -21,7 +21,7 @@ from pytest_atlante.hosts.names import HOST_NAMES
 
 _MAPPED = {4: 2, 5: 2}
 PASS_THROUGH_NOTE = ("every other argument is passed to pytest unchanged (e.g. -n 4, -k NAME, --lf, -x, -v); "
-                     "the --atlante-* options work too")
+                     "the --atlante-* options work too (`pytest --help` lists them under pytest-atlante)")
 
 
 def add_eval_options(parser: argparse.ArgumentParser) -> None:

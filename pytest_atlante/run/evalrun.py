@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -115,7 +116,9 @@ def prepare_run(suite: ValidSuite, *, scripted: bool) -> tuple[list[Diagnostic],
     if not scripted:
         missing = host.credential_diagnostics(info, os.environ, Path.home(), suite.eval.model)
         if missing:
-            return [], missing, None
+            # A newcomer without a login can still see the suite run, offline and for free.
+            return [], [replace(d, hint=f"{d.hint}; or run the suite offline against the scripted model with "
+                                        f"--atlante-scripted (`atlante eval --scripted`)") for d in missing], None
     return [], [], info
 
 

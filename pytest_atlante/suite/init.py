@@ -19,6 +19,7 @@ nothing.  The only edit of an existing file is adding the missing ``.atlante/`` 
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +75,7 @@ class InitResult:
     kept: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     adopted: list[str] = field(default_factory=list)   # "agent debugger (.claude/agents/debugger.md)"
+    directory: str = "."   # the project directory as the user named it: "next:" starts there
 
     def lines(self) -> list[str]:
         out = [f"atlante init: created {path}" for path in self.created]
@@ -82,7 +84,8 @@ class InitResult:
         out += [f"atlante init: warning: {warning}" for warning in self.warnings]
         if not self.created:
             out.append("atlante init: nothing to do: every file is already there")
-        out.append("next: atlante build && atlante selftest && atlante eval --scripted")
+        cd = "" if self.directory in ("", ".") else f"cd {shlex.quote(self.directory)} && "
+        out.append(f"next: {cd}atlante build && atlante selftest && atlante eval --scripted")
         return out
 
 
@@ -107,7 +110,10 @@ def _greeter_starter() -> _Starter:
         prompt="Add farewell(name) to greeter.py returning 'Goodbye, <name>!'.",
         checks=[
             {"type": "file-contains", "path": "greeter.py", "pattern": "def farewell("},
-            {"type": "command", "run": ["python3", "-m", "unittest", "-q", "test_greeter"]},
+            # Each test named: an emptied test_greeter.py ("Ran 0 tests", exit 0 on Python 3.11) or a
+            # deleted one fails the check instead of passing it.
+            {"type": "command", "run": ["python3", "-m", "unittest", "-q", "test_greeter.GreeterTest.test_greet",
+                                        "test_greeter.GreeterTest.test_farewell"]},
             {"type": "diff-allowlist", "allow": ["greeter.py"]},
         ],
         turns=[
@@ -166,7 +172,8 @@ def _config_text(host: HostName, harness: dict[str, object]) -> str:
     doc: dict[str, object] = {
         "$schema": CONFIG_SCHEMA_URIS[CURRENT_VERSION],
         "version": CURRENT_VERSION,
-        "eval": {"host": host, "scenarios": f"{SCENARIO_DIR}/*.eval.json", "budget": {"trials": 3}},
+        # A trailing star: a scenario saved as .eval.jsonc (comments allowed) is collected too.
+        "eval": {"host": host, "scenarios": f"{SCENARIO_DIR}/*.eval.json*", "budget": {"trials": 3}},
     }
     if harness:
         doc["harness"] = harness
@@ -225,7 +232,7 @@ def init_project(root: Path, host: HostName | None = None) -> InitResult:
         raise DiagnosticError([Diagnostic(str(root), "", "init-not-a-directory", f"{root} is not a directory",
                                           "pass a directory (it is created when missing)")])
     root.mkdir(parents=True, exist_ok=True)
-    result = InitResult()
+    result = InitResult(directory=str(root))
     native = discover_native_harness(root)
     part = _starter_part(native)
     chosen: HostName = host or (part.host if part is not None else "claude-code")

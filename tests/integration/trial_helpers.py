@@ -639,6 +639,7 @@ def run_without_credentials(pytester: pytest.Pytester, tmp_path: Path, monkeypat
     run = run_eval(pytester, project, tmp_path / "out", scripted=False)
     assert run.result.ret == 3, run.output()
     assert "eval-host-unauthenticated" in run.output()
+    assert "or run the suite offline against the scripted model with --atlante-scripted" in run.output()
     report = run.report
     assert report.exitStatus == 3 and not report.complete
     assert [e["code"] for e in report.errors] == ["eval-host-unauthenticated"]

@@ -145,3 +145,44 @@ def test_init_adopts_real_public_harness_files_and_the_build_gives_back_what_cla
             copy = built / ".claude/skills/skill-creator" / path.relative_to(SKILL)
             assert copy.read_bytes() == path.read_bytes() and copy.stat().st_mode & 0o111 == path.stat().st_mode & 0o111, path
     assert discover(root, scripted=True).diagnostics == []
+
+
+def test_init_dir_says_cd_dir_first_and_collects_jsonc_scenarios(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``init DIR``'s next step starts in DIR; its glob takes a second scenario saved as .eval.jsonc."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "my project"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "next: cd 'my project' && atlante build && atlante selftest && atlante eval --scripted")
+    assert main(["init"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "next: atlante build && atlante selftest && atlante eval --scripted"
+    root = tmp_path / "my project"
+    assert jsonc.loads((root / "atlante.jsonc").read_text())["eval"]["scenarios"] == "eval/scenarios/*.eval.json*"
+    first = root / "eval/scenarios/adds-farewell.eval.json"
+    second = jsonc.loads(first.read_text()) | {"name": "second"}
+    (root / "eval/scenarios/second.eval.jsonc").write_text("// a comment\n" + json.dumps(second))
+    assert sorted(e.scenario.name for e in discover(root).validated().scenarios) == ["adds-farewell", "second"]
+
+
+@pytest.mark.parametrize("damage", ["emptied", "deleted", "no-farewell", "done"])
+def test_the_starting_command_check_fails_on_an_emptied_or_deleted_test(tmp_path: Path, damage: str) -> None:
+    """Python 3.11's unittest exits 0 on "Ran 0 tests": the check names each test, so a test file an
+    agent emptied or deleted fails it, as the missing farewell() does; only the task done passes."""
+    import subprocess
+    import sys
+
+    init_project(tmp_path)
+    scenario = jsonc.loads((tmp_path / "eval/scenarios/adds-farewell.eval.json").read_text())
+    [command] = [c["run"] for c in scenario["checks"] if c["type"] == "command"]
+    fixture = tmp_path / "eval/fixtures/adds-farewell"
+    greeter = fixture / "greeter.py"
+    greeter.write_text(greeter.read_text() + '\n\ndef farewell(name: str) -> str:\n    return f"Goodbye, {name}!"\n')
+    if damage == "emptied":
+        (fixture / "test_greeter.py").write_text("")
+    elif damage == "deleted":
+        (fixture / "test_greeter.py").unlink()
+    elif damage == "no-farewell":
+        greeter.write_text('def greet(name: str) -> str:\n    return f"Hello, {name}!"\n')
+    done = subprocess.run([sys.executable, *command[1:]], cwd=fixture, capture_output=True, text=True, check=False,
+                          timeout=60)
+    assert (done.returncode == 0) == (damage == "done"), done.stderr
