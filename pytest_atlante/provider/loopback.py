@@ -1,8 +1,22 @@
 """A threaded HTTP server on ``127.0.0.1:<ephemeral port>`` (or on a unix socket): the lifecycle the
-scripted model and the metering proxy share (start, the port, a stop that returns at once)."""
+scripted model and the metering proxy share (start, the port, a stop that returns at once), and the
+per-trial key in the path that keeps one trial out of another's servers.
+
+A port on the machine's loopback is reachable by every process of the machine: under ``-n`` with
+the network shared, an agent found another trial's proxy in ``/proc/net/tcp`` and spent that
+trial's tokens.  So each trial's servers live under a path of their own, ``/<key>/…``, where the
+key is 192 random bits made for the trial: the host is given a base URL holding it (every host
+appends its API's path to its base URL), and a request whose path does not start with it is
+refused before anything else is read.  The key is in the trial's own environment or configuration
+only, which another trial cannot see under namespace isolation (its own PID namespace, a private
+``/tmp``); with isolation off every process of the user can read every other's environment, and
+nothing keeps trials apart (docs/integrity.md).
+"""
 
 from __future__ import annotations
 
+import hmac
+import secrets
 import selectors
 import socket
 import socketserver
@@ -11,6 +25,24 @@ from abc import ABC, abstractmethod
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Self
+
+
+def new_trial_key() -> str:
+    """A trial's key: 192 random bits, URL-safe (it goes into a base URL's path)."""
+    return secrets.token_urlsafe(24)
+
+
+def strip_trial_key(path: str, key: str | None) -> str | None:
+    """The request path without its leading ``/<key>`` (``/`` when nothing follows), or None when it
+    does not start with ``key`` (compared in constant time).  ``key`` None: no key is required."""
+    if key is None:
+        return path
+    head, slash, rest = path[1:].partition("/") if path.startswith("/") else ("", "", "")
+    if not hmac.compare_digest(head.split("?", 1)[0].encode(), key.encode()):
+        return None
+    if "?" in head:  # /<key>?query
+        return "/?" + head.split("?", 1)[1]
+    return "/" + rest if slash else "/"
 
 
 class ThreadingUnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

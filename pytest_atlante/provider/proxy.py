@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from pytest_atlante.hosts.streams import sum_usage
-from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService
+from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService, new_trial_key, strip_trial_key
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.served import Served, ServedCall
 from pytest_atlante.provider.wire.gemini import gemini_route
@@ -133,6 +133,7 @@ class Metering:
     calls: tuple[ServedCall, ...] = ()   # the tool calls of the served responses
     responses: tuple[Usage, ...] = ()    # the usage of each served response that reported one
     empty: int = 0             # model responses with status < 400 that held no text, thinking or tool call
+    foreign: int = 0           # requests without the trial's key (refused before anything was read)
 
     @property
     def model_answers(self) -> Served:
@@ -170,11 +171,15 @@ class MeteringProxy(LoopbackService):
         self._crossing: int | None = None
         self._tripped_at: int | None = None
         self._cost: float | None = None
-        self._counts = {"served": 0, "answered": 0, "failed": 0, "refused": 0, "unmetered": 0, "empty": 0}
+        self._counts = {"served": 0, "answered": 0, "failed": 0, "refused": 0, "unmetered": 0, "empty": 0,
+                        "foreign": 0}
         self._problems: list[str] = []
         self._calls: list[ServedCall] = []
         self._reported: list[Usage] = []
         self._abort_read, self._abort_write = os.pipe()
+        # Only this trial's host knows it (loopback.py): another trial's agent that finds the port
+        # in /proc/net/tcp is refused before anything reaches the model.
+        self.trial_key = new_trial_key()
         self._server = LoopbackServer("atlante-metering-proxy")
         self._unix_server = LoopbackServer("atlante-metering-proxy-unix")
 
@@ -199,7 +204,7 @@ class MeteringProxy(LoopbackService):
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self.port}/{self.trial_key}"
 
     @property
     def abort_fd(self) -> int:
@@ -216,7 +221,7 @@ class MeteringProxy(LoopbackService):
             return Metering(self._total(), self._cost, self._counts["served"], self._counts["answered"],
                             self._counts["failed"], self._counts["refused"], self._counts["unmetered"],
                             self._tripped_at, tuple(self._problems), tuple(self._calls), tuple(self._reported),
-                            self._counts["empty"])
+                            self._counts["empty"], self._counts["foreign"])
 
     def _total(self) -> Usage:
         return sum_usage([*self._done, *(meter.usage for meter in self._inflight.values())])
@@ -232,6 +237,11 @@ class MeteringProxy(LoopbackService):
             self._next_id += 1
             self._inflight[self._next_id] = ResponseMeter("")
             return self._next_id
+
+    def note_foreign(self) -> None:
+        """A request without this trial's key (another trial's agent, a port scan): refused."""
+        with self._lock:
+            self._counts["foreign"] += 1
 
     def begin(self, request_id: int, content_type: str, length: int | None) -> ResponseMeter:
         meter = ResponseMeter(content_type, length)
@@ -371,7 +381,12 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
 
         def _relay(self) -> None:
-            model_request = _is_model_request(self.command, self.path)
+            path = strip_trial_key(self.path, proxy.trial_key)
+            if path is None:  # not this trial's host: no body read, nothing counted, nothing forwarded
+                proxy.note_foreign()
+                self._answer(404, b'{"error": {"message": "atlante metering proxy: not found"}}')
+                return
+            model_request = _is_model_request(self.command, path)
             body = self._body()
             if body is None:
                 self._answer(400, b'{"error": {"message": "atlante metering proxy: unreadable request body"}}')
@@ -385,7 +400,7 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
             headers = _forwarded(self.headers.items())
             headers["Accept-Encoding"] = "identity"
             try:
-                connection.request(self.command, upstream.base_path + self.path, body=body or None, headers=headers)
+                connection.request(self.command, upstream.base_path + path, body=body or None, headers=headers)
                 response = connection.getresponse()
             except (OSError, http.client.HTTPException) as exc:
                 connection.close()

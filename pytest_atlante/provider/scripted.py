@@ -29,7 +29,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, ScriptedEndpoint
-from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService
+from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService, strip_trial_key
 from pytest_atlante.provider.wire.gemini import gemini_error, gemini_response, gemini_route, gemini_stream, openai_view
 from pytest_atlante.provider.wire.openai_responses import (
     custom_tools,
@@ -138,8 +138,10 @@ class _Answer:
 class ScriptedModelServer(LoopbackService):
     """Serve one script on ``127.0.0.1:<ephemeral port>`` in both dialects until stopped."""
 
-    def __init__(self, script: Script, *, sandbox_root: Path) -> None:
+    def __init__(self, script: Script, *, sandbox_root: Path, trial_key: str | None = None) -> None:
+        """``trial_key``: serve only paths under ``/<trial_key>`` (``loopback.strip_trial_key``)."""
         self.script = script
+        self.trial_key = trial_key
         # The host's cwd is the sandbox's real path (getcwd resolves symlinks); tool paths must
         # match it for Claude Code's in-project permission checks.
         self.sandbox_root = sandbox_root.resolve()
@@ -160,12 +162,16 @@ class ScriptedModelServer(LoopbackService):
     @property
     def anthropic_base_url(self) -> str:
         """For Claude Code's ``ANTHROPIC_BASE_URL`` (the client appends ``/v1/messages``)."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://127.0.0.1:{self.port}{self._prefix}"
 
     @property
     def openai_base_url(self) -> str:
         """For an ``@ai-sdk/openai-compatible`` provider's ``baseURL``."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://127.0.0.1:{self.port}{self._prefix}/v1"
+
+    @property
+    def _prefix(self) -> str:
+        return f"/{self.trial_key}" if self.trial_key is not None else ""
 
     @property
     def endpoint(self) -> ScriptedEndpoint:
@@ -377,16 +383,28 @@ def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             if with_body:
                 self.wfile.write(answer.payload)
 
+        def _own_path(self) -> str | None:
+            """The path under this trial's key; None (answered 404, nothing read) for another's."""
+            path = strip_trial_key(self.path, server.trial_key)
+            if path is None:
+                self.close_connection = True
+                self._send(_Answer(404, "application/json", b'{"error": {"message": "not found"}}'))
+            return path
+
         def do_HEAD(self) -> None:  # http.server's naming (do_<METHOD>)
-            self._send(server.answer_get("HEAD", self.path), with_body=False)
+            if (path := self._own_path()) is not None:
+                self._send(server.answer_get("HEAD", path), with_body=False)
 
         def do_GET(self) -> None:
-            self._send(server.answer_get("GET", self.path))
+            if (path := self._own_path()) is not None:
+                self._send(server.answer_get("GET", path))
 
         def do_POST(self) -> None:
+            if (path := self._own_path()) is None:
+                return
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length > 0 else b""
-            self._send(server.answer_post(self.path, {k.lower(): v for k, v in self.headers.items()}, raw))
+            self._send(server.answer_post(path, {k.lower(): v for k, v in self.headers.items()}, raw))
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr logging
             return

@@ -317,10 +317,12 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
     if not enabled:
         yield None, None
         return
+    from pytest_atlante.provider.loopback import new_trial_key
     from pytest_atlante.provider.scripted import ScriptedModelServer
 
     assert entry.parsed_script is not None, "scripted runs validate every scenario's script first"
-    server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root)
+    # Its own key in its path: another trial's agent cannot play this trial's script (provider/loopback.py).
+    server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root, trial_key=new_trial_key())
     server.start()
     try:
         yield server.endpoint, lambda: server.turns_served

@@ -29,8 +29,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Project, config_doc, per_host_then_once, scenario_doc
+from conftest import ONE_HOST, Project, config_doc, per_host_then_once, scenario_doc
+from pytest_atlante.provider.loopback import new_trial_key
+from pytest_atlante.provider.proxy import MeteringProxy, Upstream
+from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.report.model import EvalReport
+from pytest_atlante.suite.script import load_script
 
 pytestmark = pytest.mark.hosts
 
@@ -228,3 +232,53 @@ def test_model_only_without_namespace_isolation_is_refused(pytester: pytest.Pyte
     assert result.ret == 3, text
     assert "eval-network-unavailable" in text
     assert not list(Path(pytester.path).glob("**/trials/*"))
+
+
+# --------------------------------------------------------------------------- another trial's proxy
+
+CROSSING = '''import json, socket, sys
+body = json.dumps({"model": "m", "max_tokens": 64, "stream": False,
+                   "messages": [{"role": "user", "content": "spend"}]}).encode()
+for name, port in (("proxy", int(sys.argv[1])), ("model", int(sys.argv[2]))):
+    for path in ("/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1beta/models/m:generateContent"):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"POST %s HTTP/1.1\\r\\nHost: x\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n"
+                  b"Connection: close\\r\\n\\r\\n%s" % (path.encode(), len(body), body))
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+        s.close()
+        print(name, path, answer.split(b" ", 2)[1].decode())
+'''
+
+
+@pytest.mark.parametrize("host", [ONE_HOST])
+def test_an_agent_cannot_spend_another_trial_s_tokens_on_the_shared_network(
+        pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    """Another trial, built as the runner builds it (its scripted model under a key of its own,
+    its metering proxy in front), listens on the machine's loopback; the agent of this trial,
+    under namespace isolation with the network shared, is handed both ports (as it would read them
+    from ``/proc/net/tcp``) and asks each for an answer on every model route."""
+    victim_model = ScriptedModelServer(load_script(atlante_project.script("victim", [
+        {"text": "victim's answer", "usage": {"input": 5000, "output": 5000}}])),
+        sandbox_root=atlante_project.root, trial_key=new_trial_key())
+    with victim_model, MeteringProxy(Upstream(victim_model.anthropic_base_url), 10**9) as victim:
+        monkeypatch.setenv("PATH", hosts_path())
+        atlante_project.config(config_doc(host=host, isolation="namespace", budget={"trials": 1}))
+        atlante_project.scenario(scenario_doc(checks=[{"type": "file-contains", "path": "net.txt", "pattern": "proxy"}]))
+        atlante_project.script("writes-hello", [
+            {"text": "probe", "actions": [{"type": "write", "path": "probe.py", "content": CROSSING}]},
+            {"text": "run", "actions": [{"type": "bash", "command":
+                f"python3 probe.py {victim.port} {victim_model.port} > net.txt 2>&1"}]},
+            {"text": "done"},
+        ])
+        atlante_project.build()
+        status, report, text = run(pytester, atlante_project, "--atlante-network", "shared")
+        seen = victim.metering(settle_s=0)
+    [trial] = report.scenarios[0].trials
+    said = probe_lines(trial.diff or "")
+    assert (trial.verdict, status) == ("pass", 0), text
+    assert len(said) == 8 and all(line.endswith(" 404") for line in said), said
+    assert (seen.served, seen.usage.total, seen.foreign) == (0, 0, 4), seen
+    assert victim_model.requests == []  # nothing reached the other trial's model

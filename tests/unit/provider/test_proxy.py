@@ -15,10 +15,12 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from conftest import make_test_ca
+from pytest_atlante.provider.loopback import new_trial_key, strip_trial_key
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.proxy import MeteringProxy, Upstream
 from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, anthropic_message, anthropic_stream, openai_stream
@@ -70,14 +72,34 @@ class Provider:
         self.httpd.server_close()
 
 
-def ask(proxy: MeteringProxy, path: str = "/v1/messages") -> tuple[int, bytes]:
-    connection = http.client.HTTPConnection("127.0.0.1", int(proxy.base_url.rsplit(":", 1)[1]), timeout=30)
+def ask(proxy: MeteringProxy, path: str = "/v1/messages", *, keyed: bool = True) -> tuple[int, bytes]:
+    """A request the way the trial's host sends it: under the base URL, which holds the trial's key."""
+    connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
     body = json.dumps({"model": "m", "stream": True, "messages": []})
-    connection.request("POST", path, body=body, headers={"Content-Type": "application/json", "x-api-key": "k"})
+    prefix = urlsplit(proxy.base_url).path if keyed else ""
+    connection.request("POST", prefix + path, body=body, headers={"Content-Type": "application/json", "x-api-key": "k"})
     response = connection.getresponse()
     data = response.read()
     connection.close()
     return response.status, data
+
+
+def test_a_request_without_the_trial_s_key_is_refused_before_the_model(provider: Provider) -> None:
+    """Another trial's agent that found the port (``/proc/net/tcp``) does not know the key."""
+    with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
+        assert ask(proxy, keyed=False)[0] == 404
+        assert ask(proxy, "/" + proxy.trial_key[:-1] + "x/v1/messages", keyed=False)[0] == 404
+        assert ask(proxy)[0] == 200
+        seen = proxy.metering()
+    assert (seen.foreign, seen.served) == (2, 1) and [r["path"] for r in provider.requests] == ["/v1/messages"]
+
+
+def test_the_trial_key_is_stripped_exactly() -> None:
+    assert strip_trial_key("/k3y/v1/messages?beta=true", "k3y") == "/v1/messages?beta=true"
+    assert strip_trial_key("/k3y", "k3y") == "/" and strip_trial_key("/k3y?x=1", "k3y") == "/?x=1"
+    assert strip_trial_key("/k3yy/v1", "k3y") is None and strip_trial_key("/v1/k3y/messages", "k3y") is None
+    assert strip_trial_key("k3y/v1", "k3y") is None and strip_trial_key("/any", None) == "/any"
+    assert new_trial_key() != new_trial_key() and len(new_trial_key()) == 32
 
 
 def abort_signalled(proxy: MeteringProxy, wait_s: float = 0.0) -> bool:
