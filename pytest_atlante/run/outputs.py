@@ -20,6 +20,7 @@ written only after the last trial (``--cov-report`` files, ``--html``), and any 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import pytest
 
 from pytest_atlante.report.seal import key_file
 
-__all__ = ["configured_outputs"]
+__all__ = ["configured_outputs", "own_basetemp"]
 
 # new_run_id's shape: ``20261130T083655Z-1a2b3c``.
 OTHER_RUN_PATTERN = "[0-9]*T[0-9]*Z-*"
@@ -53,6 +54,29 @@ def configured_outputs(config: pytest.Config, project_root: Path) -> tuple[Path,
     # creates it, perhaps while another run's trial is open (at HOME's top that is ``~/.local``).
     found.append(key_file().parent)
     return tuple(found)
+
+
+def own_basetemp(config: pytest.Config, run_id: str) -> Path | None:
+    """Under xdist, when the user named none (``--basetemp``): a base temp directory of the run's
+    own, ``$TMPDIR/atlante-pytest-<run id>``, set as the run's ``--basetemp``; else None.
+
+    Why: xdist asks the controller for pytest's base temp directory to give each worker one below
+    it.  Left to pytest, that is a new numbered ``pytest-of-<user>/pytest-N``, and at the end of the
+    session — after the report and its page are written — pytest removes every such directory but
+    the newest three: those of the user's other pytest runs, whatever they hold.  An eval run then
+    ended long after its report, the longer the more other runs had left (measured on a loaded
+    machine beside other test suites: 7-12 s of 47-70 s runs spent in that removal).  A run's own
+    directory is no numbered one: pytest removes nothing else, and the controller removes it at the
+    end (a run killed outright leaves it, empty unless a fixture of the project wrote there).
+    Must be called before pytest's own ``pytest_configure`` reads ``--basetemp`` (the plugin's
+    configure hook runs first).
+    """
+    option = config.option
+    if getattr(option, "basetemp", None) or getattr(option, "dist", "no") == "no":
+        return None
+    path = Path(os.path.realpath(tempfile.gettempdir())) / f"atlante-pytest-{run_id}"
+    option.basetemp = str(path)
+    return path
 
 
 def _absolute(value: str, base: Path) -> Path:

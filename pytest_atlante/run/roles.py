@@ -26,6 +26,7 @@ import faulthandler
 import json
 import os
 import pickle
+import shutil
 import signal
 import socket
 from dataclasses import asdict
@@ -50,6 +51,7 @@ from pytest_atlante.run.options import (
     requested_each_distribution,
     requested_reruns,
 )
+from pytest_atlante.run.outputs import own_basetemp
 from pytest_atlante.run.plan import EvalPlan, internal_error, plan_for
 from pytest_atlante.run.shard import expected_durations
 from pytest_atlante.run.startup import StartupWork
@@ -132,6 +134,9 @@ class Controller(TrialRole):
         # --atlante-max-cost under xdist: the spend published to workers, MAC'd with a key only this
         # process and its workers hold (costcap.py)
         self.ledger = _new_ledger(self.run_id) if self.options.max_cost is not None else None
+        # Under xdist, pytest's base temp directory of this run's own (outputs.own_basetemp): the
+        # end of the run never removes the user's other pytest runs' directories.
+        self.basetemp = own_basetemp(config, self.run_id)
 
     # -- set-up ---------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -476,6 +481,8 @@ class Controller(TrialRole):
                 self.run_claim = None
             if self.startup is not None:
                 self.startup.finish()
+            if self.basetemp is not None:  # every worker has ended: nothing writes there any more
+                shutil.rmtree(self.basetemp, ignore_errors=True)
             self._retain_runs()
 
     def _hold_run_folder(self) -> None:
