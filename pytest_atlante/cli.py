@@ -129,6 +129,17 @@ def _report_merge(args: argparse.Namespace) -> int:
     return cmd_merge([Path(p) for p in args.reports], Path(args.out))
 
 
+def _import_evals(args: argparse.Namespace) -> int:
+    from pytest_atlante.suite.skillevals import import_evals
+
+    result = import_evals(Path(args.file), Path(args.project), skill=args.skill)
+    for line in result.lines():
+        print(line)
+    print(f"atlante import: {len(result.scenarios)} scenario(s) written; no scripted run (add scripted/<name>.json "
+          "from a known-good session): next: atlante build && atlante selftest")
+    return 0
+
+
 def _history(args: argparse.Namespace) -> int:
     from pytest_atlante.report.history import history_command
 
@@ -223,6 +234,15 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "OTHER REPORT` side by side in the page")
     view.add_argument("-o", "--out", metavar="FILE", help="where to write the page (default: report.html beside the report)")
     view.set_defaults(func=_view)
+
+    imp = sub.add_parser("import", help="turn another tool's eval cases into scenario documents")
+    isub = imp.add_subparsers(dest="import_command", required=True, metavar="FORMAT")
+    evals = isub.add_parser("evals", help="an Agent Skills evals/evals.json (and a trigger file beside it): one "
+                                          "scenario per eval and per trigger query, with a skill-used check")
+    evals.add_argument("file", metavar="FILE", help="the skill's evals/evals.json")
+    evals.add_argument("--project", default=".", help="the eval project to write into (default: here)")
+    evals.add_argument("--skill", default=None, help="the harness skill the checks name (default: skill_name)")
+    evals.set_defaults(func=_import_evals)
 
     history = sub.add_parser("history", help="each scenario across the project's recent sealed, complete runs: "
                                              "verdicts, pass rate, flip rate, change points; flaky and newly-failing first")

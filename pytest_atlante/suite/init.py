@@ -226,6 +226,25 @@ def _ensure_gitignore(root: Path, result: InitResult) -> None:
     result.created.append(".gitignore (the line .atlante/)")
 
 
+def _import_skill_evals(root: Path, native: NativeHarness, result: InitResult) -> None:
+    """An adopted skill that keeps Agent Skills evals (``<skill>/evals/evals.json``): its scenarios too."""
+    from pytest_atlante.suite.skillevals import EVALS_FILE, import_evals
+
+    for part in native.parts:
+        evals = root / part.path / "evals" / EVALS_FILE
+        if part.kind != "skill" or evals.is_symlink() or not evals.is_file():
+            continue
+        try:
+            found = import_evals(evals, root, skill=part.name)
+        except DiagnosticError as exc:   # a broken evals.json does not stop init: said, not imported
+            result.warnings += [f"{part.path}/evals/{EVALS_FILE} not imported: {d.message}" for d in exc.diagnostics]
+            continue
+        result.created += found.created
+        result.kept += found.kept
+        result.warnings += found.warnings
+        result.adopted.append(f"{len(found.scenarios)} scenario(s) from {part.path}/evals/{EVALS_FILE}")
+
+
 def init_project(root: Path, host: HostName | None = None) -> InitResult:
     """Write the starting project into ``root`` (created if missing); see the module docstring."""
     if root.exists() and not root.is_dir():
@@ -248,6 +267,7 @@ def init_project(root: Path, host: HostName | None = None) -> InitResult:
     for name, text in starter.fixture.items():
         _write_new(root, f"{FIXTURE_DIR}/{starter.name}/{name}", text, result)
     _write_new(root, "eval/conftest.py", _CONFTEST, result)
+    _import_skill_evals(root, native, result)
     _ensure_gitignore(root, result)
     scenario_file = f"{SCENARIO_DIR}/{starter.name}.eval.json"
     if CONFIG_FILE in result.kept and scenario_file in result.created:
