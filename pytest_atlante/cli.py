@@ -132,7 +132,7 @@ def _report_merge(args: argparse.Namespace) -> int:
 def _import_evals(args: argparse.Namespace) -> int:
     from pytest_atlante.suite.skillevals import import_evals
 
-    result = import_evals(Path(args.file), Path(args.project), skill=args.skill)
+    result = import_evals(Path(args.file), _project(args.project), skill=args.skill)
     for line in result.lines():
         print(line)
     print(f"atlante import: {len(result.scenarios)} scenario(s) written; no scripted run (add scripted/<name>.json "
@@ -240,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     evals = isub.add_parser("evals", help="an Agent Skills evals/evals.json (and a trigger file beside it): one "
                                           "scenario per eval and per trigger query, with a skill-used check")
     evals.add_argument("file", metavar="FILE", help="the skill's evals/evals.json")
-    evals.add_argument("--project", default=".", help="the eval project to write into (default: here)")
+    evals.add_argument("--project", default=None, metavar="DIR",
+                       help="the eval project to write into (default: the nearest directory holding atlante.jsonc, "
+                            "from the working directory up, else the working directory)")
     evals.add_argument("--skill", default=None, help="the harness skill the checks name (default: skill_name)")
     evals.set_defaults(func=_import_evals)
 

@@ -24,7 +24,6 @@ Nothing here decides a run's exit status: the history informs, it never blocks.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -38,6 +37,7 @@ from pytest_atlante.records import Record, Verdict
 from pytest_atlante.report import reader
 from pytest_atlante.report import stats as evalstats
 from pytest_atlante.report.model import REPORT_FILE, ReportSchema, Timestamp
+from pytest_atlante.report.runs import run_dirs
 
 __all__ = ["DEFAULT_WINDOW", "FLAKY_FLIP_RATE", "FLAKY_MIN_PAIRS", "History", "ScenarioHistory",
            "history_command", "render_history", "scenario_history", "sealed_complete_reports"]
@@ -57,10 +57,6 @@ Status = Literal["newly-failing", "flaky", "failing", "passing", "not-run"]
 _MARK: dict[Outcome, str] = {"pass": "P", "fail": "F", "not-run": "-"}
 _STATUS_ORDER: dict[Status, int] = {"newly-failing": 0, "flaky": 1, "failing": 2, "passing": 3, "not-run": 4}
 COMPONENTS = ("scenario", "harness", "hostVersion", "model")
-
-
-def runs_dir(project_root: Path) -> Path:
-    return project_root / ".atlante" / "eval"
 
 
 # --------------------------------------------------------------------------- what history reads
@@ -121,23 +117,16 @@ def usable(report: ReportView) -> bool:
 def sealed_complete_reports(project_root: Path, limit: int | None = None) -> list[ReportView]:
     """The project's sealed, complete run reports, newest first, at most ``limit`` of them.
 
-    One plain function over ``.atlante/eval/<run-id>/report.json`` (run ids sort by start time):
-    only real directories, only reports whose seal verifies (``reader.read_sealed_as``),
+    The run folders as ``atlante runs`` lists them (``runs.run_dirs``: real directories, newest
+    first), each ``report.json`` read narrow: only reports whose seal verifies (``reader.read_sealed_as``),
     and only :func:`usable` ones; a report that cannot be read is passed over like an unsealed one.
     It stops reading once it has ``limit`` reports, so the default window reads 20 files."""
-    top = runs_dir(project_root)
-    try:
-        with os.scandir(top) as found:
-            names = sorted((e.name for e in found if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")),
-                           reverse=True)
-    except OSError:
-        return []
     reports: list[ReportView] = []
-    for name in names:
+    for directory in run_dirs(project_root):
         if limit is not None and len(reports) >= limit:
             break
         try:
-            report = reader.read_sealed_as(top / name / REPORT_FILE, ReportView)
+            report = reader.read_sealed_as(directory / REPORT_FILE, ReportView)
         except reader.ReportRejected:
             continue
         if usable(report):

@@ -1,7 +1,8 @@
 """The project's runs: the folders under ``<project>/.atlante/eval/``, what each holds, and retention.
 
 One listing every command that looks at past runs calls: ``atlante runs`` (the table),
-``atlante view`` without an argument (the newest *complete* run), ``atlante history`` (the sealed
+``atlante view`` without an argument (the newest *complete* run), ``atlante history`` (the folders,
+via :func:`run_dirs`, each report read narrow by ``report/history.py``; the sealed
 complete reports) and retention at the end of a run (``eval.keepRuns``).
 
 Each run folder is named by its run id, which sorts by start time (``model.new_run_id``), and is in
@@ -35,8 +36,20 @@ from pytest_atlante.report import reader
 from pytest_atlante.report.model import REPORT_FILE, EvalReport
 from pytest_atlante.report.selftest import SELFTEST_FILE
 
-__all__ = ["LOCK_FILE", "RunEntry", "RunLock", "complete_reports", "hold", "is_whole",
-           "list_runs", "newest_complete", "prune", "runs_dir", "table_lines"]
+__all__ = [
+    "LOCK_FILE",
+    "RunEntry",
+    "RunLock",
+    "complete_reports",
+    "hold",
+    "is_whole",
+    "list_runs",
+    "newest_complete",
+    "prune",
+    "run_dirs",
+    "runs_dir",
+    "table_lines",
+]
 
 DIAGNOSTICS_FILE = "diagnostics.json"
 LOCK_FILE = ".running"
@@ -137,7 +150,7 @@ def _entry(directory: Path) -> RunEntry:
     return RunEntry(run_id, directory, "unfinished")
 
 
-def _run_dirs(project_root: Path) -> list[Path]:
+def run_dirs(project_root: Path) -> list[Path]:
     """The run folders, newest first: real directories only (a symlink planted there is no run)."""
     top = runs_dir(project_root)
     try:
@@ -150,7 +163,7 @@ def _run_dirs(project_root: Path) -> list[Path]:
 
 def list_runs(project_root: Path) -> list[RunEntry]:
     """Every run folder of the project, newest first."""
-    return [_entry(directory) for directory in _run_dirs(project_root)]
+    return [_entry(directory) for directory in run_dirs(project_root)]
 
 
 def complete_reports(project_root: Path) -> list[RunEntry]:
@@ -163,7 +176,7 @@ def newest_complete(project_root: Path, *, or_partial: bool = False) -> RunEntry
     the newest partial run, or a report file that cannot be read (``atlante view`` without an
     argument then says why it cannot be read, rather than that there is nothing)."""
     partial = None
-    for directory in _run_dirs(project_root):
+    for directory in run_dirs(project_root):
         entry = _entry(directory)
         if entry.status == "complete":
             return entry
