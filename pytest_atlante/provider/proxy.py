@@ -213,6 +213,11 @@ class MeteringProxy(LoopbackService):
 
     # -- what was seen
 
+    def answered(self) -> int:
+        """Model responses served with usage so far: the session's turns, live (the terminal's
+        status line reads it while the session runs)."""
+        return self._counts["answered"]
+
     def metering(self, settle_s: float = SETTLE_S) -> Metering:
         """What was seen; waits up to ``settle_s`` for responses still being finished (a host can
         read a whole response and exit before the relaying thread has counted it)."""

@@ -158,7 +158,8 @@ def scripted_note(report: EvalReport) -> str | None:
     """One line for a scripted run: who answered, and what its tokens and costs are."""
     if not report.scripted:
         return None
-    asked = f" (the host asked for {report.requestedModel})" if report.requestedModel else ""
+    # Quoted as the host gave it: an id such as claude-opus-4-8[1m] reads as one name, not a stray escape.
+    asked = f' (the host asked for "{report.requestedModel}")' if report.requestedModel else ""
     return (f"scripted run: answered offline by {report.scriptedModel or SCRIPTED_MODEL_ID}{asked}; "
             f"tokens are the script's and cost $ a price for them: nothing was charged")
 

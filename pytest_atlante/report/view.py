@@ -232,7 +232,7 @@ def _model_seen(report: J) -> object:
         return report.get("modelVersion")
     # ``requestedModel``: reports before it named the asked-for model in ``modelVersion``.
     requested = report.get("requestedModel") if "requestedModel" in report else report.get("modelVersion")
-    asked = f"; the host asked for {requested}" if requested else ""
+    asked = f'; the host asked for "{requested}"' if requested else ""
     return f"{report.get('scriptedModel') or SCRIPTED_MODEL_ID} (scripted{asked})"
 
 

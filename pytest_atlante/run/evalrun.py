@@ -28,6 +28,7 @@ from pytest_atlante.report.model import (
     EvalReport,
     HostIdentity,
     RunState,
+    ScenarioRecord,
     ShardRef,
     build_report,
     ensure_gitignore,
@@ -287,6 +288,30 @@ def trigger_lines(report: EvalReport) -> list[str]:
     return lines
 
 
+def not_run_trials(scenario: ScenarioRecord) -> int:
+    """Requested trials that never ran: those with no record and those a cost cap skipped."""
+    return scenario.notRun + sum(1 for t in scenario.trials if t.verdict == "skipped-budget")
+
+
+def summary_markup(report: EvalReport, lines: list[str]) -> list[dict[str, bool]]:
+    """pytest's colours for ``summary_lines``' lines: a scenario row green when every requested
+    trial passed, red when one that ran did not, yellow when some never ran; the verdicts line
+    green or red by the exit status.  The terminal writer drops them with ``--color=no`` or off a tty."""
+    marks: list[dict[str, bool]] = [{} for _ in lines]
+    if lines and lines[0].startswith("scenario "):
+        for row, scenario in enumerate(report.scenarios, start=1):
+            if any(t.verdict not in ("pass", "skipped-budget") for t in scenario.trials):
+                marks[row] = {"red": True}
+            elif not_run_trials(scenario):
+                marks[row] = {"yellow": True}
+            else:
+                marks[row] = {"green": True}
+    for index, line in enumerate(lines):
+        if line.startswith("verdicts: "):
+            marks[index] = {"green": True, "bold": True} if report.exitStatus == 0 else {"red": True, "bold": True}
+    return marks
+
+
 def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None = None) -> list[str]:
     """The terminal summary: one row per scenario, the suite line, and the baseline comparison.
 
@@ -306,16 +331,20 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
              f"{'mean s':>7} {'p95 s':>7} {'tokens':>8} {'priced $' if report.scripted else 'cost $':>8}"]
     for scenario in report.scenarios:
         tokens = sum(t.usage.total for t in scenario.trials if t.usage)
-        cost = sum(t.costUsd or 0.0 for t in scenario.trials)
+        # Unpriced (no trial reported a cost) is "-", as on each trial's line: not a run that cost nothing.
+        cost = "-" if scenario.totals.costUsd is None else f"{scenario.totals.costUsd:.4f}"
         last = scenario.passAtK[-1] if scenario.passAtK else None
         at_n = "-" if last is None else f"{last.passAtK:.0%}"
         hat_n = "-" if last is None else f"{last.passHatK:.0%}"
         flag = "!" if scenario.unreliable else " "
-        rate = "not run" if scenario.passRate is None else f"{scenario.passRate:.0%}"
-        not_run = f"  ({scenario.notRun} of {scenario.expectedTrials} trials not run)" if scenario.notRun and scenario.trials else ""
+        unrun = not_run_trials(scenario)
+        # A cost cap's skipped-budget trials did not run either: a rate over the others alone would
+        # read 100% for a scenario most of whose trials never ran.
+        rate = "not run" if scenario.passRate is None or unrun == len(scenario.trials) + scenario.notRun else f"{scenario.passRate:.0%}"
+        not_run = f"  ({unrun} of {scenario.expectedTrials} trials not run)" if unrun and rate != "not run" else ""
         lines.append(f"{scenario.name[:28]:<28} {len(scenario.passAtK):>3} {rate:>7}{flag} "
                      f"{_percent_interval(scenario.passInterval, len(scenario.passAtK)):>9} {at_n:>6} {hat_n:>6} "
-                     f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8.4f}"
+                     f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8}"
                      f"{not_run}")
     lines.extend(trigger_lines(report))
     suite = report.suite

@@ -161,11 +161,12 @@ class EvalPlan:
         """The terminal summary's lines, or ``None`` for no section."""
         if self.report is None and not errors:
             return None
-        from pytest_atlante.run.evalrun import summary_lines
+        from pytest_atlante.run.evalrun import summary_lines, summary_markup
 
         lines: list[Line] = []
         if self.report is not None and self.path is not None:
-            lines += [(line, {}) for line in summary_lines(self.report, self.path, self.html_path)]
+            texts = summary_lines(self.report, self.path, self.html_path)
+            lines += list(zip(texts, summary_markup(self.report, texts), strict=True))
         lines += [(problem.render(), {"red": True}) for problem in errors]
         lines += [(warning, {"yellow": True}) for warning in warnings]
         return lines

@@ -11,21 +11,71 @@ Nothing here decides anything about the run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.records import TrialRecord
+from pytest_atlante.records import TrialRecord, Verdict
 from pytest_atlante.report.model import RunState
+from pytest_atlante.run.liveline import LiveLine
 
 if TYPE_CHECKING:
     from pytest_atlante.run.plan import EvalPlan
     from pytest_atlante.trial.runner import Progress
 
-__all__ = ["EvalTerminalReporter"]
+__all__ = ["VERDICT_MARKUP", "EvalTerminalReporter", "SerialProgress"]
+
+# pytest's colours for its own outcomes: passed green, failed and errors red, the rest yellow.
+VERDICT_MARKUP: dict[Verdict, dict[str, bool]] = {
+    "pass": {"green": True}, "fail": {"red": True, "bold": True}, "infra-error": {"red": True, "bold": True},
+    "timeout": {"yellow": True}, "budget-exceeded": {"yellow": True}, "skipped-budget": {"yellow": True},
+}
+
+
+class SerialProgress:
+    """A serial trial's phases inline (``-v``) and, on a terminal, the live line while its host
+    session runs (``liveline.py``).  Output capture is active while a test runs: every write
+    suspends it, as pytest's live logging does, so the text reaches the terminal now."""
+
+    def __init__(self, reporter: Any, capture: Any, verbose: bool) -> None:
+        self.reporter = reporter
+        self.capture = capture
+        self.verbose = verbose
+        self.live = LiveLine(self._raw)
+
+    @contextlib.contextmanager
+    def _uncaptured(self) -> Iterator[None]:
+        if self.capture is None:
+            yield
+            return
+        with self.capture.global_and_fixture_disabled():
+            yield
+
+    def __call__(self, phase: str) -> None:
+        self.live.stop()
+        if self.verbose:
+            with self._uncaptured():
+                self.reporter.write(f"[{phase}] ", flush=True)
+
+    def session_started(self, turns: Callable[[], int] | None) -> None:
+        self.live.start(turns)
+
+    def _raw(self, text: str) -> bool:
+        # Straight to the terminal, not through pytest's writer: the status is erased with
+        # backspaces, and the writer must go on measuring the line it wrote (xdist and pytest's
+        # progress percentage read that width).
+        with self._uncaptured():
+            stream = sys.stdout
+            if not stream.isatty():
+                return False
+            stream.write(text)
+            stream.flush()
+            return True
 
 
 class EvalTerminalReporter:
@@ -37,6 +87,7 @@ class EvalTerminalReporter:
         self.plan = plan
         self.warnings: list[str] = []               # said at the start, and again in the summary
         self.stop_line: str | None = None           # a run that ended before any trial: why, once, at the end
+        self.serial: SerialProgress | None = None   # the serial run's phases and live line, once asked for
 
     # -- before any trial -----------------------------------------------------------------------
     def validation_failed(self, problems: Iterable[Diagnostic]) -> None:
@@ -78,22 +129,22 @@ class EvalTerminalReporter:
 
     # -- while trials run -----------------------------------------------------------------------
     def phases(self) -> Progress | None:
-        """What shows a serial trial's phases inline with ``-v`` (``None``: nothing shows them)."""
+        """What follows a serial trial: its phases inline with ``-v``, the live line of a long host
+        session on a terminal (``None`` with ``-q``, or without pytest's terminal)."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None or self.config.get_verbosity() <= 0:
+        if reporter is None or self.config.get_verbosity() < 0:
             return None
+        if self.serial is None:
+            self.serial = SerialProgress(reporter, self.config.pluginmanager.get_plugin("capturemanager"),
+                                         verbose=self.config.get_verbosity() > 0)
+        return self.serial
 
-        def progress(phase: str) -> None:
-            # Output capture is active while a test runs; suspend it, as pytest's live logging
-            # does, so the phase reaches the terminal now rather than the report.
-            if capture is not None:
-                with capture.global_and_fixture_disabled():
-                    reporter.write(f"[{phase}] ", flush=True)
-            else:
-                reporter.write(f"[{phase}] ", flush=True)
-
-        return progress
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Before pytest writes the outcome: a session that ended without a further phase (an error)
+        # leaves no live status behind.
+        if self.serial is not None:
+            self.serial.live.stop()
 
     def trial_finished(self, record: TrialRecord) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -107,7 +158,20 @@ class EvalTerminalReporter:
             cost += f" estimated from {record.costBasis}"
         # A scripted run's figures are the script's and the host's arithmetic, never a real model's bill.
         spent = f"{tokens} scripted tokens, {cost} ({SCRIPTED_COST_LABEL})" if self.state.scripted else f"{tokens} tokens, {cost}"
-        reporter.write_line(f"atlante: {record.nodeId}: {record.verdict} in {record.durationMs / 1000:.1f}s, {spent}")
+        writer = self._fresh_line(reporter)
+        writer.write(f"atlante: {record.nodeId}: ")
+        writer.write(record.verdict, **VERDICT_MARKUP.get(record.verdict, {}))
+        writer.line(f" in {record.durationMs / 1000:.1f}s, {spent}")
+
+    def _fresh_line(self, reporter: Any) -> Any:
+        """The terminal writer, at the start of a line of its own."""
+        writer = self.config.get_terminal_writer()
+        reporter.ensure_newline()
+        if writer.width_of_current_line:
+            # Under xdist the progress letters (``..F``) end no line and set no path pytest's
+            # ensure_newline knows of: atlante's line starts on a line of its own all the same.
+            writer.line()
+        return writer
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         # Under xdist the controller's terminal cannot see a worker's phases; say when a trial starts
@@ -116,7 +180,7 @@ class EvalTerminalReporter:
             return
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None and self.config.get_verbosity() > 0 and nodeid in self.state.expected:
-            reporter.write_line(f"atlante: {nodeid}: host session started")
+            self._fresh_line(reporter).line(f"atlante: {nodeid}: host session started")
 
     def guard_fired(self, node_id: str) -> None:
         writer = self.config.get_terminal_writer()

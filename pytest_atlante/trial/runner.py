@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from pytest_atlante.checks import NO_SESSION, SessionView, run_checks
 from pytest_atlante.hosts import host_for
@@ -68,9 +68,17 @@ from pytest_atlante.trial.session import (
     transcript_files,
 )
 
-__all__ = ["Facts", "Progress", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
+__all__ = ["Facts", "Progress", "SessionWatcher", "TrialInterrupted", "TrialKey", "TrialRunner", "verdict"]
 
 Progress = Callable[[str], None]
+
+
+@runtime_checkable
+class SessionWatcher(Protocol):
+    """A ``Progress`` that also follows the host session as it runs (the terminal's live line):
+    told when it starts, with the turns served so far when the metering proxy counts them."""
+
+    def session_started(self, turns: Callable[[], int] | None) -> None: ...
 
 
 class TrialKey(NamedTuple):
@@ -434,6 +442,8 @@ class TrialRunner:
         # the places the confinement keeps read-only (the project, HOME, the report) are not the trial's.
         watched = self.audit.start(confined)
         progress("host session")
+        if isinstance(progress, SessionWatcher):
+            progress.session_started(route.metered.proxy.answered if route.metered is not None else None)
         inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets, route.metered)
         session = host_session(self.host, self.info, self.model, inputs)
         events = transcript_events(self.host, self.info, base, session, budget)

@@ -452,7 +452,7 @@ def test_a_scripted_run_is_labelled_scripted_and_few_trials_say_so(tmp_path: Pat
     assert "priced $" in lines[0] and "cost $" not in lines[0]
     assert any(line.startswith("a ") and "21-100%*" in line for line in lines)
     assert any(line.startswith("*: a 95% interval over fewer than 5 trials") for line in lines)
-    assert ("scripted run: answered offline by scripted-model (the host asked for claude-sonnet-5); tokens are "
+    assert ("scripted run: answered offline by scripted-model (the host asked for \"claude-sonnet-5\"); tokens are "
             "the script's and cost $ a price for them: nothing was charged") in lines
 
     real = report_of([trial("a", n, "pass", usage=usage, costUsd=0.02) for n in range(1, 6)], scripted=False)

@@ -131,10 +131,10 @@ def test_a_scripted_report_shows_the_scripted_model_and_host_priced_costs(tmp_pa
                   requestedModel="claude-sonnet-5")
     report["scenarios"][0].update(passInterval={"low": 0.21, "high": 1.0, "method": "wilson", "confidence": 0.95})
     page = render(report, tmp_path)
-    assert "scripted-model (scripted; the host asked for claude-sonnet-5)" in page
+    assert "scripted-model (scripted; the host asked for &quot;claude-sonnet-5&quot;)" in page
     # A report from before requestedModel named the asked-for model in modelVersion.
     older = {key: value for key, value in report.items() if key != "requestedModel"} | {"modelVersion": "claude-sonnet-5"}
-    assert "scripted-model (scripted; the host asked for claude-sonnet-5)" in render(older, tmp_path)
+    assert "scripted-model (scripted; the host asked for &quot;claude-sonnet-5&quot;)" in render(older, tmp_path)
     assert "Priced $ (scripted)" in page and ">Cost $<" not in page
     assert "priced, not charged: scripted model" in page
     assert "n=1: few trials" in page
