@@ -101,6 +101,7 @@ class Facts:
     timed_out: bool = False      # the host session exceeded timeoutMs
     aborted: bool = False        # the token gate stopped the session (maxTokens)
     host_failed: bool = False    # the host exited non-zero or reported an error result
+    session_killed: bool = False  # a signal the runner did not send ended the host: the agent's doing
     check_error: bool = False    # a check could not run
     check_failed: bool = False   # a check ran and failed
     escaped: bool = False        # the trial changed something outside its sandbox (the audit)
@@ -126,6 +127,8 @@ def verdict(facts: Facts) -> Verdict:
         found.append("budget-exceeded")
     elif facts.host_failed:
         found.append("infra-error")
+    elif facts.session_killed:
+        found.append("fail")
     if facts.check_error:
         found.append("infra-error")
     elif facts.check_failed:
@@ -239,7 +242,7 @@ def checks(entry: ScenarioEntry, sb: sandboxes.Sandbox, diff: sandboxes.Diff, pa
 def session_facts(session: HostSession, results: list[CheckResult], escapes: list[str]) -> Facts:
     process = session.process
     return Facts(host_started=not process.start_error, timed_out=process.timed_out, aborted=session.over_budget,
-                 host_failed=session.host_failed,
+                 host_failed=session.host_failed, session_killed=session.ended_by_signal is not None,
                  check_error=any(c.error for c in results), check_failed=any(not c.passed for c in results),
                  escaped=bool(escapes))
 

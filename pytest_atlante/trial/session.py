@@ -78,10 +78,27 @@ class HostSession:
         return self.process.aborted or (self.metering is not None and self.metering.tripped_at is not None)
 
     @property
+    def ended_by_signal(self) -> int | None:
+        """The signal that ended the host when the runner did not send it (not a timeout's or a budget
+        abort's kill): the agent's doing, since its tools run beside the host as the same user and
+        can signal it (docs/design.md §10).  Killed by a signal is ``-N`` without isolation and
+        ``128 + N`` from bubblewrap (or a shell) with it."""
+        process, code = self.process, self.process.returncode
+        if code is None or process.timed_out or self.over_budget:
+            return None
+        if code < 0:
+            return -code
+        return code - 128 if 128 < code <= 128 + 64 else None
+
+    @property
     def host_failed(self) -> bool:
         """The host failed: its exit status says so, or its stream does and the proxy does not
         contradict it (docs/design.md §10) — a stream the agent can write into cannot turn the agent's
-        own failure into an infrastructure error while the model answered every request."""
+        own failure into an infrastructure error while the model answered every request.  A host
+        ended by a signal the runner did not send is not a failure of the host: the agent ended its
+        own session (:attr:`ended_by_signal`, a ``fail``)."""
+        if self.ended_by_signal is not None:
+            return False
         if self.process.returncode != 0:
             return True
         return self.outcome.is_error and not (self.metering is not None and self.metering.vouches_for_the_model)
@@ -203,6 +220,9 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
         return f"host session exceeded timeoutMs={budget.timeoutMs}"
     if session.over_budget:
         return f"cumulative usage {session.tripped_at} exceeded maxTokens={budget.maxTokens}; session aborted"
+    if session.ended_by_signal is not None:
+        return (f"the host CLI was ended by signal {session.ended_by_signal}, which the runner did not send: "
+                "a process of the session (the agent's tools) ended it, so the trial fails")
     if session.host_failed:
         detail = session.outcome.error_message or tail(process.stderr, 500).strip() or "no error text"
         empty = session.metering.empty_answers() if session.metering is not None else None

@@ -43,6 +43,7 @@ def expected_verdict(f: Facts) -> Verdict:
         (f.host_failed and not f.timed_out and not f.aborted, "infra-error"),
         (f.timed_out, "timeout"),
         (f.aborted, "budget-exceeded"),
+        (f.session_killed, "fail"),  # the agent ended its own session (docs/design.md §10)
         (f.check_failed, "fail"),
         (f.escaped, "fail"),
     ]
