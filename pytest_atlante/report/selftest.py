@@ -10,17 +10,21 @@ Two trials per scenario, both through the ordinary trial engine:
   and the failing checks are named.  A scenario without a script is ``no-reference``: a warning.
 
 A check that errors (command not found, timeout) in either trial is named as ``check-error``; a
-trial that could not run at all (setup failed, the host failed) is ``infra-error``.  Plain code, no
+trial that could not run at all (setup failed, the host failed) is ``infra-error``.  A reference run
+in which the host refused or errored one of the script's tool calls (Claude Code's "File has not
+been read yet" before an edit, a denied command) is ``reference-tool-error``, with the call and the
+host's message: its checks may still pass, but the reference is not the solution it seems to be.  Plain code, no
 pytest: the pytest adaptation is ``run/plan.py``'s ``SelftestPlan``.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
@@ -34,9 +38,10 @@ from pytest_atlante.sandbox.redact import redact_sandbox_paths
 SelftestSchema = Literal["atlante/selftest-v1"]
 SELFTEST_SCHEMA: SelftestSchema = "atlante/selftest-v1"
 SELFTEST_FILE = "selftest.json"
-Status = Literal["infra-error", "check-error", "unsolvable", "vacuous", "no-reference", "sound"]
+Status = Literal["infra-error", "check-error", "unsolvable", "reference-tool-error", "vacuous", "no-reference", "sound"]
 # Strongest first: a scenario's status is the strongest of its problems' (``sound`` without any).
-STATUSES: tuple[Status, ...] = ("infra-error", "check-error", "unsolvable", "vacuous", "no-reference", "sound")
+STATUSES: tuple[Status, ...] = ("infra-error", "check-error", "unsolvable", "reference-tool-error", "vacuous",
+                                "no-reference", "sound")
 # Statuses that do not fail the self-test: ``no-reference`` is a warning.
 ACCEPTABLE: frozenset[Status] = frozenset({"sound", "no-reference"})
 TrialKind = Literal["no-op", "reference"]
@@ -45,6 +50,8 @@ _HINTS: dict[Status, str] = {
     "infra-error": "fix the scenario's setup (or the host installation) so the trial can run",
     "check-error": "make the check runnable in a trial: install the command, or raise its timeoutMs",
     "unsolvable": "fix the checks or the scripted/<name>.json reference so the reference solution passes",
+    "reference-tool-error": "fix the scripted/<name>.json reference so the host accepts each of its tool calls "
+                            "(e.g. a read action before Claude Code edits or overwrites a file)",
     "vacuous": "add a check the untouched fixture fails (e.g. file-contains on the file the task must change)",
     "no-reference": "add scripted/<name>.json beside the scenario document to prove the checks can pass",
 }
@@ -118,9 +125,30 @@ def _errored(record: TrialRecord, kind: TrialKind) -> list[SelftestProblem]:
                             message=f"check errored in the {kind} trial: {_named(erroring)}")]
 
 
+_SHOWN_INPUT_CHARS = 200
+_SHOWN_MESSAGE_CHARS = 300
+
+
+def refused_calls(events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The tool calls of a transcript the host answered with an error, each as ``Tool {input}:
+    message`` (the host's own words, cut short)."""
+    calls = {event.get("id"): event for event in events if event.get("type") == "tool_call"}
+    found = []
+    for event in events:
+        if event.get("type") != "tool_result" or event.get("isError") is not True:
+            continue
+        call = calls.get(event.get("id"), {})
+        tool = call.get("hostTool") or call.get("tool") or event.get("tool") or "a tool"
+        given = json.dumps(call.get("input"), sort_keys=True, ensure_ascii=False) if call.get("input") is not None else ""
+        message = " ".join(str(event.get("text") or "(no message)").split())
+        found.append(redact_sandbox_paths(f"{tool} {given[:_SHOWN_INPUT_CHARS]}: {message[:_SHOWN_MESSAGE_CHARS]}"))
+    return found
+
+
 def classify(name: str, file: str, source: str, node_id: str, noop: TrialRecord,
-             reference: TrialRecord | None) -> SelftestScenario:
-    """The status of one scenario from its no-op trial and its reference trial (``None``: no script)."""
+             reference: TrialRecord | None, refused: Sequence[str] = ()) -> SelftestScenario:
+    """The status of one scenario from its no-op trial and its reference trial (``None``: no script);
+    ``refused``: the reference's tool calls the host refused or errored (:func:`refused_calls`)."""
     problems: list[SelftestProblem] = []
     if not noop.checks:
         # The trial ended before its checks (sandbox or setup failure): nothing is known about them.
@@ -145,6 +173,10 @@ def classify(name: str, file: str, source: str, node_id: str, noop: TrialRecord,
         if failing:
             problems.append(SelftestProblem(status="unsolvable", trial="reference", checks=[c.index for c in failing],
                                             message=f"the reference solution fails its own checks: {_named(failing)}"))
+        if refused:
+            problems.append(SelftestProblem(status="reference-tool-error", trial="reference",
+                                            message=f"the host refused or errored {len(refused)} of the script's tool "
+                                                    f"call(s): " + "; ".join(refused)))
     status: Status = next((s for s in STATUSES if any(p.status == s for p in problems)), "sound")
     return SelftestScenario(name=name, file=file, source=source, nodeId=node_id, status=status,
                             problems=problems, noop=_trial(noop),

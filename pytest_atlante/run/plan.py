@@ -57,6 +57,9 @@ class Trials(Protocol):
 
     def progress(self) -> Progress: ...
 
+    @property
+    def out_dir(self) -> Path: ...
+
 
 class Run(Protocol):
     """What a plan reads of the controller when the run ends (``roles.Controller``)."""
@@ -212,7 +215,8 @@ class SelftestPlan(EvalPlan):
         noop = runner.run(entry, NOOP_TRIAL, item.nodeid, item.budget, role.progress(), with_host=False)
         reference = (runner.run(entry, REFERENCE_TRIAL, item.nodeid, item.budget, role.progress())
                      if entry.script is not None else None)
-        result = selftest.classify(entry.scenario.name, entry.display, entry.source, item.nodeid, noop, reference)
+        refused = _refused_calls(role.out_dir, reference) if reference is not None else []
+        result = selftest.classify(entry.scenario.name, entry.display, entry.source, item.nodeid, noop, reference, refused)
         item.stash[RESULT_KEY] = result
         if result.status not in selftest.ACCEPTABLE:
             raise TrialFailed(selftest.failure_text(result))
@@ -275,6 +279,20 @@ class SelftestPlan(EvalPlan):
             lines += [(line, {}) for line in selftest.summary_lines(self.selftest, self.path)]
         lines += [(problem.render(), {"red": True}) for problem in errors]
         return lines
+
+
+def _refused_calls(out_dir: Path, record: TrialRecord) -> list[str]:
+    """The reference trial's tool calls the host refused or errored, from its transcript (none
+    without one: a trial that never reached its host session is an infra-error anyway)."""
+    from pytest_atlante.fsutil import UnreadableFile
+    from pytest_atlante.trial.transcript import read_transcript
+
+    if not record.transcript:
+        return []
+    try:
+        return selftest.refused_calls(read_transcript(out_dir / record.transcript))
+    except UnreadableFile as exc:
+        return [f"the transcript could not be read ({exc.reason}), so the host's answers to the calls are unknown"]
 
 
 def plan_for(options: Options) -> EvalPlan:

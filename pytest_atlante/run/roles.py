@@ -194,6 +194,10 @@ class Controller(TrialRole):
         if problems or gate_problems:
             self._fail_validation(sorted(set(problems + gate_problems)))   # raises RunStopped
         self.suite = suite = found.validated()   # no problem: configuration and eval are there
+        from pytest_atlante.suite.strays import suite_strays
+
+        for warning in suite_strays(suite):   # before --collect-only returns: an IDE's collection says it too
+            self.terminal.warn(warning)
         if self.options.shard is not None:
             self.durations = expected_durations(self.options.project_root)
         if self.options.forecast:

@@ -93,3 +93,25 @@ def test_keep_runs_removes_older_runs_and_a_k_run_is_partial(fake_project: tuple
     listed = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "runs"], cwd=project.root / "eval", env=env,
                             capture_output=True, text=True, timeout=60, check=True).stdout
     assert "1/2 trials (-k second)" in listed and "2/2 trials" in listed, listed
+
+
+def test_a_scenario_the_glob_misses_is_named_in_the_collect_and_eval_output(
+        fake_project: tuple[Project, dict[str, str]]) -> None:
+    """The glob `*.eval.json` (what `atlante init` wrote before) misses a scenario saved as
+    .eval.jsonc, and a document whose $schema is a scenario URI is no scenario to it either: both
+    are named, in `--collect-only` (an IDE's collection) as in the run; node_modules is not looked in."""
+    project, env = fake_project
+    project.config(config_doc(scenarios="eval/scenarios/*.eval.json"))
+    project.write("notes/draft.json", {"$schema": SCENARIO_SCHEMA, "version": "0.1", "name": "draft"})
+    project.write("node_modules/some-pack/x.eval.json", {})
+    project.write("package.json", {"name": "app"})
+    argv = [sys.executable, "-m", "pytest_atlante.cli", "eval", "--atlante-isolation", "off", "-p", "no:cacheprovider"]
+    for extra in (["--collect-only"], []):
+        done = subprocess.run([*argv, *extra], cwd=project.root, env=env, capture_output=True, text=True, timeout=300,
+                              check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        warned = [line for line in done.stdout.splitlines() if "looks like a scenario document" in line]
+        assert len({line for line in warned}) == 2, done.stdout
+        assert any(line.startswith("atlante: warning: eval/scenarios/more.eval.jsonc looks like") for line in warned)
+        assert any(line.startswith("atlante: warning: notes/draft.json looks like") for line in warned)
+        assert all("eval.scenarios ('eval/scenarios/*.eval.json')" in line for line in warned)

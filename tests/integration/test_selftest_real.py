@@ -135,7 +135,8 @@ def test_selftest_tells_every_kind_of_scenario_apart(pytester: pytest.Pytester, 
     assert [c.passed for c in trajectory.reference.checks] == [True, True]
     untriggered = by_name["trajectory-vacuous"]
     assert [(p.status, p.trial) for p in untriggered.problems] == [("vacuous", "no-op")]
-    assert report.counts == {"infra-error": 0, "check-error": 1, "unsolvable": 1, "vacuous": 2, "no-reference": 1, "sound": 3}
+    assert report.counts == {"infra-error": 0, "check-error": 1, "unsolvable": 1, "reference-tool-error": 0, "vacuous": 2,
+                             "no-reference": 1, "sound": 3}
 
     # One diagnostics-style line per problem, then the table; no eval report for a self-test.
     for code in ("eval-selftest-unsolvable", "eval-selftest-vacuous", "eval-selftest-check-error",
@@ -178,3 +179,31 @@ def test_a_selftest_leaves_nothing_of_its_run_in_tmpdir(pytester: pytest.Pyteste
     assert {s.name: s.status for s in report.scenarios} == {"no-script": "no-reference", "vacuous": "vacuous"}
     assert result.ret == 1, "\n".join(result.outlines)
     assert sorted(p.name for p in private_tmp.iterdir() if p.name.startswith("atlante-eval-")) == []
+
+
+def test_a_reference_the_host_refused_a_call_of_is_flagged(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """Claude Code refuses an edit of a file the session has not read ("File has not been read
+    yet"): the reference's checks still pass (hello.txt is written), but the reference is not the
+    solution it seems, so the self-test says which call the host refused and what it answered."""
+    project = Path(write_project(tmp_path / "project", "claude-code", []))
+    Project(project).scenario(scenario_doc("edits-unread"), "eval/scenarios/edits-unread.eval.json")
+    Project(project).script("edits-unread", [
+        {"text": "Editing.", "actions": [{"type": "edit", "path": "README.md", "old": "# app\n", "new": "# App\n"}]},
+        write_turn("hello.txt", "hello\n"), {"text": "Done."}])
+    Project(project).scenario(scenario_doc("reads-first"), "eval/scenarios/reads-first.eval.json")
+    Project(project).script("reads-first", [
+        {"text": "Reading.", "actions": [{"type": "read", "path": "README.md"}]},
+        write_turn("hello.txt", "hello\n"), {"text": "Done."}])
+    Project(project).build()
+    result, report = run_selftest(pytester, project, tmp_path / "out")
+    output = "\n".join(result.outlines)
+    assert result.ret == 1, output
+    by_name = {s.name: s for s in report.scenarios}
+    assert by_name["reads-first"].status == "sound", by_name["reads-first"]
+    flagged = by_name["edits-unread"]
+    assert flagged.status == "reference-tool-error" and flagged.reference is not None
+    assert all(c.passed for c in flagged.reference.checks)   # the checks alone would have called it sound
+    [problem] = flagged.problems
+    assert problem.trial == "reference" and "Edit" in problem.message and "README.md" in problem.message
+    assert "has not been read yet" in problem.message, problem.message
+    assert "eval-selftest-reference-tool-error" in output and "has not been read yet" in output, output

@@ -77,6 +77,28 @@ def test_a_trial_that_never_reached_its_checks_is_infra_error_not_a_verdict_on_t
     assert [(p.status, p.trial) for p in host_failed.problems] == [("infra-error", "reference")]
 
 
+def test_a_refused_scripted_call_is_named_with_the_hosts_answer() -> None:
+    """``reference-tool-error``: the reference's checks pass, but the host refused one of its calls."""
+    events: list[dict[str, Any]] = [
+        {"type": "tool_call", "id": "t0", "tool": "edit", "hostTool": "Edit", "input": {"path": "README.md", "old": "a"}},
+        {"type": "tool_result", "id": "t0", "tool": "edit", "isError": True,
+         "text": "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>"},
+        {"type": "tool_call", "id": "t1", "tool": "write", "hostTool": "Write", "input": {"path": "hello.txt"}},
+        {"type": "tool_result", "id": "t1", "tool": "write", "isError": False, "text": "File created"},
+    ]
+    refused = selftest.refused_calls(events)
+    assert refused == ['Edit {"old": "a", "path": "README.md"}: <tool_use_error>File has not been read yet. '
+                       'Read it first before writing to it.</tool_use_error>']
+    result = selftest.classify("s", "eval/s.eval.json", "local", "f::s[selftest]", trial("fail", check(0, False)),
+                               trial("pass", check(0, True)), refused)
+    assert result.status == "reference-tool-error" and result.status not in selftest.ACCEPTABLE
+    [problem] = result.problems
+    assert problem.trial == "reference" and "File has not been read yet" in problem.message
+    [diagnostic] = selftest.diagnostics(result)
+    assert diagnostic.code == "eval-selftest-reference-tool-error" and "read action" in diagnostic.hint
+    assert selftest.refused_calls(events[2:]) == []
+
+
 def test_the_document_orders_by_collection_and_decides_the_exit_status(tmp_path: Path) -> None:
     sound = classify(trial("fail", check(0, False)), trial("pass", check(0, True))).model_copy(update={"nodeId": "b"})
     warned = classify(trial("fail", check(0, False)), None).model_copy(update={"nodeId": "a", "name": "w"})
