@@ -16,14 +16,26 @@ annotations to it, so each failed trial is annotated once.  ``--atlante-no-githu
 Message and property values are escaped as the runner's toolkit does (``%``, CR, LF; and ``:``,
 ``,`` in properties), so a message, which may quote what the agent wrote, can never end the
 command and start another on a new line.
+
+The rest of a run's output is not ours to escape: pytest prints each failed trial's text, which
+quotes command output an agent controls, and a line of it that starts with ``::`` would be a
+workflow command to the runner (a forged ``::error``, an ``::add-mask::``, or a
+``::stop-commands::`` that swallows every annotation after it).  So from the start of the session
+the run stops command processing (``::stop-commands::<random token>``) and resumes it (``::<token>::``)
+only to print its own annotations at the very end (``pytest_unconfigure``), after pytest's failure
+sections and short summary, which quote trial output too (the runner reads a command after leading
+blanks).  Not when the annotate
+plugin is active: its annotations are printed as each trial fails.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -93,6 +105,17 @@ class GitHubActions:
         self.entries = entries          # the suite's scenarios, known once validation passed
         self.env = env
         self.problems: list[str] = []
+        self.token: str | None = None   # set while workflow commands are stopped
+
+    def _annotating(self) -> bool:
+        return not self.config.pluginmanager.has_plugin(ANNOTATE_PLUGIN)
+
+    def pytest_sessionstart(self) -> None:
+        if self._annotating():
+            self.token = secrets.token_hex(16)
+            writer = self.config.get_terminal_writer()
+            writer.line(f"::stop-commands::{self.token}")
+            writer.flush()
 
     @pytest.hookimpl(trylast=True)  # after the controller's sessionfinish wrote the report
     def pytest_sessionfinish(self) -> None:
@@ -106,11 +129,24 @@ class GitHubActions:
         except OSError as exc:
             self.problems.append(f"atlante: could not append to GITHUB_STEP_SUMMARY ({target}): {exc.strerror or exc}")
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self) -> None:
+        """After every line pytest prints (its failure sections and short summary quote trial output):
+        commands processed again, then ours."""
+        lines = list(self.problems)
+        if self.token is not None:
+            lines.append(f"::{self.token}::")
+            self.token = None
         report = getattr(self.plan, "report", None)
-        for problem in self.problems:
-            terminalreporter.write_line(problem, yellow=True)
-        if report is None or self.config.pluginmanager.has_plugin(ANNOTATE_PLUGIN):
+        if report is not None and self._annotating():
+            lines += error_commands(report, self.entries(), self.env, self.config.invocation_params.dir)
+        if not lines:
             return
-        for command in error_commands(report, self.entries(), self.env, self.config.invocation_params.dir):
-            terminalreporter.write_line(command)
+        if self.config.pluginmanager.get_plugin("terminalreporter") is not None:
+            writer = self.config.get_terminal_writer()   # the real stdout, whatever capture did to sys.stdout
+            for line in lines:
+                writer.line(line)
+            writer.flush()
+        else:
+            sys.stdout.write("".join(line + "\n" for line in lines))
+            sys.stdout.flush()

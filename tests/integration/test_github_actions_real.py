@@ -19,13 +19,16 @@ from trial_helpers import ALL_CHECKS_PASS, DONE, TrialCase, run_eval, write_proj
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600), pytest.mark.usefixtures("on_path")]
 
+FORGED = "::error title=forged::every trial passed"
 WRONG_GREETING = TrialCase(
     name="writes-wrong-greeting",
     turns=[write_turn("hello.txt", "goodbye\n"), DONE],
     checks=[{"type": "file-exists", "path": "hello.txt"},
-            {"type": "file-contains", "path": "hello.txt", "pattern": "hello"}],
+            {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
+            # output the trial controls, printed in pytest's failure text: a forged workflow command
+            {"type": "command", "run": ["python3", "-c", f"print({FORGED!r}); raise SystemExit(1)"]}],
     verdict="fail",
-    outcomes=("pass", "fail"),
+    outcomes=("pass", "fail", "fail"),
 )
 ANNOTATE_PLUGIN = "pytest_github_actions_annotate_failures"
 
@@ -80,6 +83,14 @@ def test_step_summary_and_one_annotation_per_failed_trial(pytester: pytest.Pytes
                                 f"title=writes-wrong-greeting trial {number}%3A fail::trial {number}: fail: "
                                 "check 2 (file-contains):"), error
     assert not error_lines(run.result.errlines)
+    # Workflow commands are stopped for the run's output and resumed, with a fresh token, only for ours.
+    out = run.result.outlines
+    [stop] = [i for i, line in enumerate(out) if line.startswith("::stop-commands::")]
+    token = out[stop].removeprefix("::stop-commands::")
+    resume = out.index(f"::{token}::")
+    forged = [i for i, line in enumerate(out) if line.strip() == FORGED]
+    assert forged and all(stop < i < resume for i in forged), run.output()
+    assert all(resume < out.index(e) for e in errors) and len(token) == 32
 
     # With the annotate plugin active it annotates each failed trial, at the same line; we add none.
     both = run_eval(pytester, project, tmp_path / "out-both", *only_failing, "-p", ANNOTATE_PLUGIN)
