@@ -55,6 +55,9 @@ class SessionView:
     usage: Usage | None = None
     cost_usd: float | None = None
     duration_ms: int = 0
+    # Harness agent → the name the host delegates to it by, where they differ (the build manifest's
+    # ``agentNames``): ``agent-used`` counts a delegation under either.
+    agent_names: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def truncated(self) -> bool:

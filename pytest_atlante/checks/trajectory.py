@@ -127,7 +127,8 @@ def skill_matches(check: SkillUsedCheck, session: SessionView) -> list[Mapping[s
 
 
 def agent_matches(check: AgentUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
-    return _succeeded(session, [e for e in _tool_calls(session, "task") if _input(e).get("agent") == check.agent])
+    names = {check.agent, session.agent_names.get(check.agent, check.agent)}
+    return _succeeded(session, [e for e in _tool_calls(session, "task") if _input(e).get("agent") in names])
 
 
 def tool_matches(check: ToolUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:

@@ -138,10 +138,14 @@ class _Answer:
 class ScriptedModelServer(LoopbackService):
     """Serve one script on ``127.0.0.1:<ephemeral port>`` in both dialects until stopped."""
 
-    def __init__(self, script: Script, *, sandbox_root: Path, trial_key: str | None = None) -> None:
-        """``trial_key``: serve only paths under ``/<trial_key>`` (``loopback.strip_trial_key``)."""
+    def __init__(self, script: Script, *, sandbox_root: Path, trial_key: str | None = None,
+                 agent_names: Mapping[str, str] | None = None) -> None:
+        """``trial_key``: serve only paths under ``/<trial_key>`` (``loopback.strip_trial_key``).
+        ``agent_names``: harness agent → the name the host delegates to it by, where the build kept
+        another (a ``task`` action names the harness agent; the host knows the other)."""
         self.script = script
         self.trial_key = trial_key
+        self.agent_names = dict(agent_names or {})
         # The host's cwd is the sandbox's real path (getcwd resolves symlinks); tool paths must
         # match it for Claude Code's in-project permission checks.
         self.sandbox_root = sandbox_root.resolve()
@@ -328,7 +332,8 @@ class ScriptedModelServer(LoopbackService):
             return {"name": action.name}
         if isinstance(action, TaskAction):
             description = action.description or f"Delegate to {action.agent}"
-            return {"description": description, "prompt": action.prompt, "agent": action.agent}
+            return {"description": description, "prompt": action.prompt,
+                    "agent": self.agent_names.get(action.agent, action.agent)}
         path = str(self.sandbox_root / action.path)
         if isinstance(action, WriteAction):
             return {"path": path, "content": action.content}

@@ -50,6 +50,17 @@ def tree_dir(project_root: Path, host: HostName, variant: str | None = None) -> 
     return build_dir(project_root, host, variant) / "tree"
 
 
+def host_agent_names(project_root: Path, host: HostName, variant: str | None = None) -> dict[str, str]:
+    """Harness agent → the name ``host`` selects it by, where the build kept another one (an
+    unreadable manifest gives none: ``verify`` reports it before any trial)."""
+    try:
+        manifest = json.loads(read_capped(build_dir(project_root, host, variant) / "manifest.json", MAX_DOCUMENT_BYTES))
+        names = manifest.get("agentNames") or {}
+    except (OSError, UnreadableFile, ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in names.items()} if isinstance(names, dict) else {}
+
+
 @dataclass(frozen=True)
 class HarnessInput:
     origin: str          # "local" or the pack locator
@@ -160,6 +171,9 @@ def _manifest(host: HostName, rendered: Rendered, variant: str | None = None) ->
         "outputs": [_output_entry(p, b, p in rendered.executable) for p, b in sorted(rendered.outputs.items())],
         # What this host's build left out of the sources, one line each (docs/design.md §9).
         "warnings": sorted(set(rendered.warnings)),
+        # Harness agents the host knows by another name (their own file's frontmatter ``name``);
+        # only when there is one, so other manifests read as before.
+        **({"agentNames": dict(sorted(rendered.agent_names.items()))} if rendered.agent_names else {}),
     }
     return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
 

@@ -42,6 +42,9 @@ class Rendered:
     executable_sources: set[str] = field(default_factory=set)
     problems: list[Diagnostic] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Harness agent → the name its host knows it by, where they differ: a file built for its own host
+    # keeps its frontmatter ``name`` (``PatternAnalyst``), which the host selects it by.
+    agent_names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -207,7 +210,7 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     if (why := no_place(host, "agent")) is not None:
         out.warnings.append(f"{rel}: agent {name!r} not rendered for {host.name} ({why})")
         return
-    native_fields = _agent_name(native, name, rel, agree, out)
+    native_fields = _agent_name(native, name, rel, agree, out, own=source_host == host.name)
     # A plain prompt needs its description from atlante.jsonc; a native file is built as it is.
     description = agree.text("description", agent.description, required=native.fields is None)
     model, dropped_model = _model(agree, agent.model, source_host, host)
@@ -258,16 +261,23 @@ def _frontmatter_tools(fields: dict[str, object], source_host: HostName | None, 
     return None
 
 
-def _agent_name(native: NativeFile, name: str, rel: str, agree: _Agreement, out: Rendered) -> dict[str, object] | None:
+def _agent_name(native: NativeFile, name: str, rel: str, agree: _Agreement, out: Rendered, *,
+                own: bool) -> dict[str, object] | None:
     """Both CLIs select an agent by its frontmatter ``name`` (host-facts §5, §11), a scenario by
-    the harness name: a slug there must be the harness name; anything else (``PatternAnalyst``)
-    no scenario could select, so the built file carries the harness name instead, said so."""
+    the harness name: a slug there must be the harness name.  Anything else (``PatternAnalyst``)
+    stays as it is in a file built for its own host — the same file, as that host loads it — and
+    the build records the name the host knows the agent by (``agent_names``: the runner selects it
+    and ``agent-used`` counts it under that name); a file translated for another host carries the
+    harness name instead, said so."""
     fields = native.fields
     found = frontmatter.as_text(fields.get("name")) if fields is not None and "name" in fields else None
     if fields is None or found is None or found == name:
         return fields
     if re.fullmatch(SLUG_PATTERN, found):
         agree.text("name", name, required=False)
+        return fields
+    if own:
+        out.agent_names[name] = found
         return fields
     out.warnings.append(f"{rel}: its name {found!r} is no harness name (a-z, 0-9, -); the built agent is {name!r}")
     return fields | {"name": name}

@@ -48,7 +48,7 @@ from pytest_atlante.sandbox.redact import (
     secrets_in_file,
 )
 from pytest_atlante.sandbox.sources import RunSources, changed_in_copy, copy_of
-from pytest_atlante.suite.build import tree_dir
+from pytest_atlante.suite.build import host_agent_names, tree_dir
 from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS
 from pytest_atlante.trial.budget import TrialBudget
@@ -358,6 +358,7 @@ class TrialRunner:
         self.scripted = settings.scripted
         self.keep = settings.keep
         self.overlay = tree_dir(suite.project_root, suite.eval.host)
+        self.agent_names = host_agent_names(suite.project_root, suite.eval.host)
         self.sources = sources
         self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
                                    run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs],
@@ -406,7 +407,7 @@ class TrialRunner:
         try:
             model_only = self.isolation is not None and self.isolation.network == "model-only"
             relay_socket = model_socket(sb) if model_only and with_host else None
-            with scripted_model(entry, sb, self.scripted and with_host) as (endpoint, turns), \
+            with scripted_model(entry, sb, self.scripted and with_host, self.agent_names) as (endpoint, turns), \
                     metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, relay_socket, with_host,
                                    model=self.model) as route:
                 try:
@@ -447,13 +448,14 @@ class TrialRunner:
         progress("host session")
         if isinstance(progress, SessionWatcher):
             progress.session_started(route.metered.proxy.answered if route.metered is not None else None)
-        inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets, route.metered)
+        inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets, route.metered,
+                               self.agent_names)
         session = host_session(self.host, self.info, self.model, inputs)
         events = transcript_events(self.host, self.info, base, session, budget)
         files = transcript_files(self.out_dir, base, session, events)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        results = checks(entry, sb, diff, parent_env, confined, secrets, session_view(session, events))
+        results = checks(entry, sb, diff, parent_env, confined, secrets, session_view(session, events, self.agent_names))
         return record(base, session, budget, diff, results, self.audit.escapes(watched), secrets).model_copy(update=files)
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -151,6 +151,9 @@ class SessionInputs:
     confined: Confinement | None
     secrets: Secrets
     metered: Metered | None = None
+    # Harness agent → the name the host selects it by, where the build kept another (its manifest's
+    # ``agentNames``: an agent file built for its own host keeps its frontmatter ``name``).
+    agent_names: Mapping[str, str] = field(default_factory=dict)
 
 
 def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionInputs) -> HostSession:
@@ -191,7 +194,9 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     # token refreshed mid-session joins only after the session).
     roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
     capture = StreamCapture(Redactor(secrets, roots, [form for root in roots for form in host.stream_path_forms(root)]))
-    argv = host.command(info, prompt=entry.scenario.task.prompt, agent=entry.scenario.task.agent, model=model)
+    agent = entry.scenario.task.agent
+    argv = host.command(info, prompt=entry.scenario.task.prompt, model=model,
+                        agent=inputs.agent_names.get(agent, agent) if agent else agent)
     if confined is not None and isinstance(host, IsolationAware):
         argv = host.isolated_command(argv)
     if confined is not None and confined.network == "model-only" and metered is not None \
@@ -268,12 +273,14 @@ def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSessi
     return {"transcript": rel_transcript, "hostStream": rel_stream, "transcriptTruncated": session.capture.truncated}
 
 
-def session_view(session: HostSession, events: list[dict[str, Any]] | None) -> SessionView:
-    """What the trajectory checks count on: the events after the header, and the session's totals."""
+def session_view(session: HostSession, events: list[dict[str, Any]] | None,
+                 agent_names: Mapping[str, str] | None = None) -> SessionView:
+    """What the trajectory checks count on: the events after the header, the session's totals, and
+    the names the host knows harness agents by (where the build kept another)."""
     totals = session.totals
     return SessionView(had_session=True, events=tuple(events[1:]) if events is not None else None,
                        usage=totals.usage, cost_usd=totals.cost_usd,
-                       duration_ms=int(session.process.duration_s * 1000))
+                       duration_ms=int(session.process.duration_s * 1000), agent_names=dict(agent_names or {}))
 
 
 @dataclass(frozen=True)
@@ -326,7 +333,8 @@ def disagreement(session: HostSession) -> str | None:
 
 
 @contextmanager
-def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
+def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool,
+                   agent_names: Mapping[str, str] | None = None
                    ) -> Iterator[tuple[ScriptedEndpoint | None, Callable[[], int] | None]]:
     """The scripted model server for one trial (scripted runs only).
 
@@ -342,7 +350,8 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool
 
     assert entry.parsed_script is not None, "scripted runs validate every scenario's script first"
     # Its own key in its path: another trial's agent cannot play this trial's script (provider/loopback.py).
-    server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root, trial_key=new_trial_key())
+    server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root, trial_key=new_trial_key(),
+                                 agent_names=agent_names)
     server.start()
     try:
         yield server.endpoint, lambda: server.turns_served

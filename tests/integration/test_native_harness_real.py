@@ -18,6 +18,7 @@ from conftest import EVERY_HOST, Project, adopt_public_harness, scenario_doc
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import no_place
 from pytest_atlante.suite.build import build, tree_dir
+from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS
 from test_hosts_real import RM_SCRIPT, Session, parent_env, run_session, turn_tools
 from trial_helpers import DONE as DONE_TURN
 from trial_helpers import logged_requests, run_eval, system_text, with_request_log, write_turn
@@ -160,4 +161,36 @@ def test_opencode_loads_the_built_skill_and_its_own_agent(tmp_path: Path, hosts_
     turn = next(r for r in session.requests if r.kind == "turn")
     text = json.dumps(turn.body)
     assert "skill-creator" in text and "Create new skills, modify and improve existing skills" in text
-    assert "- pattern-analyst: Codebase pattern analysis agent" in text  # named as built, not PatternAnalyst
+    # The file as OpenCode loads it, its own name included (the build does not rename it).
+    assert "- PatternAnalyst: Codebase pattern analysis agent" in text
+
+
+@pytest.mark.usefixtures("on_path")
+def test_an_opencode_agent_kept_under_its_own_name_is_delegated_to_and_counted_by_its_harness_name(
+        pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`name: PatternAnalyst` stays in the OpenCode build; a script's task naming the harness agent
+    `pattern-analyst` reaches it, and `agent-used: pattern-analyst` counts the delegation."""
+    root = tmp_path / "project"
+    root.mkdir()
+    section = adopt_public_harness(root)
+    project = Project(root)
+    project.config({"version": "0.2", "harness": section,
+                    "eval": {"host": "opencode", "scenarios": "eval/scenarios/*.eval.json", "budget": {"trials": 1}}})
+    project.write("eval/fixtures/app/README.md", "# app\n")
+    project.scenario(scenario_doc("delegates", version="0.2", **{"$schema": SCENARIO_SCHEMA_URIS["0.2"]},
+                                  task={"fixture": "eval/fixtures/app", "prompt": "Find the patterns."},
+                                  checks=[{"type": "agent-used", "agent": "pattern-analyst", "min": 1, "max": 1}]),
+                     file="eval/scenarios/delegates.eval.json")
+    project.script("delegates", [
+        {"text": "Delegating.", "actions": [{"type": "task", "agent": "pattern-analyst", "prompt": "Look for patterns now.",
+                                             "turns": [{"text": "No patterns here."}]}]},
+        DONE_TURN])
+    project.build()
+    assert json.loads((root / ".atlante/build/opencode/manifest.json").read_text())["agentNames"] == {
+        "pattern-analyst": "PatternAnalyst"}
+    log_dir = tmp_path / "requests"
+    run = run_eval(pytester, root, tmp_path / "out", *with_request_log(monkeypatch, log_dir))
+    trial = run.trial("delegates")
+    assert trial.verdict == "pass", (trial.checks, run.output())
+    served = [r for logged in logged_requests(log_dir).values() for r in logged if r["kind"] == "turn"]
+    assert any(r["subagent"] == "pattern-analyst" for r in served), served  # the sub-agent's own turn was played

@@ -101,6 +101,15 @@ def test_agent_used_counts_task_calls_naming_the_agent() -> None:
     assert not judge({"type": "agent-used", "agent": "reviewer"}).passed
 
 
+def test_agent_used_counts_a_delegation_under_the_name_the_host_knows_the_agent_by() -> None:
+    """An agent file built for its own host keeps its frontmatter name (``PatternAnalyst``), which the
+    host delegates by; the build records it for the harness name (``agentNames``)."""
+    events = (call(1, "task", agent="PatternAnalyst", prompt="find patterns"), result(2, 1, "task"))
+    named = SessionView(had_session=True, events=events, agent_names={"pattern-analyst": "PatternAnalyst"})
+    assert judge({"type": "agent-used", "agent": "pattern-analyst", "min": 1, "max": 1}, named).events == [1]
+    assert not judge({"type": "agent-used", "agent": "pattern-analyst"}, SessionView(had_session=True, events=events)).passed
+
+
 def test_tool_used_matches_any_input_string_with_a_regular_expression() -> None:
     assert judge({"type": "tool-used", "tool": "bash"}).events == [4, 18]
     destructive = judge({"type": "tool-used", "tool": "bash", "inputMatches": r"\brm\s+-rf\b", "max": 0})
