@@ -17,7 +17,7 @@ it with what it knew.  The controller and its workers of a capped run make thems
 (:func:`undumpable`, ``PR_SET_DUMPABLE`` 0) so that a process of the same user cannot read the key
 out of their memory through ``/proc/<pid>/mem``.
 
-What is guaranteed (and documented in the README):
+What is guaranteed (and documented in docs/reference.md):
 
 - serial: a trial starts only while the spend of every finished trial is below the cap, so the run
   stops after the one trial that reaches it;

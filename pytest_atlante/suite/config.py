@@ -228,7 +228,7 @@ def load_project_config(root: Path) -> tuple[ProjectConfig | None, LoadedDocumen
     if isinstance(loaded, Diagnostic):
         return None, None, [loaded]
     config, problems = validate_model(
-        ProjectConfig, loaded, "eval-config-invalid", "see the Configuration section of the README"
+        ProjectConfig, loaded, "eval-config-invalid", "see the Configuration section of docs/reference.md"
     )
     if config is None:
         return None, loaded, [_arm_shared_key(problem) for problem in problems]

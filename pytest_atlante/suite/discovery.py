@@ -198,7 +198,7 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
             suite.diagnostics.append(loaded)
             continue
         scenario, problems = validate_model(Scenario, loaded, "eval-scenario-invalid",
-                                            "see the Scenario documents section of the README")
+                                            "see the Scenario documents section of docs/reference.md")
         suite.diagnostics.extend(problems)
         if scenario is None:
             continue

@@ -177,7 +177,7 @@ def _config_text(host: HostName, harness: dict[str, object]) -> str:
     }
     if harness:
         doc["harness"] = harness
-    head = ("// Written by `atlante init`: the eval configuration (README, \"Configuration\").\n"
+    head = ("// Written by `atlante init`: the eval configuration (docs/reference.md, \"Configuration\").\n"
             "// `atlante schema config` prints its JSON Schema; the $schema URI maps to it offline.\n")
     return head + json.dumps(doc, indent=2) + "\n"
 

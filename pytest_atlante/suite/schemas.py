@@ -60,7 +60,7 @@ class SchemaEntry:
 
 
 #: The schemas an editor maps every document of a kind to: each version a document names is checked
-#: against that version's schema (``atlante schema config`` / ``scenario``, the README's mapping).
+#: against that version's schema (``atlante schema config`` / ``scenario``, docs/reference.md's mapping).
 EVERY_CONFIG_URI = "https://atlante.sh/schema/config.json"
 EVERY_SCENARIO_URI = "https://atlante.sh/schema/eval-scenario.json"
 

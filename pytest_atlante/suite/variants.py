@@ -28,7 +28,7 @@ from pytest_atlante.suite.documents import validation_diagnostics
 
 CONTROL = "control"
 CODE = "eval-variant-invalid"
-HINT = "see Comparing variants in the README"
+HINT = "see Variants under Configuration in docs/reference.md"
 
 
 @dataclass(frozen=True)
