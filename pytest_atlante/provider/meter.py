@@ -49,7 +49,7 @@ def _gemini_part_says(part: object) -> bool:
 
 def says_something(body: dict[str, Any]) -> bool:
     """One JSON document of a model response (a whole body or one SSE event) holds text, thinking or
-    a tool call, in any of the four dialects the meter reads."""
+    a tool call, in any of the four wire formats the meter reads."""
     kind = body.get("type")
     if kind == "content_block_start" or kind in ("response.output_item.added", "response.output_item.done"):
         return True  # Anthropic's blocks and Responses' items only exist to carry content

@@ -32,7 +32,7 @@ from pytest_atlante.hosts.streams import sum_usage
 from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService, new_trial_key, strip_trial_key
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.served import Served, ServedCall
-from pytest_atlante.provider.wire.gemini import gemini_route
+from pytest_atlante.provider.wire import metered_wire
 from pytest_atlante.records import Usage
 
 #: Request and response headers that belong to one connection, not to the message (RFC 9110 §7.6.1),
@@ -303,13 +303,12 @@ class MeteringProxy(LoopbackService):
 def _is_model_request(method: str, path: str) -> bool:
     """A request that asks the model for tokens (not a health check, a model list or a token count)."""
     route = urlsplit(path).path.rstrip("/")
-    return method == "POST" and not route.endswith("/count_tokens") and (
-        route.endswith(("/messages", "/completions", "/responses")) or gemini_route(route) is not None)
+    return method == "POST" and metered_wire(route) is not None
 
 
 def _refusal(max_tokens: int) -> bytes:
     message = f"atlante: the trial's maxTokens={max_tokens} was exceeded; no more model requests are served"
-    # Both dialects' error shapes in one body: Anthropic reads error.type/message, OpenAI error.message.
+    # Both error shapes in one body: Anthropic reads error.type/message, OpenAI error.message.
     return json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": message}}).encode()
 
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -30,47 +29,16 @@ from urllib.parse import urlsplit
 
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, ScriptedEndpoint
 from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService, strip_trial_key
-from pytest_atlante.provider.wire.gemini import gemini_error, gemini_response, gemini_route, gemini_stream, openai_view
-from pytest_atlante.provider.wire.openai_responses import (
-    custom_tools,
-    responses_calls,
-    responses_error,
-    responses_loaded_skills,
-    responses_played,
-    responses_stream,
-    responses_tools,
-)
-from pytest_atlante.provider.wire.openai_responses import first_user_text as responses_first_user_text
+from pytest_atlante.provider.wire import wire_for
 from pytest_atlante.provider.wire.shared import (
-    Dialect,
+    Action,
     LoadedSkill,
-    OfferedTool,
     Reply,
     ReplyUsage,
-    ToolCall,
-    anthropic_error,
-    anthropic_message,
-    anthropic_stream,
-    fallback_tool_name,
-    find_tool,
-    first_user_text,
-    loaded_skills,
-    offered_tools,
-    openai_completion,
-    openai_error,
-    openai_stream,
-    tool_arguments,
+    WireFormat,
+    WireName,
 )
-from pytest_atlante.suite.script import (
-    BashAction,
-    EditAction,
-    ReadAction,
-    Script,
-    SkillAction,
-    TaskAction,
-    Turn,
-    WriteAction,
-)
+from pytest_atlante.suite.script import Script, TaskAction
 
 #: The model id the server lists and answers as when a request names none.
 MODEL_ID = SCRIPTED_MODEL_ID
@@ -102,7 +70,7 @@ class RequestRecord:
     seq: int
     method: str
     path: str
-    dialect: Dialect | None
+    wire: WireName | None  # the wire format it came in (provider/wire/)
     kind: RequestKind
     status: int
     turn_index: int | None = None
@@ -136,7 +104,7 @@ class _Answer:
 
 
 class ScriptedModelServer(LoopbackService):
-    """Serve one script on ``127.0.0.1:<ephemeral port>`` in both dialects until stopped."""
+    """Serve one script on ``127.0.0.1:<ephemeral port>`` in every wire format until stopped."""
 
     def __init__(self, script: Script, *, sandbox_root: Path, trial_key: str | None = None,
                  agent_names: Mapping[str, str] | None = None) -> None:
@@ -213,56 +181,44 @@ class ScriptedModelServer(LoopbackService):
             answer = _Answer(200, "application/json", json.dumps(listing).encode())
         else:
             answer = _Answer(404, "application/json", json.dumps({"error": {"message": "not found"}}).encode())
-        self._record(method=method, path=path, dialect=None, kind="other" if answer.status == 200 else "rejected",
+        self._record(method=method, path=path, wire=None, kind="other" if answer.status == 200 else "rejected",
                      status=answer.status)
         return answer
 
     def answer_post(self, path: str, headers: Mapping[str, str], raw: bytes) -> _Answer:
         route = urlsplit(path).path.rstrip("/")
-        dialect: Dialect | None = None
-        if route in ("/v1/messages", "/v1/messages/count_tokens"):
-            dialect = "anthropic"
-        elif route == "/v1/chat/completions":
-            dialect = "openai"
-        elif gemini_route(route) is not None:
-            dialect = "gemini"
-        elif route == "/v1/responses":
-            dialect = "responses"
+        wire = wire_for(route)
+        name = None if wire is None else wire.name
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = None
-        if dialect is None or not isinstance(body, dict):
-            status = 404 if dialect is None else 400
-            self._record(method="POST", path=path, dialect=dialect, kind="rejected", status=status)
+        if wire is None or not isinstance(body, dict):
+            status = 404 if wire is None else 400
+            self._record(method="POST", path=path, wire=name, kind="rejected", status=status)
             return _Answer(status, "application/json", json.dumps({"error": {"message": "unsupported request"}}).encode())
-        if route == "/v1/messages/count_tokens":
-            self._record(method="POST", path=path, dialect=dialect, kind="other", status=200, body=body)
-            return _Answer(200, "application/json", b'{"input_tokens": 0}')
-        return self._answer_model_request(path, dialect, headers, body)
+        side = wire.side_answer(route)
+        if side is not None:
+            self._record(method="POST", path=path, wire=name, kind="other", status=200, body=body)
+            return _Answer(200, "application/json", side)
+        return self._answer_model_request(path, wire, headers, body)
 
     def _answer_model_request(
-        self, path: str, dialect: Dialect, headers: Mapping[str, str], body: dict[str, Any]
+        self, path: str, wire: WireFormat, headers: Mapping[str, str], sent: dict[str, Any]
     ) -> _Answer:
-        wire, stream, sent = dialect, body.get("stream") is True, body
-        model = body.get("model") if isinstance(body.get("model"), str) else MODEL_ID
-        if dialect == "gemini":  # read as the OpenAI shape; the model and streaming are in the path
-            model, stream = gemini_route(urlsplit(path).path.rstrip("/")) or (MODEL_ID, True)
-            body, dialect = openai_view(body), "openai"
-        tools = responses_tools(body) if dialect == "responses" else offered_tools(body, dialect)
-        messages = body.get("messages")
-        assistant_turns = responses_played(body) if dialect == "responses" else sum(
-            1 for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict) and m.get("role") == "assistant"
-        )
+        named, stream, body = wire.request(urlsplit(path).path.rstrip("/"), sent)
+        model = named or MODEL_ID
+        tools = wire.offered_tools(body)
+        assistant_turns = wire.assistant_turns(body)
         message_id = f"msg_scripted_{uuid.uuid4().hex[:16]}"
-        task = self._delegated_task(body, dialect)
+        task = self._delegated_task(body, wire)
         task_index = None if task is None else self.script.tasks().index(task)
         turns = self.script.turns if task is None else task.turns
         common: dict[str, Any] = {
-            "method": "POST", "path": path, "dialect": wire, "model": model, "stream": stream, "body": sent,
+            "method": "POST", "path": path, "wire": wire.name, "model": model, "stream": stream, "body": sent,
             "session_id": _session_id(headers), "tools_offered": tuple(t.name for t in tools),
             "subagent": None if task is None else task.agent, "task_index": task_index,
-            "skills_loaded": responses_loaded_skills(body) if dialect == "responses" else loaded_skills(body, dialect),
+            "skills_loaded": wire.loaded_skills(body),
         }
         turn_index: int | None = None
         unoffered: tuple[str, ...] = ()
@@ -277,11 +233,10 @@ class ScriptedModelServer(LoopbackService):
             turn = turns[turn_index]
             if turn.error is not None:
                 self._record(kind=kind, status=turn.error.status, turn_index=turn_index, **common)
-                error = {"anthropic": anthropic_error, "openai": openai_error,
-                         "gemini": gemini_error, "responses": responses_error}[wire](turn.error.status, turn.error.message)
+                error = wire.error(turn.error.status, turn.error.message)
                 return _Answer(turn.error.status, "application/json", json.dumps(error).encode())
             call_prefix = "" if task_index is None else f"s{task_index}_"
-            calls, unoffered = self._tool_calls(turn, f"{call_prefix}t{turn_index}", tools, dialect)
+            calls, unoffered = wire.tool_calls(self._as_host_names(turn.actions), tools, f"{call_prefix}t{turn_index}", self.sandbox_root)
             usage = turn.usage
             reply = Reply(
                 message_id,
@@ -292,54 +247,25 @@ class ScriptedModelServer(LoopbackService):
             )
         self._record(kind=kind, status=200, turn_index=turn_index,
                      tool_calls=tuple(c.name for c in reply.tool_calls), unoffered_tools=unoffered, **common)
-        return _render(reply, wire, stream, body)
+        content_type, payload = wire.render(reply, stream, body)
+        return _Answer(200, content_type, payload)
 
-    def _delegated_task(self, body: Mapping[str, Any], dialect: Dialect) -> TaskAction | None:
+    def _delegated_task(self, body: Mapping[str, Any], wire: WireFormat) -> TaskAction | None:
         """The ``task`` action whose sub-agent sent this request, if any.
 
         A sub-agent starts a conversation of its own whose first user message is the prompt its
         parent delegated with (both hosts, host-facts §5, §8); the main session's first message is
         the scenario's prompt.  The longest matching prompt wins, so one prompt may contain another.
         """
-        opening = responses_first_user_text(body) if dialect == "responses" else first_user_text(body)
+        opening = wire.first_user_text(body)
         matching = [task for task in self.script.tasks() if task.prompt in opening]
         return max(matching, key=lambda task: len(task.prompt)) if matching else None
 
-    def _tool_calls(
-        self, turn: Turn, call_tag: str, tools: tuple[OfferedTool, ...], dialect: Dialect
-    ) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
-        if dialect == "responses":
-            return responses_calls([a.model_dump() for a in turn.actions], tools, call_tag, self.sandbox_root)
-        prefix = "toolu_scripted" if dialect == "anthropic" else "call_scripted"
-        calls: list[ToolCall] = []
-        unoffered: list[str] = []
-        for index, action in enumerate(turn.actions):
-            tool = find_tool(tools, action.type)
-            if tool is None:
-                unoffered.append(action.type)
-            name = tool.name if tool is not None else fallback_tool_name(tools, action.type)
-            arguments = tool_arguments(tool, self._neutral_arguments(action))
-            calls.append(ToolCall(f"{prefix}_{call_tag}_a{index}", name, arguments))
-        return tuple(calls), tuple(unoffered)
-
-    def _neutral_arguments(
-        self, action: WriteAction | EditAction | ReadAction | BashAction | SkillAction | TaskAction
-    ) -> dict[str, Any]:
-        if isinstance(action, BashAction):
-            description = action.description or f"Run {action.command}"[:80]
-            return {"command": action.command, "description": description, "timeout": action.timeout_ms}
-        if isinstance(action, SkillAction):
-            return {"name": action.name}
-        if isinstance(action, TaskAction):
-            description = action.description or f"Delegate to {action.agent}"
-            return {"description": description, "prompt": action.prompt,
-                    "agent": self.agent_names.get(action.agent, action.agent)}
-        path = str(self.sandbox_root / action.path)
-        if isinstance(action, WriteAction):
-            return {"path": path, "content": action.content}
-        if isinstance(action, EditAction):
-            return {"path": path, "old": action.old, "new": action.new, "replace_all": action.replace_all or None}
-        return {"path": path}
+    def _as_host_names(self, actions: Sequence[Action]) -> list[Action]:
+        """The turn's actions with each ``task``'s harness agent named as the host knows it."""
+        return [action.model_copy(update={"agent": self.agent_names[action.agent]})
+                if isinstance(action, TaskAction) and action.agent in self.agent_names else action
+                for action in actions]
 
 
 def _session_id(headers: Mapping[str, str]) -> str | None:
@@ -349,25 +275,6 @@ def _session_id(headers: Mapping[str, str]) -> str | None:
         if value:
             return value
     return None
-
-
-def _render(reply: Reply, dialect: Dialect, stream: bool, body: Mapping[str, Any]) -> _Answer:
-    if dialect == "gemini":
-        if stream:
-            return _Answer(200, "text/event-stream", gemini_stream(reply))
-        return _Answer(200, "application/json", json.dumps(gemini_response(reply)).encode())
-    if dialect == "responses":  # Codex always streams (host facts, Codex §3)
-        return _Answer(200, "text/event-stream", responses_stream(reply, custom_tools(body)))
-    if dialect == "anthropic":
-        if stream:
-            return _Answer(200, "text/event-stream", anthropic_stream(reply))
-        return _Answer(200, "application/json", json.dumps(anthropic_message(reply)).encode())
-    created = int(time.time())
-    if stream:
-        options = body.get("stream_options")
-        include_usage = isinstance(options, dict) and options.get("include_usage") is True
-        return _Answer(200, "text/event-stream", openai_stream(reply, created, include_usage))
-    return _Answer(200, "application/json", json.dumps(openai_completion(reply, created)).encode())
 
 
 def _handler_for(server: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:

@@ -238,4 +238,4 @@ def test_stored_login_passes_the_credential_check_and_reaches_a_gateway(
     # The host spoke Anthropic Messages to the gateway and played the whole script.
     turns = [r for r in requests if r.kind == "turn"]
     assert [r.turn_index for r in turns] == [0, 1]
-    assert {(r.dialect, r.path, r.model) for r in turns} == {("anthropic", "/v1/messages", ANTHROPIC_MODEL.split("/", 1)[1])}
+    assert {(r.wire, r.path, r.model) for r in turns} == {("anthropic", "/v1/messages", ANTHROPIC_MODEL.split("/", 1)[1])}

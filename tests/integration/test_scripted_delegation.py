@@ -29,7 +29,7 @@ from conftest import EVERY_HOST, Project, claude_path, config_doc, scenario_doc
 from pytest_atlante.hosts import host_for
 from pytest_atlante.hosts.base import no_place
 from pytest_atlante.provider.scripted import ScriptedModelServer
-from pytest_atlante.provider.wire.shared import Dialect, parse_sse
+from pytest_atlante.provider.wire.shared import MessageShape, parse_sse
 from pytest_atlante.suite.script import Script, ScriptError, load_script
 from trial_helpers import logged_requests, run_eval, system_text, with_request_log
 
@@ -127,7 +127,7 @@ def test_skill_and_task_actions_are_validated_where_they_are_written(tmp_path: P
     assert repeated == [("$", "task prompts must differ (the server tells sub-agents apart by their prompt): 'p' repeats")]
 
 
-# --------------------------------------------------------------------------- the wire, both dialects
+# --------------------------------------------------------------------------- the wire, both wire formats
 
 WIRE_SCRIPT = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": [
     {"actions": [{"type": "skill", "name": "tidy"}]},
@@ -138,7 +138,7 @@ WIRE_SCRIPT = Script.model_validate({"schema": "atlante/scripted-model-v1", "tur
     {"text": "Done."},
 ]})
 # The tools each host offers its main session and its sub-agent (argument names as measured).
-WIRE_TOOLS: dict[Dialect, list[dict[str, Any]]] = {
+WIRE_TOOLS: dict[MessageShape, list[dict[str, Any]]] = {
     "anthropic": [{"name": name, "input_schema": {"properties": {p: {} for p in props}}} for name, props in [
         ("Skill", ["skill", "args"]), ("Agent", ["description", "prompt", "subagent_type", "model"]),
         ("Write", ["file_path", "content"])]],
@@ -146,42 +146,42 @@ WIRE_TOOLS: dict[Dialect, list[dict[str, Any]]] = {
                for name, props in [("skill", ["name"]), ("task", ["description", "prompt", "subagent_type", "task_id"]),
                                    ("write", ["filePath", "content"])]],
 }
-ROUTES: dict[Dialect, str] = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}
+ROUTES: dict[MessageShape, str] = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}
 
 
-def assistant(dialect: Dialect, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    if dialect == "anthropic":
+def assistant(wire: MessageShape, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    if wire == "anthropic":
         return {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": name, "input": arguments}]}
     return {"role": "assistant", "content": "", "tool_calls": [
         {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
 
 
-def answer(dialect: Dialect, call_id: str, result: str, beside: str | None = None) -> list[dict[str, Any]]:
+def answer(wire: MessageShape, call_id: str, result: str, beside: str | None = None) -> list[dict[str, Any]]:
     """The host's answer to a call: a tool result and, as Claude Code does for a skill, a text beside it."""
-    if dialect == "anthropic":
+    if wire == "anthropic":
         blocks = [{"type": "tool_result", "tool_use_id": call_id, "content": result}]
         return [{"role": "user", "content": blocks + ([{"type": "text", "text": beside}] if beside else [])}]
     return [{"role": "tool", "tool_call_id": call_id, "content": result}] + \
         ([{"role": "user", "content": beside}] if beside else [])
 
 
-def opening(dialect: Dialect, prompt: str) -> list[dict[str, Any]]:
+def opening(wire: MessageShape, prompt: str) -> list[dict[str, Any]]:
     # Claude Code puts system reminders before the prompt in the first user message; OpenCode
     # sends the system prompt as a message of its own.
-    if dialect == "anthropic":
+    if wire == "anthropic":
         return [{"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"},
                                               {"type": "text", "text": prompt}]}]
     return [{"role": "system", "content": "You are the helper."}, {"role": "user", "content": prompt}]
 
 
-def calls_of(server: ScriptedModelServer, dialect: Dialect, messages: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+def calls_of(server: ScriptedModelServer, wire: MessageShape, messages: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
     """POST one streaming model request; the (id, tool, arguments) of the calls in the reply."""
-    body = {"model": "m", "stream": True, "tools": WIRE_TOOLS[dialect], "messages": messages}
-    request = urllib.request.Request(server.anthropic_base_url + ROUTES[dialect], data=json.dumps(body).encode(),
+    body = {"model": "m", "stream": True, "tools": WIRE_TOOLS[wire], "messages": messages}
+    request = urllib.request.Request(server.anthropic_base_url + ROUTES[wire], data=json.dumps(body).encode(),
                                      method="POST", headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10) as response:
         frames = parse_sse(response.read())
-    if dialect == "anthropic":
+    if wire == "anthropic":
         starts = [json.loads(d)["content_block"] for e, d in frames if e == "content_block_start"]
         deltas = [json.loads(d)["delta"] for e, d in frames if e == "content_block_delta"]
         return [(b["id"], b["name"], json.loads(d["partial_json"])) for b, d in zip(starts, deltas, strict=True)
@@ -191,31 +191,31 @@ def calls_of(server: ScriptedModelServer, dialect: Dialect, messages: list[dict[
             for chunk in chunks for choice in chunk["choices"] for c in choice["delta"].get("tool_calls", [])]
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "openai"])
-def test_skill_and_task_calls_and_the_sub_agents_own_turns(tmp_path: Path, dialect: Dialect) -> None:
-    skill_tool, task_tool, write_tool = (t.get("name") or t["function"]["name"] for t in WIRE_TOOLS[dialect])
+@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+def test_skill_and_task_calls_and_the_sub_agents_own_turns(tmp_path: Path, wire: MessageShape) -> None:
+    skill_tool, task_tool, write_tool = (t.get("name") or t["function"]["name"] for t in WIRE_TOOLS[wire])
     with ScriptedModelServer(WIRE_SCRIPT, sandbox_root=tmp_path) as server:
-        main = opening(dialect, "Tidy up and delegate the notes.")
-        ((skill_id, name, arguments),) = calls_of(server, dialect, main)
-        assert (name, arguments) == (skill_tool, {"skill" if dialect == "anthropic" else "name": "tidy"})
-        main += [assistant(dialect, skill_id, name, arguments),
-                 *answer(dialect, skill_id, "Launching skill: tidy", beside="SKILL BODY: keep it tidy")]
-        delegations = calls_of(server, dialect, main)
+        main = opening(wire, "Tidy up and delegate the notes.")
+        ((skill_id, name, arguments),) = calls_of(server, wire, main)
+        assert (name, arguments) == (skill_tool, {"skill" if wire == "anthropic" else "name": "tidy"})
+        main += [assistant(wire, skill_id, name, arguments),
+                 *answer(wire, skill_id, "Launching skill: tidy", beside="SKILL BODY: keep it tidy")]
+        delegations = calls_of(server, wire, main)
         assert [(tool, args) for _, tool, args in delegations] == [
             (task_tool, {"description": "Delegate to helper", "prompt": "Write notes", "subagent_type": "helper"}),
             (task_tool, {"description": "Twice", "prompt": "Write notes twice", "subagent_type": "helper"}),
         ]
         # Each sub-agent opens with its own prompt and gets its own turns; the longer prompt wins
         # over the one it contains.
-        short = opening(dialect, "Write notes")
-        ((write_id, tool, write_args),) = calls_of(server, dialect, short)
-        assert (tool, write_args) == (write_tool, {("file_path" if dialect == "anthropic" else "filePath"):
+        short = opening(wire, "Write notes")
+        ((write_id, tool, write_args),) = calls_of(server, wire, short)
+        assert (tool, write_args) == (write_tool, {("file_path" if wire == "anthropic" else "filePath"):
                                                    str(tmp_path.resolve() / "notes.txt"), "content": "short\n"})
-        short += [assistant(dialect, write_id, tool, write_args), *answer(dialect, write_id, "ok")]
-        assert calls_of(server, dialect, short) == []
-        assert calls_of(server, dialect, opening(dialect, "Write notes twice")) == []
-        main += [assistant(dialect, delegations[0][0], task_tool, delegations[0][2]), *answer(dialect, delegations[0][0], "done")]
-        assert calls_of(server, dialect, main) == []
+        short += [assistant(wire, write_id, tool, write_args), *answer(wire, write_id, "ok")]
+        assert calls_of(server, wire, short) == []
+        assert calls_of(server, wire, opening(wire, "Write notes twice")) == []
+        main += [assistant(wire, delegations[0][0], task_tool, delegations[0][2]), *answer(wire, delegations[0][0], "done")]
+        assert calls_of(server, wire, main) == []
     records = server.requests
     assert [(r.subagent, r.task_index, r.turn_index, r.kind) for r in records] == [
         (None, None, 0, "turn"), (None, None, 1, "turn"), ("helper", 0, 0, "turn"), ("helper", 0, 1, "turn"),

@@ -215,7 +215,7 @@ def test_anthropic_stream_plays_the_turn_named_by_the_assistant_count(server: Sc
     assert events[7][1]["delta"]["stop_reason"] == "tool_use"
     assert events[7][1]["usage"] == {"output_tokens": 200}
     record = server.requests[-1]
-    assert (record.kind, record.turn_index, record.dialect, record.session_id) == ("turn", 1, "anthropic", "s1")
+    assert (record.kind, record.turn_index, record.wire, record.session_id) == ("turn", 1, "anthropic", "s1")
     assert record.tool_calls == ("Edit",) and record.tools_offered == ("Write", "Edit", "Bash", "Read")
 
 
@@ -422,7 +422,7 @@ def test_claude_code_plays_the_script(dirs: tuple[Path, Path]) -> None:
     tools_used = [b["name"] for e in events if e["type"] == "assistant"
                   for b in e["message"]["content"] if b["type"] == "tool_use"]
     assert tools_used == ["Write", "Edit", "Bash"]
-    model_requests = [r for r in server.requests if r.dialect == "anthropic"]
+    model_requests = [r for r in server.requests if r.wire == "anthropic"]
     assert [(r.kind, r.turn_index, r.tool_calls) for r in model_requests] == [
         ("turn", 0, ("Write",)), ("turn", 1, ("Edit",)), ("turn", 2, ("Bash",)), ("turn", 3, ())]
     assert {"Write", "Edit", "Bash", "Read"} <= set(model_requests[0].tools_offered)
@@ -442,7 +442,7 @@ def test_claude_code_error_turn_is_retried_once_then_reported(dirs: tuple[Path, 
     assert "scripted outage" in final["result"]
     assert (sandbox / "before-error.txt").read_text() == "x"
     # CLAUDE_CODE_MAX_RETRIES=1: the error turn is requested twice but played as one turn.
-    assert [(r.turn_index, r.status) for r in server.requests if r.dialect] == [(0, 200), (1, 500), (1, 500)]
+    assert [(r.turn_index, r.status) for r in server.requests if r.wire] == [(0, 200), (1, 500), (1, 500)]
     assert server.turns_served == 2
 
 
@@ -486,8 +486,8 @@ def test_opencode_plays_the_script(dirs: tuple[Path, Path], wiring: str) -> None
     tools_used = [e["part"]["tool"] for e in events if e["type"] == "tool_use"]
     assert tools_used == ["write", "edit", "bash"]
     dialect = "openai" if wiring == "openai-compatible" else "anthropic"
-    model_requests = [r for r in server.requests if r.dialect]
-    assert {r.dialect for r in model_requests} == {dialect}
+    model_requests = [r for r in server.requests if r.wire]
+    assert {r.wire for r in model_requests} == {dialect}
     # The turns come in order (each needs the answer to the one before); the title request runs
     # beside them, so where it falls among them is OpenCode's scheduling (under load: after turn 0).
     assert [(r.kind, r.turn_index) for r in model_requests if r.kind != "side"] == [

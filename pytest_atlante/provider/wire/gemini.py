@@ -1,10 +1,10 @@
-"""The scripted model's Gemini dialect: the Generative Language API as Gemini CLI speaks it.
+"""The Gemini wire format: the Generative Language API as Gemini CLI speaks it.
 
 Gemini CLI asks ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (and, for its router
 and side checks, ``:generateContent``), with ``contents`` (``role`` ``user``/``model``, ``parts`` of
 ``text``, ``functionCall`` and ``functionResponse``) and ``tools`` as ``functionDeclarations`` whose
 schemas sit in ``parametersJsonSchema`` (host-facts-gemini §11).  The scripted server decides what
-to answer from the request's history the same way for every dialect, so this module reads a Gemini
+to answer from the request's history the same way for every wire format, so this module reads a Gemini
 request into the OpenAI chat shape the server already reads (:func:`openai_view`: a ``model``
 content is an assistant message, a ``functionResponse`` a tool message), and renders the server's
 host-neutral :class:`~pytest_atlante.provider.wire.shared.Reply` back as Gemini's SSE chunks.
@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atlante.provider.wire.shared import Reply, ToolCall, sse_event
+from pytest_atlante.provider.wire.shared import MessageWire, Reply, ToolCall, sse_event
 
 #: ``/v1beta/models/gemini-2.5-pro:streamGenerateContent`` → model and method.
 ROUTE = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$")
@@ -185,3 +185,31 @@ def gemini_usage_fields(metadata: Mapping[str, Any]) -> dict[str, object]:
         "cacheReadTokens": cached,
         "outputTokens": count("candidatesTokenCount") + count("thoughtsTokenCount"),
     }
+
+
+class Gemini(MessageWire):
+    """Read as the chat shape (``openai_view``); the model and whether it streams are in the path."""
+
+    name = "gemini"
+    shape = "openai"
+
+    def serves(self, route: str) -> bool:
+        return gemini_route(route) is not None
+
+    def requests_tokens(self, route: str) -> bool:
+        return gemini_route(route) is not None
+
+    def request(self, route: str, body: Mapping[str, Any]) -> tuple[str | None, bool, Mapping[str, Any]]:
+        model, stream = gemini_route(route) or (None, True)
+        return model, stream, openai_view(body)
+
+    def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:
+        if stream:
+            return "text/event-stream", gemini_stream(reply)
+        return "application/json", json.dumps(gemini_response(reply)).encode()
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        return gemini_error(status, message)
+
+
+WIRE = Gemini()

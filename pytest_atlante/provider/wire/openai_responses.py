@@ -1,4 +1,4 @@
-"""The scripted model's OpenAI Responses dialect: what the Codex CLI speaks (``POST /v1/responses``).
+"""The OpenAI Responses wire format: what the Codex CLI speaks (``POST /v1/responses``).
 
 Codex offers no write, edit or read tool: it has ``exec_command`` (a shell command, ``{cmd}``) and
 ``apply_patch``, a *custom* (freeform) tool whose input is patch text (host facts, Codex §3).  So
@@ -29,7 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.hosts.codex.tools import PATCH_TOOL, SHELL_TOOL, SKILLS_DIR, skill_read
-from pytest_atlante.provider.wire.shared import LoadedSkill, OfferedTool, Reply, ReplyUsage, ToolCall, sse_event
+from pytest_atlante.provider.wire.shared import (
+    Action,
+    LoadedSkill,
+    OfferedTool,
+    Reply,
+    ReplyUsage,
+    ToolCall,
+    WireFormat,
+    sse_event,
+)
 
 #: The argument key of a custom tool call as :class:`ToolCall` carries it (its freeform ``input``).
 CUSTOM_INPUT = "input"
@@ -252,3 +261,34 @@ def responses_stream(reply: Reply, custom: frozenset[str]) -> bytes:
 def responses_error(status: int, message: str) -> dict[str, Any]:
     kind = "server_error" if status >= 500 else "invalid_request_error"
     return {"error": {"message": message, "type": kind, "code": None, "param": None}}
+
+
+class OpenAIResponses(WireFormat):
+    name = "responses"
+    routes = ("/v1/responses",)
+    suffixes = ("/responses",)
+
+    def offered_tools(self, body: Mapping[str, Any]) -> tuple[OfferedTool, ...]:
+        return responses_tools(body)
+
+    def assistant_turns(self, body: Mapping[str, Any]) -> int:
+        return responses_played(body)
+
+    def first_user_text(self, body: Mapping[str, Any]) -> str:
+        return first_user_text(body)
+
+    def loaded_skills(self, body: Mapping[str, Any]) -> tuple[LoadedSkill, ...]:
+        return responses_loaded_skills(body)
+
+    def tool_calls(self, actions: Sequence[Action], tools: tuple[OfferedTool, ...], call_tag: str,
+                   sandbox_root: Path) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+        return responses_calls([action.model_dump() for action in actions], tools, call_tag, sandbox_root)
+
+    def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:
+        return "text/event-stream", responses_stream(reply, custom_tools(body))  # Codex always streams (host-facts-codex §3)
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        return responses_error(status, message)
+
+
+WIRE = OpenAIResponses()

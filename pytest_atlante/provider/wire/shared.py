@@ -1,23 +1,33 @@
-"""Wire formats of the scripted model: tool-call mapping and the two streaming dialects.
+"""What every wire format shares: the neutral reply, tool-call mapping, history readers, SSE framing.
 
-The scripted server (``scripted.py``) decides *what* to answer; this module decides *how it looks
-on the wire*. A reply is host-neutral (:class:`Reply`: text, tool calls, usage, stop); it is
-rendered either as Anthropic Messages SSE (Claude Code, OpenCode's built-in anthropic provider) or
-as OpenAI chat-completions SSE (OpenCode's ``@ai-sdk/openai-compatible`` provider).
+The scripted server (``provider/scripted.py``) decides *what* to answer; a wire format (one module
+each in this package, listed in ``WIRE_FORMATS``) decides *how it looks on the wire*. A reply is
+host-neutral (:class:`Reply`: text, tool calls, usage, stop); :class:`WireFormat` is what the
+scripted model, the metering proxy and its meter ask of a format.
 
 Tool arguments are derived from the JSON schema the host offers for the tool, not from the host's
 name: Claude Code's ``Write`` takes ``file_path`` while OpenCode's ``write`` takes ``filePath``
-whichever dialect carries it, so key names are picked from the offered ``properties``.
+whichever wire format carries it, so key names are picked from the offered ``properties``.
 """
 
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-Dialect = Literal["anthropic", "openai", "responses", "gemini"]  # responses: dialect_responses.py; gemini: dialect_gemini.py
+from pytest_atlante.suite.script import BashAction, EditAction, ReadAction, SkillAction, TaskAction, WriteAction
+
+Action = WriteAction | EditAction | ReadAction | BashAction | SkillAction | TaskAction
+
+#: The wire formats by name (``provider/wire/__init__.py``'s table): Anthropic Messages, OpenAI chat
+#: completions, OpenAI Responses, Gemini's Generative Language API.
+WireName = Literal["anthropic", "openai", "responses", "gemini"]
+#: The two message-list shapes the history readers below know (Gemini is read as the chat shape).
+MessageShape = Literal["anthropic", "openai"]
 
 #: Host-neutral argument → the spellings hosts use for it, in order of preference.
 _ARGUMENT_SPELLINGS: dict[str, tuple[str, ...]] = {
@@ -79,7 +89,7 @@ class ReplyUsage:
 
 @dataclass(frozen=True)
 class Reply:
-    """One complete model response, independent of dialect."""
+    """One complete model response, independent of wire format."""
 
     message_id: str
     model: str
@@ -92,7 +102,7 @@ class Reply:
         return not self.tool_calls
 
 
-def offered_tools(body: Mapping[str, Any], dialect: Dialect) -> tuple[OfferedTool, ...]:
+def offered_tools(body: Mapping[str, Any], shape: MessageShape) -> tuple[OfferedTool, ...]:
     """The tools a request offers, with their argument schemas, in the request's order."""
     raw = body.get("tools")
     if not isinstance(raw, list):
@@ -102,10 +112,10 @@ def offered_tools(body: Mapping[str, Any], dialect: Dialect) -> tuple[OfferedToo
         if not isinstance(entry, dict):
             continue
         # Anthropic: {name, input_schema}; OpenAI: {type: function, function: {name, parameters}}.
-        spec = entry.get("function") if dialect == "openai" else entry
+        spec = entry.get("function") if shape == "openai" else entry
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
             continue
-        schema = spec.get("input_schema" if dialect == "anthropic" else "parameters")
+        schema = spec.get("input_schema" if shape == "anthropic" else "parameters")
         schema = schema if isinstance(schema, dict) else {}
         properties = schema.get("properties")
         required = schema.get("required")
@@ -191,7 +201,7 @@ def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def first_user_text(body: Mapping[str, Any]) -> str:
-    """The text of the request's first user message (the same in both dialects): the session's
+    """The text of the request's first user message (the same in both message shapes): the session's
     prompt, or, for a sub-agent, the prompt its parent delegated with."""
     for message in _messages(body):
         if message.get("role") == "user":
@@ -213,10 +223,10 @@ def _skill_name(arguments: object) -> str:
     return ""
 
 
-def _skill_calls(message: Mapping[str, Any], dialect: Dialect) -> dict[str, str]:
+def _skill_calls(message: Mapping[str, Any], shape: MessageShape) -> dict[str, str]:
     """``{call id: skill name}`` of an assistant message's skill-tool calls."""
     calls: dict[str, str] = {}
-    if dialect == "anthropic":
+    if shape == "anthropic":
         for block in message.get("content") or []:
             if isinstance(block, dict) and block.get("type") == "tool_use" and str(block.get("name")).lower() in _SKILL_TOOLS:
                 calls[str(block.get("id"))] = _skill_name(block.get("input"))
@@ -228,10 +238,10 @@ def _skill_calls(message: Mapping[str, Any], dialect: Dialect) -> dict[str, str]
     return calls
 
 
-def _answers(message: Mapping[str, Any], dialect: Dialect) -> tuple[dict[str, str], list[str]]:
+def _answers(message: Mapping[str, Any], shape: MessageShape) -> tuple[dict[str, str], list[str]]:
     """A non-assistant message's tool results (``{call id: text}``) and its other texts."""
     content = message.get("content")
-    if dialect == "openai":
+    if shape == "openai":
         if message.get("role") == "tool":
             return {str(message.get("tool_call_id")): _text_of(content)}, []
         return {}, [_text_of(content)] if message.get("role") == "user" else []
@@ -247,7 +257,7 @@ def _answers(message: Mapping[str, Any], dialect: Dialect) -> tuple[dict[str, st
     return results, texts
 
 
-def loaded_skills(body: Mapping[str, Any], dialect: Dialect) -> tuple[LoadedSkill, ...]:
+def loaded_skills(body: Mapping[str, Any], shape: MessageShape) -> tuple[LoadedSkill, ...]:
     """Every skill call in the request's history with what the host answered it with: the call's
     result plus the other texts between it and the next assistant message."""
     loaded: list[LoadedSkill] = []
@@ -263,11 +273,11 @@ def loaded_skills(body: Mapping[str, Any], dialect: Dialect) -> tuple[LoadedSkil
     for message in _messages(body):
         if message.get("role") == "assistant":
             settle()
-            pending.update(_skill_calls(message, dialect))
+            pending.update(_skill_calls(message, shape))
             continue
         if not pending:
             continue
-        results, texts = _answers(message, dialect)
+        results, texts = _answers(message, shape)
         for call_id in pending:
             if call_id in results or call_id in answered:
                 answered.setdefault(call_id, []).extend(([results[call_id]] if call_id in results else []) + texts)
@@ -302,157 +312,106 @@ def parse_sse(stream: bytes) -> list[tuple[str | None, str]]:
     return events
 
 
-# --------------------------------------------------------------------------- Anthropic Messages
+# --------------------------------------------------------------------------- the scripted model's actions
 
 
-def _anthropic_usage(usage: ReplyUsage, output_tokens: int) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input,
-        "cache_creation_input_tokens": usage.cache_write,
-        "cache_read_input_tokens": usage.cache_read,
-        "output_tokens": output_tokens,
-    }
+def neutral_arguments(action: Action, sandbox_root: Path) -> dict[str, Any]:
+    """A script action's arguments in neutral names (``tool_arguments`` spells them as offered)."""
+    if isinstance(action, BashAction):
+        description = action.description or f"Run {action.command}"[:80]
+        return {"command": action.command, "description": description, "timeout": action.timeout_ms}
+    if isinstance(action, SkillAction):
+        return {"name": action.name}
+    if isinstance(action, TaskAction):
+        description = action.description or f"Delegate to {action.agent}"
+        return {"description": description, "prompt": action.prompt, "agent": action.agent}
+    path = str(sandbox_root / action.path)
+    if isinstance(action, WriteAction):
+        return {"path": path, "content": action.content}
+    if isinstance(action, EditAction):
+        return {"path": path, "old": action.old, "new": action.new, "replace_all": action.replace_all or None}
+    return {"path": path}
 
 
-def _anthropic_blocks(reply: Reply) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    if reply.text:
-        blocks.append({"type": "text", "text": reply.text})
-    for call in reply.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.call_id, "name": call.name, "input": call.arguments})
-    return blocks
+# --------------------------------------------------------------------------- the wire format's interface
 
 
-def anthropic_stream(reply: Reply) -> bytes:
-    """The reply as an Anthropic Messages event stream (``stream: true``)."""
-    stop_reason = "end_turn" if reply.ends_session else "tool_use"
-    start = {
-        "type": "message_start",
-        "message": {
-            "id": reply.message_id,
-            "type": "message",
-            "role": "assistant",
-            "model": reply.model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            # Like the real API: message_start carries the input side, output is final later.
-            "usage": _anthropic_usage(reply.usage, 1),
-        },
-    }
-    out = [sse_event(start, "message_start")]
-    for index, block in enumerate(_anthropic_blocks(reply)):
-        if block["type"] == "text":
-            opening: dict[str, Any] = {"type": "text", "text": ""}
-            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
-        else:
-            opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        out.append(sse_event({"type": "content_block_start", "index": index, "content_block": opening}, "content_block_start"))
-        out.append(sse_event({"type": "content_block_delta", "index": index, "delta": delta}, "content_block_delta"))
-        out.append(sse_event({"type": "content_block_stop", "index": index}, "content_block_stop"))
-    out.append(
-        sse_event(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": {"output_tokens": reply.usage.output},
-            },
-            "message_delta",
-        )
-    )
-    out.append(sse_event({"type": "message_stop"}, "message_stop"))
-    return b"".join(out)
+class WireFormat(ABC):
+    """One model API as the scripted model serves it and the metering proxy recognises it.
+
+    ``routes``: the exact paths the scripted model answers in this format; ``suffixes``: how the
+    proxy recognises a model request in it on any provider's path.
+    """
+
+    name: WireName
+    call_prefix = "call_scripted"
+    routes: tuple[str, ...] = ()
+    suffixes: tuple[str, ...] = ()
+
+    def serves(self, route: str) -> bool:
+        return route in self.routes
+
+    def requests_tokens(self, route: str) -> bool:
+        """A model request the proxy meters (not a token count): the route ends as this format's do."""
+        return route.endswith(self.suffixes)
+
+    def request(self, route: str, body: Mapping[str, Any]) -> tuple[str | None, bool, Mapping[str, Any]]:
+        """(the model the request names, whether it streams, the body as the readers below take it)."""
+        model = body.get("model")
+        return model if isinstance(model, str) else None, body.get("stream") is True, body
+
+    def side_answer(self, route: str) -> bytes | None:
+        """The whole answer to a request on ``route`` that asks for no turn (a token count), if any."""
+        return None
+
+    @abstractmethod
+    def offered_tools(self, body: Mapping[str, Any]) -> tuple[OfferedTool, ...]: ...
+
+    @abstractmethod
+    def assistant_turns(self, body: Mapping[str, Any]) -> int:
+        """How many assistant turns the request's history holds: the index of the turn to play."""
+
+    @abstractmethod
+    def first_user_text(self, body: Mapping[str, Any]) -> str: ...
+
+    @abstractmethod
+    def loaded_skills(self, body: Mapping[str, Any]) -> tuple[LoadedSkill, ...]: ...
+
+    def tool_calls(self, actions: Sequence[Action], tools: tuple[OfferedTool, ...], call_tag: str,
+                   sandbox_root: Path) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+        """A turn's actions as calls of the offered tools, and the actions no offered tool serves."""
+        calls: list[ToolCall] = []
+        unoffered: list[str] = []
+        for index, action in enumerate(actions):
+            tool = find_tool(tools, action.type)
+            if tool is None:
+                unoffered.append(action.type)
+            name = tool.name if tool is not None else fallback_tool_name(tools, action.type)
+            arguments = tool_arguments(tool, neutral_arguments(action, sandbox_root))
+            calls.append(ToolCall(f"{self.call_prefix}_{call_tag}_a{index}", name, arguments))
+        return tuple(calls), tuple(unoffered)
+
+    @abstractmethod
+    def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:
+        """(content type, payload) of ``reply`` in this format."""
+
+    @abstractmethod
+    def error(self, status: int, message: str) -> dict[str, Any]: ...
 
 
-def anthropic_message(reply: Reply) -> dict[str, Any]:
-    """The reply as a non-streaming Anthropic Messages response body."""
-    return {
-        "id": reply.message_id,
-        "type": "message",
-        "role": "assistant",
-        "model": reply.model,
-        "content": _anthropic_blocks(reply),
-        "stop_reason": "end_turn" if reply.ends_session else "tool_use",
-        "stop_sequence": None,
-        "usage": _anthropic_usage(reply.usage, reply.usage.output),
-    }
+class MessageWire(WireFormat):
+    """A format whose history is a ``messages`` list (Anthropic Messages, OpenAI chat; Gemini read as chat)."""
 
+    shape: MessageShape
 
-def anthropic_error(status: int, message: str) -> dict[str, Any]:
-    kind = "api_error" if status >= 500 else "invalid_request_error"
-    return {"type": "error", "error": {"type": kind, "message": message}}
+    def offered_tools(self, body: Mapping[str, Any]) -> tuple[OfferedTool, ...]:
+        return offered_tools(body, self.shape)
 
+    def assistant_turns(self, body: Mapping[str, Any]) -> int:
+        return sum(1 for message in _messages(body) if message.get("role") == "assistant")
 
-# --------------------------------------------------------------------------- OpenAI chat completions
+    def first_user_text(self, body: Mapping[str, Any]) -> str:
+        return first_user_text(body)
 
-
-def _openai_usage(usage: ReplyUsage) -> dict[str, Any]:
-    # OpenAI counts cached tokens inside prompt_tokens; OpenCode subtracts them again, so the
-    # host reports ``input`` exactly as scripted. Cache writes have no OpenAI field.
-    prompt = usage.input + usage.cache_read
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": usage.output,
-        "total_tokens": prompt + usage.output,
-        "prompt_tokens_details": {"cached_tokens": usage.cache_read},
-    }
-
-
-def _openai_tool_calls(reply: Reply) -> list[dict[str, Any]]:
-    return [
-        {
-            "index": index,
-            "id": call.call_id,
-            "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-        }
-        for index, call in enumerate(reply.tool_calls)
-    ]
-
-
-def openai_stream(reply: Reply, created: int, include_usage: bool) -> bytes:
-    """The reply as an OpenAI chat-completions chunk stream, ending with ``data: [DONE]``."""
-
-    def chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
-        body = {
-            "id": reply.message_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": reply.model,
-            "choices": choices,
-            **extra,
-        }
-        return sse_event(body)
-
-    out = [chunk([{"index": 0, "delta": {"role": "assistant", "content": reply.text}, "finish_reason": None}])]
-    if reply.tool_calls:
-        out.append(chunk([{"index": 0, "delta": {"tool_calls": _openai_tool_calls(reply)}, "finish_reason": None}]))
-    finish = "stop" if reply.ends_session else "tool_calls"
-    out.append(chunk([{"index": 0, "delta": {}, "finish_reason": finish}]))
-    if include_usage:
-        out.append(chunk([], usage=_openai_usage(reply.usage)))
-    out.append(sse_event("[DONE]"))
-    return b"".join(out)
-
-
-def openai_completion(reply: Reply, created: int) -> dict[str, Any]:
-    """The reply as a non-streaming chat-completions response body."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {key: value for key, value in call.items() if key != "index"} for call in _openai_tool_calls(reply)
-        ]
-    return {
-        "id": reply.message_id,
-        "object": "chat.completion",
-        "created": created,
-        "model": reply.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop" if reply.ends_session else "tool_calls"}],
-        "usage": _openai_usage(reply.usage),
-    }
-
-
-def openai_error(status: int, message: str) -> dict[str, Any]:
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return {"error": {"message": message, "type": kind, "code": None}}
+    def loaded_skills(self, body: Mapping[str, Any]) -> tuple[LoadedSkill, ...]:
+        return loaded_skills(body, self.shape)

@@ -23,7 +23,9 @@ from conftest import make_test_ca
 from pytest_atlante.provider.loopback import new_trial_key, strip_trial_key
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.proxy import MeteringProxy, Upstream
-from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, anthropic_message, anthropic_stream, openai_stream
+from pytest_atlante.provider.wire.anthropic import anthropic_message, anthropic_stream
+from pytest_atlante.provider.wire.openai_chat import openai_stream
+from pytest_atlante.provider.wire.shared import Reply, ReplyUsage
 from pytest_atlante.records import Usage
 
 # --------------------------------------------------------------------------- a provider stand-in
@@ -32,7 +34,7 @@ from pytest_atlante.records import Usage
 class Provider:
     """A loopback model API (optionally over TLS) answering each POST with the next reply's stream."""
 
-    def __init__(self, usages: list[ReplyUsage], *, tls: ssl.SSLContext | None = None, dialect: str = "anthropic",
+    def __init__(self, usages: list[ReplyUsage], *, tls: ssl.SSLContext | None = None, wire: str = "anthropic",
                  address: str = "127.0.0.1") -> None:
         self.usages = usages
         self.requests: list[dict[str, Any]] = []
@@ -46,7 +48,7 @@ class Provider:
                 provider.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 usage = provider.usages[min(len(provider.requests), len(provider.usages)) - 1]
                 reply = Reply(f"msg_{len(provider.requests)}", "m", "hi", (), usage)
-                payload = anthropic_stream(reply) if dialect == "anthropic" else openai_stream(reply, 0, True)
+                payload = anthropic_stream(reply) if wire == "anthropic" else openai_stream(reply, 0, True)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Content-Length", str(len(payload)))
@@ -163,7 +165,7 @@ def test_an_unreachable_upstream_is_a_failure_not_a_crash() -> None:
 
 
 def test_openai_streams_report_usage_in_their_last_chunk() -> None:
-    server = Provider([ReplyUsage(300, 40, cache_read=50)], dialect="openai")
+    server = Provider([ReplyUsage(300, 40, cache_read=50)], wire="openai")
     try:
         with MeteringProxy(Upstream(f"http://127.0.0.1:{server.port}/v1"), max_tokens=10_000) as proxy:
             assert ask(proxy, "/chat/completions")[0] == 200

@@ -1,5 +1,5 @@
 """What the model really answered (``provider/served.py``): the tool calls of served responses in each
-dialect, and the transcript events none of them vouches for (docs/design.md §10)."""
+wire, and the transcript events none of them vouches for (docs/design.md §10)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,9 @@ import pytest
 
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.served import Served, ServedCall, mark_unverified
-from pytest_atlante.provider.wire.shared import (
-    Reply,
-    ReplyUsage,
-    ToolCall,
-    anthropic_message,
-    anthropic_stream,
-    openai_completion,
-    openai_stream,
-)
+from pytest_atlante.provider.wire.anthropic import anthropic_message, anthropic_stream
+from pytest_atlante.provider.wire.openai_chat import openai_completion, openai_stream
+from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, ToolCall
 from pytest_atlante.records import Usage
 
 REPLY = Reply("msg_1", "m", "loading", (ToolCall("call_1", "Skill", {"skill": "tidy"}),

@@ -1,4 +1,4 @@
-"""The scripted model's Gemini dialect and the metering proxy's reading of Gemini usage, without a CLI:
+"""The scripted model's Gemini wire format and the metering proxy's reading of Gemini usage, without a CLI:
 requests shaped as Gemini CLI 0.61.0 sends them (docs/host-facts-gemini.md §11)."""
 
 from __future__ import annotations
@@ -112,5 +112,5 @@ def test_the_server_plays_turns_by_the_number_of_model_contents(tmp_path: Path) 
     third = server.answer_post(PATH, {}, json.dumps({"contents": history, "tools": TOOLS}).encode())
     assert third.status == 503 and json.loads(third.payload)["error"]["status"] == "UNAVAILABLE"
     records = server.requests
-    assert [(r.dialect, r.kind, r.turn_index, r.model) for r in records] == [("gemini", "turn", i, "scripted-model") for i in range(3)]
+    assert [(r.wire, r.kind, r.turn_index, r.model) for r in records] == [("gemini", "turn", i, "scripted-model") for i in range(3)]
     assert records[0].body is not None and "contents" in records[0].body  # the request as sent, not the view

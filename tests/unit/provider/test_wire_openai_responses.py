@@ -1,4 +1,4 @@
-"""The scripted model's OpenAI Responses dialect (Codex): tools, turn index, actions, the wire, the meter."""
+"""The scripted model's OpenAI Responses wire format (Codex): tools, turn index, actions, the wire, the meter."""
 
 from __future__ import annotations
 
@@ -108,6 +108,6 @@ def test_the_server_plays_turns_on_the_responses_route(tmp_path: Path) -> None:
     second = first | {"input": [user("prompt"), item, {"type": "custom_tool_call_output", "call_id": item["call_id"], "output": "ok"}]}
     server.answer_post("/v1/responses", {"session-id": "t1"}, json.dumps(second).encode())
     records = server.requests
-    assert [(r.dialect, r.kind, r.turn_index, r.session_id) for r in records] == [
+    assert [(r.wire, r.kind, r.turn_index, r.session_id) for r in records] == [
         ("responses", "turn", 0, "t1"), ("responses", "turn", 1, "t1")]
     assert server.turns_served == 2

@@ -9,17 +9,11 @@ import pytest
 from pytest_atlante.hosts.base import SessionOutcome
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.proxy import Metering
+from pytest_atlante.provider.wire.anthropic import anthropic_message, anthropic_stream
 from pytest_atlante.provider.wire.gemini import gemini_response, gemini_stream
+from pytest_atlante.provider.wire.openai_chat import openai_completion, openai_stream
 from pytest_atlante.provider.wire.openai_responses import responses_stream
-from pytest_atlante.provider.wire.shared import (
-    Reply,
-    ReplyUsage,
-    ToolCall,
-    anthropic_message,
-    anthropic_stream,
-    openai_completion,
-    openai_stream,
-)
+from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, ToolCall
 from pytest_atlante.records import Usage
 from pytest_atlante.sandbox.process import RunResult
 from pytest_atlante.sandbox.redact import Secrets

@@ -1,0 +1,103 @@
+"""The OpenAI chat-completions wire format (``POST /v1/chat/completions``): OpenCode's openai-compatible provider."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_atlante.provider.wire.shared import MessageWire, Reply, ReplyUsage, sse_event
+
+
+def _openai_usage(usage: ReplyUsage) -> dict[str, Any]:
+    # OpenAI counts cached tokens inside prompt_tokens; OpenCode subtracts them again, so the
+    # host reports ``input`` exactly as scripted. Cache writes have no OpenAI field.
+    prompt = usage.input + usage.cache_read
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": usage.output,
+        "total_tokens": prompt + usage.output,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read},
+    }
+
+
+def _openai_tool_calls(reply: Reply) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": index,
+            "id": call.call_id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        }
+        for index, call in enumerate(reply.tool_calls)
+    ]
+
+
+def openai_stream(reply: Reply, created: int, include_usage: bool) -> bytes:
+    """The reply as an OpenAI chat-completions chunk stream, ending with ``data: [DONE]``."""
+
+    def chunk(choices: list[dict[str, Any]], **extra: Any) -> bytes:
+        body = {
+            "id": reply.message_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": reply.model,
+            "choices": choices,
+            **extra,
+        }
+        return sse_event(body)
+
+    out = [chunk([{"index": 0, "delta": {"role": "assistant", "content": reply.text}, "finish_reason": None}])]
+    if reply.tool_calls:
+        out.append(chunk([{"index": 0, "delta": {"tool_calls": _openai_tool_calls(reply)}, "finish_reason": None}]))
+    finish = "stop" if reply.ends_session else "tool_calls"
+    out.append(chunk([{"index": 0, "delta": {}, "finish_reason": finish}]))
+    if include_usage:
+        out.append(chunk([], usage=_openai_usage(reply.usage)))
+    out.append(sse_event("[DONE]"))
+    return b"".join(out)
+
+
+def openai_completion(reply: Reply, created: int) -> dict[str, Any]:
+    """The reply as a non-streaming chat-completions response body."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {key: value for key, value in call.items() if key != "index"} for call in _openai_tool_calls(reply)
+        ]
+    return {
+        "id": reply.message_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": reply.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop" if reply.ends_session else "tool_calls"}],
+        "usage": _openai_usage(reply.usage),
+    }
+
+
+def openai_error(status: int, message: str) -> dict[str, Any]:
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+class OpenAIChat(MessageWire):
+    name = "openai"
+    shape = "openai"
+    call_prefix = "call_scripted"
+    routes = ("/v1/chat/completions",)
+    suffixes = ("/completions",)
+
+    def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:
+        created = int(time.time())
+        if stream:
+            options = body.get("stream_options")
+            include_usage = isinstance(options, dict) and options.get("include_usage") is True
+            return "text/event-stream", openai_stream(reply, created, include_usage)
+        return "application/json", json.dumps(openai_completion(reply, created)).encode()
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        return openai_error(status, message)
+
+
+WIRE = OpenAIChat()
