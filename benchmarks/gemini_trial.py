@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _fakehost import machine_line, make_project, require_verdicts, run_eval
 from pytest_atlante.hosts import host_for
+from pytest_atlante.hosts.base import TrialWiring
 from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.sandbox.process import allowlisted_environment
 from pytest_atlante.suite.script import Script
@@ -47,8 +48,8 @@ def floor_trial(work: Path) -> float:
         directory.mkdir(parents=True)
     script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": TURNS})
     with ScriptedModelServer(script, sandbox_root=sandbox) as server:
-        host.prepare(info, sandbox_root=sandbox, home=home, user_home=home, parent_env=parent, model=None,
-                     scripted=server.endpoint)
+        host.prepare(TrialWiring(info, sandbox_root=sandbox, home=home, user_home=home, parent_env=parent, model=None,
+                     scripted=server.endpoint))
         env = host.environment(info, base_env=allowlisted_environment(parent, home=home), parent_env=parent,
                                home=home, scripted=server.endpoint)
         argv = host.command(info, prompt="Do nothing.", agent=None, model=None)

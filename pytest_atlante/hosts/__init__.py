@@ -13,7 +13,15 @@ from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 
 if TYPE_CHECKING:
-    from pytest_atlante.hosts.base import AgentSpec, Host, HostInfo, ScriptedEndpoint, SessionOutcome, StreamMonitor
+    from pytest_atlante.hosts.base import (
+        AgentSpec,
+        Host,
+        HostInfo,
+        ScriptedEndpoint,
+        SessionOutcome,
+        StreamMonitor,
+        TrialWiring,
+    )
 
 __all__ = [
     "HOST_NAMES",
@@ -24,11 +32,12 @@ __all__ = [
     "ScriptedEndpoint",
     "SessionOutcome",
     "StreamMonitor",
+    "TrialWiring",
     "credential_env_names",
     "host_for",
 ]
 
-_FROM_BASE = {"AgentSpec", "Host", "HostInfo", "ScriptedEndpoint", "SessionOutcome", "StreamMonitor"}
+_FROM_BASE = {"AgentSpec", "Host", "HostInfo", "ScriptedEndpoint", "SessionOutcome", "StreamMonitor", "TrialWiring"}
 
 
 def __getattr__(name: str) -> Any:

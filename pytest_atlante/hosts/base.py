@@ -72,6 +72,26 @@ class ScriptedEndpoint:
 
 
 @dataclass(frozen=True)
+class TrialWiring:
+    """One trial's wiring, the one value ``Host.prepare`` takes: where the session runs and what
+    model it talks to.
+
+    ``scripted``: the scripted model's endpoint (None for a real provider); ``proxy_url``: the
+    metering proxy's base URL of a real-provider session whose ``provider_endpoint`` names no
+    variable (the host takes its endpoint from a config file only), None otherwise;
+    ``user_home``/``parent_env``: where the user's stored login is found (real runs only)."""
+
+    info: HostInfo
+    sandbox_root: Path
+    home: Path
+    user_home: Path
+    parent_env: Mapping[str, str]
+    model: str | None
+    scripted: ScriptedEndpoint | None = None
+    proxy_url: str | None = None
+
+
+@dataclass(frozen=True)
 class NativeSource:
     """A native harness file's frontmatter as parsed, and the host whose format it is written in
     (None: no host's in particular, as a skill in the shared Agent Skills format)."""
@@ -306,21 +326,8 @@ class Host(Protocol):
     def command_frontmatter(self, name: str, command: PartSpec) -> RenderedFields:
         """The frontmatter of a slash command file for this host."""
 
-    def prepare(
-        self,
-        info: HostInfo,
-        *,
-        sandbox_root: Path,
-        home: Path,
-        user_home: Path,
-        parent_env: Mapping[str, str],
-        model: str | None,
-        scripted: ScriptedEndpoint | None,
-        proxy_url: str | None = None,
-    ) -> None:
-        """Write the trial HOME's host configuration.  ``proxy_url``: the metering proxy's base URL
-        of a real-provider session whose ``provider_endpoint`` names no variable (the host takes
-        its endpoint from a config file only); None otherwise."""
+    def prepare(self, wiring: TrialWiring) -> None:
+        """Write the trial HOME's host configuration for the trial ``wiring`` describes."""
         ...
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]: ...

@@ -21,7 +21,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from pytest_atlante.checks import NO_SESSION, SessionView, run_checks
 from pytest_atlante.hosts import host_for
-from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, HostInfo
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, HostInfo, TrialWiring
 from pytest_atlante.pathnames import escape_surrogates
 from pytest_atlante.records import (
     INTERRUPTED_ERROR,
@@ -430,8 +430,9 @@ class TrialRunner:
                     progress: Progress, route: ModelRoute, secrets: Secrets, with_host: bool) -> TrialRecord:
         endpoint = route.endpoint
         parent_env = dict(os.environ)
-        self.host.prepare(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
-                          parent_env=parent_env, model=self.model, scripted=endpoint, proxy_url=route.proxy_url)
+        self.host.prepare(TrialWiring(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
+                                      parent_env=parent_env, model=self.model, scripted=endpoint,
+                                      proxy_url=route.proxy_url))
         if entry.scenario.task.setup:
             progress("setup")
             setup(entry, sb, parent_env)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_atlante.hosts import HostInfo, ScriptedEndpoint, SessionOutcome, host_for
-from pytest_atlante.hosts.base import Host
+from pytest_atlante.hosts.base import Host, TrialWiring
 from pytest_atlante.hosts.opencode.adapter import PROJECT_CONFIG
 from pytest_atlante.hosts.opencode.store import data_dir, read_sessions
 from pytest_atlante.hosts.opencode.stream import OpenCodeStreamMonitor, opencode_usage
@@ -90,7 +90,7 @@ def prepared_session(host: Host, info: HostInfo, tmp_path: Path, turns: list[dic
     script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": turns})
     with ScriptedModelServer(script, sandbox_root=sandbox) as server:
         scripted = endpoint(server)
-        host.prepare(info, sandbox_root=sandbox, home=home, user_home=user_home, parent_env=parent, model=None, scripted=scripted)
+        host.prepare(TrialWiring(info, sandbox_root=sandbox, home=home, user_home=user_home, parent_env=parent, model=None, scripted=scripted))
         if before is not None:
             before(sandbox, home)
         env = host.environment(
@@ -340,8 +340,8 @@ def test_opencode_v2_dialect_through_a_version_faking_wrapper(tmp_path: Path, ho
     (store / "auth.json").write_text(json.dumps({"anthropic": {"type": "api", "key": "sk-auth"}}))
     assert host.credential_diagnostics(info, {}, user_home, "anthropic/claude-sonnet-4-5") == []
     trial_home = tmp_path / "copied-home"
-    host.prepare(info, sandbox_root=tmp_path / "copy-sandbox", home=trial_home, user_home=user_home, parent_env={},
-                 model="anthropic/claude-sonnet-4-5", scripted=None)
+    host.prepare(TrialWiring(info, sandbox_root=tmp_path / "copy-sandbox", home=trial_home, user_home=user_home, parent_env={},
+                 model="anthropic/claude-sonnet-4-5", scripted=None))
     copied = data_dir(trial_home) / "opencode.db"
     with sqlite3.connect(copied) as c:
         assert c.execute("SELECT id, label, value FROM credential").fetchall() == [("c1", "anthropic", "sk-stored")]

@@ -32,6 +32,7 @@ from pytest_atlante.hosts.base import (
     ScriptedEndpoint,
     SessionOutcome,
     StreamMonitor,
+    TrialWiring,
     carried_fields,
     copy_private_file,
     model_dropped,
@@ -316,19 +317,11 @@ class ClaudeCodeHost:
             )
         ]
 
-    def prepare(
-        self,
-        info: HostInfo,
-        *,
-        sandbox_root: Path,
-        home: Path,
-        user_home: Path,
-        parent_env: Mapping[str, str],
-        model: str | None,
-        scripted: ScriptedEndpoint | None,
-        proxy_url: str | None = None,  # unused: this host reads its base URL from its environment
-    ) -> None:
-        """Write the fresh settings, the trust entry and (real runs) the copied login."""
+    def prepare(self, wiring: TrialWiring) -> None:
+        """Write the fresh settings, the trust entry and (real runs) the copied login.  The proxy's
+        address reaches this host by its environment (``environment``), never a file."""
+        sandbox_root, home, scripted = wiring.sandbox_root, wiring.home, wiring.scripted
+        parent_env, user_home = wiring.parent_env, wiring.user_home
         settings = sandbox_root / ".claude" / "settings.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
         settings.write_text(json.dumps(claude_settings(), indent=2) + "\n", encoding="utf-8")

@@ -40,6 +40,7 @@ from pytest_atlante.hosts.base import (
     ScriptedEndpoint,
     SessionOutcome,
     StreamMonitor,
+    TrialWiring,
     copy_private_file,
     part_frontmatter,
     probe_version,
@@ -188,10 +189,11 @@ class CodexHost:
                            f"Codex {info.version} has no credentials: no CODEX_API_KEY and no login in {auth} "
                            "(without them Codex retries its provider for ever)", _LOGIN_HINT)]
 
-    def prepare(self, info: HostInfo, *, sandbox_root: Path, home: Path, user_home: Path,
-                parent_env: Mapping[str, str], model: str | None, scripted: ScriptedEndpoint | None,
-                proxy_url: str | None = None) -> None:
-        """A fresh CODEX_HOME: config, the policy's rules and (real runs) the copied login."""
+    def prepare(self, wiring: TrialWiring) -> None:
+        """A fresh CODEX_HOME: config (with the proxy's address: this host reads it from a file),
+        the policy's rules and (real runs) the copied login."""
+        home, scripted, model, proxy_url = wiring.home, wiring.scripted, wiring.model, wiring.proxy_url
+        parent_env, user_home = wiring.parent_env, wiring.user_home
         target = codex_home(home)
         (target / "rules").mkdir(parents=True, exist_ok=True)
         base_url = None if scripted is not None else user_base_url(parent_env, user_home)

@@ -42,6 +42,7 @@ from pytest_atlante.hosts.base import (
     ScriptedEndpoint,
     SessionOutcome,
     StreamMonitor,
+    TrialWiring,
     copy_private_file,
     probe_version,
     unsupported_version,
@@ -186,19 +187,11 @@ class GeminiCliHost(GeminiParts):
                            f"Gemini CLI {info.version} has no usable credentials: no {API_KEY_ENV} and no "
                            f"login at {oauth}", _LOGIN_HINT)]
 
-    def prepare(
-        self,
-        info: HostInfo,
-        *,
-        sandbox_root: Path,
-        home: Path,
-        user_home: Path,
-        parent_env: Mapping[str, str],
-        model: str | None,
-        scripted: ScriptedEndpoint | None,
-        proxy_url: str | None = None,  # unused: this host reads its base URL from its environment
-    ) -> None:
-        """Write the fresh settings, the policy, the agents' acknowledgments and (real runs) the login."""
+    def prepare(self, wiring: TrialWiring) -> None:
+        """Write the fresh settings, the policy, the agents' acknowledgments and (real runs) the
+        login.  The proxy's address reaches this host by its environment, never a file."""
+        sandbox_root, home, scripted, model = wiring.sandbox_root, wiring.home, wiring.scripted, wiring.model
+        parent_env, user_home = wiring.parent_env, wiring.user_home
         config = home / ".gemini"
         (config / "policies").mkdir(parents=True, exist_ok=True)
         if scripted is not None:

@@ -34,6 +34,7 @@ from pytest_atlante.hosts.base import (
     ScriptedEndpoint,
     SessionOutcome,
     StreamMonitor,
+    TrialWiring,
     carried_fields,
     copy_private_file,
     model_dropped,
@@ -391,19 +392,11 @@ class OpenCodeHost:
             )
         ]
 
-    def prepare(
-        self,
-        info: HostInfo,
-        *,
-        sandbox_root: Path,
-        home: Path,
-        user_home: Path,
-        parent_env: Mapping[str, str],
-        model: str | None,
-        scripted: ScriptedEndpoint | None,
-        proxy_url: str | None = None,  # unused: this host reads its base URL from its environment
-    ) -> None:
-        """Write the fresh config (overwriting a fixture file there) and copy the stored login."""
+    def prepare(self, wiring: TrialWiring) -> None:
+        """Write the fresh config (overwriting a fixture file there) and copy the stored login.  The
+        proxy's address reaches this host by its environment (``environment``), never a file."""
+        info, sandbox_root, home, scripted = wiring.info, wiring.sandbox_root, wiring.home, wiring.scripted
+        parent_env, user_home, model = wiring.parent_env, wiring.user_home, wiring.model
         config_path = sandbox_root / PROJECT_CONFIG
         config_path.parent.mkdir(parents=True, exist_ok=True)
         upstream = provider_upstream(parent_env, model) if scripted is None else None

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.hosts import ScriptedEndpoint, credential_env_names, host_for
-from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.hosts.base import HostInfo, TrialWiring
 from pytest_atlante.hosts.claude_code.adapter import CLOUD_MODES
 from pytest_atlante.hosts.claude_code.policy import claude_settings
 
@@ -84,7 +84,7 @@ def test_prepare_writes_only_the_policy_the_trust_entry_and_the_credentials_file
     sandbox.symlink_to(real_sandbox)
     home = tmp_path / "home"
 
-    HOST.prepare(INFO, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model=None, scripted=None)
+    HOST.prepare(TrialWiring(INFO, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model=None, scripted=None))
 
     assert json.loads((real_sandbox / ".claude" / "settings.json").read_text()) == claude_settings()
     # Trust names the realpath (a symlink path is not honoured, host-facts §4), and nothing else.
@@ -104,7 +104,7 @@ def test_prepare_in_scripted_mode_copies_no_login(tmp_path: Path) -> None:
     (user_home / ".claude" / ".credentials.json").write_text("{}")
     sandbox, home = tmp_path / "sandbox", tmp_path / "home"
     sandbox.mkdir()
-    HOST.prepare(INFO, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model=None, scripted=SCRIPTED)
+    HOST.prepare(TrialWiring(INFO, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model=None, scripted=SCRIPTED))
     assert not (home / ".claude" / ".credentials.json").exists()
     assert (sandbox / ".claude" / "settings.json").is_file()
 
@@ -113,7 +113,7 @@ def test_prepare_overwrites_nothing_else_in_the_sandbox_claude_dir(tmp_path: Pat
     sandbox, home = tmp_path / "sandbox", tmp_path / "home"
     (sandbox / ".claude" / "agents").mkdir(parents=True)
     (sandbox / ".claude" / "agents" / "reviewer.md").write_text("agent")
-    HOST.prepare(INFO, sandbox_root=sandbox, home=home, user_home=tmp_path, parent_env={}, model=None, scripted=None)
+    HOST.prepare(TrialWiring(INFO, sandbox_root=sandbox, home=home, user_home=tmp_path, parent_env={}, model=None, scripted=None))
     assert (sandbox / ".claude" / "agents" / "reviewer.md").read_text() == "agent"
 
 

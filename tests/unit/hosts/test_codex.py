@@ -10,7 +10,14 @@ import pytest
 
 from conftest import Project, config_doc
 from pytest_atlante.hosts import ScriptedEndpoint, host_for
-from pytest_atlante.hosts.base import HOST_UNAUTHENTICATED, HostInfo, IsolationAware, ProviderEndpoint, parse_version
+from pytest_atlante.hosts.base import (
+    HOST_UNAUTHENTICATED,
+    HostInfo,
+    IsolationAware,
+    ProviderEndpoint,
+    TrialWiring,
+    parse_version,
+)
 from pytest_atlante.hosts.codex.adapter import CodexHost, codex_home
 from pytest_atlante.hosts.codex.config import SCRIPTED_CATALOG_MODEL, codex_rules, rule_patterns, user_base_url
 from pytest_atlante.hosts.codex.rollout import (
@@ -67,8 +74,8 @@ def test_a_codex_home_variable_relocates_the_stored_login(tmp_path: Path) -> Non
 
 def test_prepare_writes_a_fresh_quiet_codex_home_with_the_policy_s_rules(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    HOST.prepare(INFO, sandbox_root=tmp_path / "sb", home=home, user_home=tmp_path / "user", parent_env={},
-                 model=None, scripted=ENDPOINT)
+    HOST.prepare(TrialWiring(INFO, sandbox_root=tmp_path / "sb", home=home, user_home=tmp_path / "user", parent_env={},
+                 model=None, scripted=ENDPOINT))
     config = tomllib.loads((codex_home(home) / "config.toml").read_text(encoding="utf-8"))
     assert config["approval_policy"] == "never" and config["web_search"] == "disabled"
     assert config["check_for_update_on_startup"] is False
@@ -98,8 +105,8 @@ def test_a_real_run_copies_the_login_and_honours_the_user_s_base_url(tmp_path: P
     (user / ".codex" / "auth.json").write_text('{"OPENAI_API_KEY": "sk-x"}', encoding="utf-8")
     (user / ".codex" / "config.toml").write_text('openai_base_url = "https://gateway.example/v1"\n', encoding="utf-8")
     home = tmp_path / "home"
-    HOST.prepare(INFO, sandbox_root=tmp_path / "sb", home=home, user_home=user, parent_env={},
-                 model="gpt-5.5", scripted=None)
+    HOST.prepare(TrialWiring(INFO, sandbox_root=tmp_path / "sb", home=home, user_home=user, parent_env={},
+                 model="gpt-5.5", scripted=None))
     config = tomllib.loads((codex_home(home) / "config.toml").read_text(encoding="utf-8"))
     assert config["openai_base_url"] == "https://gateway.example/v1" and config["model"] == "gpt-5.5"
     assert "model_providers" not in config
@@ -109,8 +116,8 @@ def test_a_real_run_copies_the_login_and_honours_the_user_s_base_url(tmp_path: P
 
 def test_a_metered_real_run_gets_a_provider_of_its_own_at_the_proxy(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    HOST.prepare(INFO, sandbox_root=tmp_path / "sb", home=home, user_home=tmp_path / "user", parent_env={},
-                 model="gpt-5.5", scripted=None, proxy_url="http://127.0.0.1:4100")
+    HOST.prepare(TrialWiring(INFO, sandbox_root=tmp_path / "sb", home=home, user_home=tmp_path / "user", parent_env={},
+                 model="gpt-5.5", scripted=None, proxy_url="http://127.0.0.1:4100"))
     config = tomllib.loads((codex_home(home) / "config.toml").read_text(encoding="utf-8"))
     assert "openai_base_url" not in config and config["model"] == "gpt-5.5"
     assert config["model_providers"] == {config["model_provider"]: {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.hosts import host_for
-from pytest_atlante.hosts.base import HOST_UNAUTHENTICATED, SCRIPTED_MODEL_ID, HostInfo, ScriptedEndpoint
+from pytest_atlante.hosts.base import HOST_UNAUTHENTICATED, SCRIPTED_MODEL_ID, HostInfo, ScriptedEndpoint, TrialWiring
 from pytest_atlante.hosts.gemini_cli.adapter import FORBIDDEN_FIXTURE_FILES, acknowledged_agents
 from pytest_atlante.hosts.gemini_cli.policy import command_regex, gemini_denials, gemini_policy_toml
 from pytest_atlante.hosts.gemini_cli.stream import GeminiStreamMonitor, transcript_events
@@ -145,7 +145,7 @@ def test_prepare_writes_fresh_settings_policy_and_agent_acknowledgments(tmp_path
     sandbox, home = tmp_path / "sandbox", tmp_path / "home"
     (sandbox / ".gemini" / "agents").mkdir(parents=True)
     (sandbox / ".gemini" / "agents" / "helper.md").write_text("---\nname: helper\n---\nbody\n")
-    HOST.prepare(INFO, sandbox_root=sandbox, home=home, user_home=tmp_path, parent_env={}, model=None, scripted=ENDPOINT)
+    HOST.prepare(TrialWiring(INFO, sandbox_root=sandbox, home=home, user_home=tmp_path, parent_env={}, model=None, scripted=ENDPOINT))
     settings = json.loads((home / ".gemini" / "settings.json").read_text())
     assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
     assert settings["model"]["name"] == SCRIPTED_MODEL_ID
@@ -186,7 +186,7 @@ def test_a_real_session_copies_the_oauth_login_and_selects_it(tmp_path: Path) ->
     user, home = tmp_path / "user", tmp_path / "home"
     (user / ".gemini").mkdir(parents=True)
     (user / ".gemini" / "oauth_creds.json").write_text(json.dumps({"refresh_token": "r"}))
-    HOST.prepare(INFO, sandbox_root=tmp_path, home=home, user_home=user, parent_env={}, model=None, scripted=None)
+    HOST.prepare(TrialWiring(INFO, sandbox_root=tmp_path, home=home, user_home=user, parent_env={}, model=None, scripted=None))
     assert json.loads((home / ".gemini" / "oauth_creds.json").read_text()) == {"refresh_token": "r"}
     assert json.loads((home / ".gemini" / "settings.json").read_text())["security"]["auth"]["selectedType"] == "oauth-personal"
     assert HOST.provider_endpoint({}, None) is None  # Code Assist: metered from the stream

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.hosts import ScriptedEndpoint, host_for
-from pytest_atlante.hosts.base import HostInfo
+from pytest_atlante.hosts.base import HostInfo, TrialWiring
 from pytest_atlante.hosts.opencode import store as opencode_store
 from pytest_atlante.hosts.opencode.adapter import PROJECT_CONFIG, PROXY_BASE_URL_VARIABLE, render_config
 from pytest_atlante.hosts.opencode.store import (
@@ -128,7 +128,7 @@ def test_prepare_overwrites_the_fixture_config_and_copies_auth_json(tmp_path: Pa
     write_auth(user_home, {"anthropic": {"type": "api", "key": "k"}})
     make_db(data_dir(user_home) / "opencode.db", credentials=1)
 
-    HOST.prepare(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="anthropic/claude-sonnet-4-5", scripted=None)
+    HOST.prepare(TrialWiring(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="anthropic/claude-sonnet-4-5", scripted=None))
 
     config = json.loads((sandbox / PROJECT_CONFIG).read_text())
     assert config == render_config("opencode-v1", model="anthropic/claude-sonnet-4-5", scripted=None,
@@ -149,7 +149,7 @@ def test_prepare_v2_copies_credential_rows_and_bookkeeping_but_no_history(tmp_pa
     sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user"
     sandbox.mkdir()
     make_db(data_dir(user_home) / "opencode.db", credentials=2)
-    HOST.prepare(V2, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="anthropic/x", scripted=None)
+    HOST.prepare(TrialWiring(V2, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="anthropic/x", scripted=None))
     with sqlite3.connect(data_dir(home) / "opencode.db") as c:
         assert c.execute("SELECT count(*) FROM credential").fetchone() == (2,)
         assert c.execute("SELECT name FROM data_migration").fetchall() == [("m1",)]
@@ -180,8 +180,8 @@ def test_prepare_v2_with_an_unreadable_database_is_a_diagnostic(tmp_path: Path) 
     bad.write_text("this is not sqlite")
     (tmp_path / "sandbox").mkdir()
     with pytest.raises(DiagnosticError) as caught:
-        HOST.prepare(V2, sandbox_root=tmp_path / "sandbox", home=tmp_path / "home", user_home=tmp_path / "user",
-                     parent_env={}, model=None, scripted=None)
+        HOST.prepare(TrialWiring(V2, sandbox_root=tmp_path / "sandbox", home=tmp_path / "home", user_home=tmp_path / "user",
+                     parent_env={}, model=None, scripted=None))
     assert [d.code for d in caught.value.diagnostics] == ["eval-host-prepare-failed"]
 
 
@@ -189,7 +189,7 @@ def test_prepare_scripted_uses_the_scripted_provider_and_copies_no_login(tmp_pat
     sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user"
     sandbox.mkdir()
     write_auth(user_home, {"anthropic": {"type": "api", "key": "k"}})
-    HOST.prepare(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model=None, scripted=SCRIPTED)
+    HOST.prepare(TrialWiring(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model=None, scripted=SCRIPTED))
     config = json.loads((sandbox / PROJECT_CONFIG).read_text())
     assert config["provider"] == PROVIDER_BLOCK["provider"] and config["model"] == PROVIDER_BLOCK["model"]
     assert not (data_dir(home) / "auth.json").exists()
@@ -371,8 +371,8 @@ def test_the_provider_endpoint_is_the_models_providers_base_url_behind_the_proxy
 def test_a_provider_the_proxy_cannot_front_keeps_its_own_base_url(tmp_path: Path) -> None:
     sandbox, home, user_home = tmp_path / "sandbox", tmp_path / "home", tmp_path / "user"
     write_auth(user_home, {"openrouter": {"type": "api", "key": "k"}})
-    HOST.prepare(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="openrouter/m",
-                 scripted=None)
+    HOST.prepare(TrialWiring(V1, sandbox_root=sandbox, home=home, user_home=user_home, parent_env={}, model="openrouter/m",
+                 scripted=None))
     assert "provider" not in json.loads((sandbox / PROJECT_CONFIG).read_text())
 
 

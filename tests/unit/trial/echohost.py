@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.diagnostics import Diagnostic
-from pytest_atlante.hosts.base import HostInfo, ProviderEndpoint, RenderedFields, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.base import (
+    HostInfo,
+    ProviderEndpoint,
+    RenderedFields,
+    ScriptedEndpoint,
+    SessionOutcome,
+    TrialWiring,
+)
 from pytest_atlante.hosts.transcripts import TranscriptBuilder
 from pytest_atlante.records import Usage
 
@@ -99,11 +106,9 @@ class EchoHost:
     def command_frontmatter(self, name: str, command: Any) -> RenderedFields:
         return RenderedFields({"description": command.description})
 
-    def prepare(self, info: HostInfo, *, sandbox_root: Path, home: Path, user_home: Path,
-                parent_env: Mapping[str, str], model: str | None, scripted: ScriptedEndpoint | None,
-                proxy_url: str | None = None) -> None:
-        (sandbox_root / self.owned_dir).mkdir(exist_ok=True)
-        (sandbox_root / self.owned_dir / "config.json").write_text("{}")
+    def prepare(self, wiring: TrialWiring) -> None:
+        (wiring.sandbox_root / self.owned_dir).mkdir(exist_ok=True)
+        (wiring.sandbox_root / self.owned_dir / "config.json").write_text("{}")
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]:
         return [info.executable, "-c", CLI, prompt]
