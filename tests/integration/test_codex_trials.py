@@ -92,7 +92,7 @@ def test_every_action_runs_through_codex_and_the_transcript_shows_the_refused_co
     refused = [e for e in events if e["type"] == "tool_result" and e["turn"] == 5]
     assert len(refused) == 1 and refused[0]["isError"] and "rejected" in refused[0]["text"]
     assert events[-1]["type"] == "result" and events[-1]["turns"] == 6
-    # The stream itself has no item for the refused command (host facts Codex §3): it came from the rollout.
+    # The stream itself has no item for the refused command (host-facts-codex §3): it came from the rollout.
     stream = (run.out / trial.hostStream).read_text(encoding="utf-8")
     assert "rm -r victim" not in "".join(line for line in stream.splitlines() if '"command_execution"' in line)
 

@@ -39,3 +39,28 @@ def test_every_cited_docs_page_exists() -> None:
              for page in CITED_PAGE.findall(text)}
     assert {"design.md", "host-facts.md"} <= cited
     assert not {page for page in cited if not (REPO_ROOT / "docs" / page).is_file()}
+
+
+# ``host-facts §8``, ``host-facts-gemini §11``, ``host facts, Codex §3`` (the spelling that cited no document).
+HOST_FACTS_CITATION = re.compile(r"\bhost[- ]facts(?:-([a-z]+))?,? (?:(Codex|Gemini) )?§(\d+)(?:[–-]§(\d+))?")
+
+
+def test_every_host_facts_citation_names_a_section_of_a_document_in_docs() -> None:
+    """``host-facts-<cli> §N`` cites section N of docs/host-facts-<cli>.md, which must exist."""
+    here = Path(__file__).resolve()
+    missing = []
+    for path, text in sources_text().items():
+        if path == here:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for suffix, spelled, first, last in HOST_FACTS_CITATION.findall(line):
+                page = REPO_ROOT / "docs" / (f"host-facts-{suffix}.md" if suffix else "host-facts.md")
+                where = f"{path.relative_to(REPO_ROOT)}:{n}"
+                if spelled or not page.is_file():
+                    missing.append(f"{where}: no document for {line.strip()[:80]!r}")
+                    continue
+                headings = {m for m in re.findall(r"^#{2,3} (\d+)\.", page.read_text(encoding="utf-8"), re.M)}
+                for number in filter(None, (first, last)):
+                    if number not in headings:
+                        missing.append(f"{where}: {page.name} has no §{number}")
+    assert not missing, missing

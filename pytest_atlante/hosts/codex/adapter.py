@@ -1,6 +1,6 @@
 """The OpenAI Codex CLI (``codex``): version, credentials, a fresh CODEX_HOME, command, environment.
 
-Facts this adapter relies on (measured on 0.171.0; host facts Codex §1–§8, summarised in docs/hosts.md):
+Facts this adapter relies on (measured on 0.171.0; docs/host-facts-codex.md §1–§8, summarised in docs/hosts.md):
 - ``codex --version`` prints ``codex-cli 0.171.0``; the npm package's Node launcher runs a native
   binary as its child on node 20 and forwards SIGINT/SIGTERM/SIGHUP to it;
 - everything lives in ``CODEX_HOME`` (which must exist): a fresh one per trial in the trial's home,
@@ -67,7 +67,7 @@ SUPPORTED = ">=0.171.0 <0.172.0"
 MINIMUM = (0, 171, 0)
 LIMIT = (0, 172, 0)
 
-#: Codex's tools (host facts, Codex §3, with a catalog model): no Skill, Task, read or write tool.
+#: Codex's tools (host-facts-codex §3, with a catalog model): no Skill, Task, read or write tool.
 OWN_TOOLS = frozenset({"exec_command", "write_stdin", "apply_patch", "view_image", "update_plan", "tool_search",
                        "request_user_input", "get_goal", "create_goal", "update_goal", "spawn_agent"})
 #: The neutral tools a Codex session can use (shell reads, patches for writes and edits).
@@ -137,7 +137,7 @@ class CodexHost:
     stream_call_ids = False  # Codex numbers its stream items itself (item_N): not the model's call ids
     selects_agent = False  # no --agent: the build warns, and so does a run (evalrun.unselected_agent_warnings)
     owned_dir = ".codex"
-    # SIGINT: rc 1 within 0.1 s, its tool process gone (host facts, Codex §8); the launcher forwards it.
+    # SIGINT: rc 1 within 0.1 s, its tool process gone (host-facts-codex §8); the launcher forwards it.
     interrupt_signal = int(signal.SIGINT)
     credential_env = CREDENTIAL_ENV
     # auth.json: {"auth_mode", "OPENAI_API_KEY"} or, logged in with ChatGPT, {"tokens": {...}}.
@@ -213,7 +213,7 @@ class CodexHost:
 
     def isolated_command(self, argv: list[str]) -> list[str]:
         """Under the project's namespace isolation Codex's own sandbox cannot start (bubblewrap does
-        not nest, host facts Codex §4): commands run unsandboxed by Codex, inside ours."""
+        not nest, host-facts-codex §4): commands run unsandboxed by Codex, inside ours."""
         separator = argv.index("--") if "--" in argv else len(argv)
         return [*argv[:separator], "--sandbox", "danger-full-access", *argv[separator:]]
 

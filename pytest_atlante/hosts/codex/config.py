@@ -1,6 +1,6 @@
 """What a Codex trial's fresh CODEX_HOME holds: ``config.toml`` and the policy's execpolicy rules.
 
-The config (host facts, Codex §3–§4) turns off everything that reaches beyond the model: analytics
+The config (host-facts-codex §3–§4) turns off everything that reaches beyond the model: analytics
 (an OTLP export that also added 5 s to every run), the curated-plugin sync, the update check and
 the hosted web-search tool; approvals are never asked (a headless run cannot answer); Codex's own
 sandbox is ``workspace-write`` with ``/tmp`` excluded (the command line switches it to
@@ -22,7 +22,7 @@ from pytest_atlante.hosts.base import ScriptedEndpoint
 from pytest_atlante.hosts.policy import POLICY, ContainmentPolicy
 
 #: The model a scripted Codex session names: a slug of Codex's catalog, so it offers ``apply_patch``
-#: (an unknown name gets fallback metadata and no patch tool, host facts Codex §3).
+#: (an unknown name gets fallback metadata and no patch tool, host-facts-codex §3).
 SCRIPTED_CATALOG_MODEL = "gpt-5.5"
 SCRIPTED_PROVIDER_ID = "atlante-scripted"
 PROXY_PROVIDER_ID = "atlante-metered"
@@ -90,7 +90,7 @@ def config_document(*, model: str | None, scripted: ScriptedEndpoint | None,
     elif proxy_url is not None:
         # requires_openai_auth: the session's own credential (CODEX_API_KEY, or the copied API-key
         # login) is sent as the built-in provider would send it (measured on 0.171.0); a custom
-        # provider never tries the built-in one's WebSocket first (host facts Codex §3).
+        # provider never tries the built-in one's WebSocket first (host-facts-codex §3).
         config["model_providers"] = {PROXY_PROVIDER_ID: {
             "name": "OpenAI through the atlante metering proxy", "base_url": proxy_url, "wire_api": "responses",
             "requires_openai_auth": True, "supports_websockets": False}}
@@ -111,7 +111,7 @@ def codex_rules(policy: ContainmentPolicy = POLICY) -> str:
     """``$CODEX_HOME/rules/atlante.rules``: a ``forbidden`` prefix rule per denied command.
 
     Codex matches rules on the command's words (``/bin/rm`` and ``rm`` alike, each part of an
-    ``&&``/``|`` chain apart); a redirection or a nested ``bash -c`` makes it miss (host facts Codex §4,
+    ``&&``/``|`` chain apart); a redirection or a nested ``bash -c`` makes it miss (host-facts-codex §4,
     docs/hosts.md "Containment per host")."""
     lines = ["# The containment policy's denied commands (pytest-atlante): never edit by hand."]
     for pattern in rule_patterns(policy):

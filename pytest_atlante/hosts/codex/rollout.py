@@ -1,6 +1,6 @@
 """Reading a Codex session: its ``codex exec --json`` stream and the rollout file it writes.
 
-The stream (host facts, Codex §3) has ``thread.started``, ``turn.started``, ``item.started`` /
+The stream (host-facts-codex §3) has ``thread.started``, ``turn.started``, ``item.started`` /
 ``item.completed`` (``agent_message``, ``command_execution``, ``file_change``, ``error``) and one
 ``turn.completed`` with the usage of the whole turn (cached tokens inside ``input_tokens``) or
 ``turn.failed``.  It lacks what a transcript needs: which model response an item belongs to, the

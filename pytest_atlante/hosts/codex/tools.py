@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-#: Codex's tool names (host facts, Codex §3: ``-m gpt-5.5``, a catalog model).
+#: Codex's tool names (host-facts-codex §3: ``-m gpt-5.5``, a catalog model).
 SHELL_TOOL = "exec_command"
 PATCH_TOOL = "apply_patch"
 #: Where ``atlante build`` puts a harness's skills for Codex (it loads ``<cwd>/.codex/skills``).

@@ -1,7 +1,7 @@
 """The OpenAI Responses wire format: what the Codex CLI speaks (``POST /v1/responses``).
 
 Codex offers no write, edit or read tool: it has ``exec_command`` (a shell command, ``{cmd}``) and
-``apply_patch``, a *custom* (freeform) tool whose input is patch text (host facts, Codex §3).  So
+``apply_patch``, a *custom* (freeform) tool whose input is patch text (host-facts-codex §3).  So
 the host-neutral actions become:
 
 - ``write`` → an ``apply_patch`` that adds the file, or replaces its whole content when it exists;
@@ -245,7 +245,7 @@ def responses_usage(usage: ReplyUsage) -> dict[str, Any]:
 
 def responses_stream(reply: Reply, custom: frozenset[str]) -> bytes:
     """The reply as a Responses event stream: ``response.created``, one ``response.output_item.done``
-    per item, then ``response.completed`` with the usage (what Codex reads, host facts Codex §3)."""
+    per item, then ``response.completed`` with the usage (what Codex reads, host-facts-codex §3)."""
     items = _output_items(reply, custom)
     head = {"id": f"resp_{reply.message_id}", "object": "response", "created_at": int(time.time()), "model": reply.model}
     out = [sse_event({"type": "response.created", "response": head | {"status": "in_progress", "output": []}},

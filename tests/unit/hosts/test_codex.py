@@ -52,7 +52,7 @@ def test_the_version_is_the_second_word_of_codex_cli_s_line() -> None:
     ({}, {"auth_mode": "apikey", "OPENAI_API_KEY": "sk-x"}, False),
     ({}, {"auth_mode": "chatgpt", "tokens": {"access_token": "a"}}, False),
     ({}, {"auth_mode": "apikey"}, True),
-    ({"OPENAI_API_KEY": "sk-x"}, None, True),  # Codex does not send it (host facts Codex §3)
+    ({"OPENAI_API_KEY": "sk-x"}, None, True),  # Codex does not send it (host-facts-codex §3)
     ({}, None, True),
 ])
 def test_credentials_are_auth_json_or_codex_api_key(tmp_path: Path, env: dict[str, str], auth: object,
