@@ -10,6 +10,7 @@ Two packages on one layer (hosts, checks) know nothing of each other.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,35 @@ def test_the_report_side_imports_no_document_layer() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
                           cwd=PACKAGE.parent)
     assert done.returncode == 0, done.stderr
+
+
+def documented_modules() -> set[str]:
+    """The modules docs/architecture.md's module table names, as paths under the package.
+
+    A row may name further modules of the same folder by file name alone (``view.py`` (+
+    ``view_assets.py``)): those resolve to the folder of the path before them in the row.
+    """
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text[text.index("## Modules (one job each)"):text.index("## One run")]
+    named: set[str] = set()
+    for row in table.splitlines():
+        if not row.startswith("| `"):
+            continue
+        folder = ""
+        for path in re.findall(r"`([\w/]+\.py)`", row.split(" | ")[0]):
+            if "/" in path:
+                folder = path.rpartition("/")[0]
+                named.add(path)
+            else:
+                named.add(f"{folder}/{path}" if folder else path)
+    return named
+
+
+def test_the_module_table_lists_every_module() -> None:
+    """Every module of the package has a place in docs/architecture.md's table, and every module the
+    table names exists (a package's ``__init__.py`` needs a row only where it holds a table)."""
+    on_disk = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py") if "__pycache__" not in path.parts}
+    needed = {name for name in on_disk if not name.endswith("__init__.py")}
+    documented = documented_modules()
+    assert not sorted(needed - documented), "add these to docs/architecture.md's module table"
+    assert not sorted(documented - on_disk), "docs/architecture.md names modules that do not exist"
