@@ -1,0 +1,81 @@
+"""The one table of wire formats: every route reaches its format, and a new format is one module
+(a ``WireFormat`` subclass) plus its line in ``WIRE_FORMATS`` — the scripted model and the metering
+proxy's route test then serve and meter it with nothing else changed (docs/architecture.md,
+"Where to add")."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atlante.provider import wire
+from pytest_atlante.provider.proxy import _is_model_request
+from pytest_atlante.provider.scripted import ScriptedModelServer
+from pytest_atlante.provider.wire import WIRE_FORMATS, metered_wire, wire_for
+from pytest_atlante.provider.wire.shared import MessageWire, Reply
+from pytest_atlante.suite.script import Script
+
+ROUTES = [
+    ("/v1/messages", "anthropic", True),
+    ("/v1/messages/count_tokens", "anthropic", False),
+    ("/v1/chat/completions", "openai", True),
+    ("/v1/responses", "responses", True),
+    ("/v1beta/models/gemini-2.5-pro:streamGenerateContent", "gemini", True),
+]
+
+
+@pytest.mark.parametrize(("route", "name", "metered"), ROUTES)
+def test_each_route_reaches_its_format_and_only_model_requests_are_metered(route: str, name: str, metered: bool) -> None:
+    found = wire_for(route)
+    assert found is not None and found.name == name
+    assert _is_model_request("POST", route) is metered
+    assert (metered_wire(route) is found) is metered
+
+
+def test_an_unknown_route_has_no_format() -> None:
+    assert wire_for("/v1/unknown") is None and metered_wire("/v1/unknown") is None
+    assert not _is_model_request("POST", "/v1/unknown")
+
+
+def test_every_format_in_the_table_is_named_by_its_key() -> None:
+    assert {name: fmt.name for name, fmt in WIRE_FORMATS.items()} == {name: name for name in WIRE_FORMATS}
+    assert set(WIRE_FORMATS) == {"anthropic", "openai", "responses", "gemini"}
+
+
+class PlainText(MessageWire):
+    """A made-up fifth format: chat-shaped requests, the reply as plain text."""
+
+    name = "plain"  # type: ignore[assignment]
+    shape = "openai"
+    routes = ("/v1/plain",)
+    suffixes = ("/plain",)
+
+    def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:
+        calls = ",".join(f"{call.name}{json.dumps(call.arguments, sort_keys=True)}" for call in reply.tool_calls)
+        return "text/plain", f"{reply.text}|{calls}".encode()
+
+    def error(self, status: int, message: str) -> dict[str, Any]:
+        return {"plain-error": message}
+
+
+def test_a_new_format_is_one_class_and_one_table_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table: dict[str, Any] = wire.WIRE_FORMATS  # type: ignore[assignment]
+    monkeypatch.setitem(table, "plain", PlainText())
+    script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": [
+        {"text": "Writing.", "actions": [{"type": "write", "path": "a.txt", "content": "x"}]},
+        {"error": {"status": 503, "message": "outage"}}]})
+    server = ScriptedModelServer(script, sandbox_root=tmp_path)
+    tools = [{"type": "function", "function": {"name": "write", "parameters": {"properties": {"filePath": {}, "content": {}}}}}]
+    first = server.answer_post("/v1/plain", {}, json.dumps({"messages": [{"role": "user", "content": "go"}],
+                                                               "tools": tools}).encode())
+    assert (first.status, first.content_type) == (200, "text/plain")
+    assert first.payload.decode() == f'Writing.|write{{"content": "x", "filePath": "{tmp_path.resolve() / "a.txt"}"}}'
+    history = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "Writing."}]
+    second = server.answer_post("/v1/plain", {}, json.dumps({"messages": history, "tools": tools}).encode())
+    assert second.status == 503 and json.loads(second.payload) == {"plain-error": "outage"}
+    assert [(r.wire, r.turn_index) for r in server.requests] == [("plain", 0), ("plain", 1)]
+    assert _is_model_request("POST", "/provider/v1/plain")
