@@ -13,6 +13,7 @@ import socket
 import sys
 from pathlib import Path
 
+from conftest import bind_unix
 from pytest_atlante.sandbox import machine
 from pytest_atlante.sandbox.isolation import Confinement, hidden_roots
 from pytest_atlante.sandbox.process import run
@@ -50,7 +51,7 @@ def test_only_visible_sockets_still_at_their_path_are_covered(tmp_path: Path) ->
     listeners = []
     for path in (shown / "a.sock", hidden / "b.sock"):
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(path))
+        bind_unix(listener, path)  # tmp_path can be too deep for a socket address
         listeners.append(listener)
     (shown / "plain").write_text("")
     link = tmp_path / "link"
