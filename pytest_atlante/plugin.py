@@ -36,6 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-project", metavar="DIR", default=None,
                     help="project root holding atlante.jsonc (default: the nearest directory holding it, from "
                          "the one pytest was started in up)")
+    group.addoption("--atlante-variants", default=None, metavar="all|NAME[,NAME…]",
+                    help="also run these variants of atlante.jsonc (or all of them) beside the control, every "
+                         "scenario and trial in each arm, and compare each with the control")
     group.addoption("--atlante-host", choices=list(HOST_NAMES), default=None,
                     help="run the suite under this host instead of eval.host (compare hosts without editing the config)")
     group.addoption("--atlante-isolation", choices=["auto", "namespace", "off"], default=None,

@@ -7,9 +7,9 @@ These models are the contract between the trial engine (which fills them), the x
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Verdict = Literal["pass", "fail", "timeout", "budget-exceeded", "infra-error", "skipped-budget"]
 
@@ -35,6 +35,23 @@ INTERRUPTED_ERROR = "interrupted (Ctrl-C or SIGTERM) while the trial ran"
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class OmitsUnsetArm(Record):
+    """A record whose arm fields (``variant``, and the report's ``arms``, ``lift``, ``noiseFloor``)
+    are left out while unset: a run without variants writes the report it wrote before they existed,
+    byte for byte."""
+
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"variant"})
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_arm(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in self.omitted_when_none:
+                if data.get(key, 0) is None:
+                    del data[key]
+        return data
 
 
 class Usage(Record):
@@ -78,11 +95,13 @@ class CheckResult(Record):
     count: CountRecord | None = None
 
 
-class TrialRecord(Record):
+class TrialRecord(OmitsUnsetArm):
     scenario: str
     trial: int
     nodeId: str
     verdict: Verdict
+    # The arm of a variant run (``control`` or a variant's name); absent otherwise.
+    variant: str | None = None
     durationMs: int = 0
     hostDurationMs: int = 0
     checks: list[CheckResult] = Field(default_factory=list)

@@ -27,6 +27,7 @@ from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import atomic_write_text
 from pytest_atlante.records import TrialRecord
 from pytest_atlante.report import reader
+from pytest_atlante.report.arms import with_arm_comparison
 from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR, EXIT_VALIDATION, decide
 from pytest_atlante.report.model import EvalReport, MergedShard, RunState, build_report, keyed
 from pytest_atlante.report.seal import write_seal
@@ -121,16 +122,17 @@ def _relocated(trial: TrialRecord, report_dir: Path, out_dir: Path | None) -> Tr
 
 
 def _trials(reports: Sequence[tuple[str, EvalReport]], out_dir: Path | None) -> list[TrialRecord]:
-    owner: dict[tuple[str, int], str] = {}
+    owner: dict[tuple[str, int, str | None], str] = {}
     trials: list[TrialRecord] = []
     problems: list[Diagnostic] = []
     for path, report in reports:
         for scenario in report.scenarios:
             for trial in scenario.trials:
-                key = (trial.scenario, trial.trial)
+                key = (trial.scenario, trial.trial, trial.variant)
                 if key in owner:
+                    arm = f" ({trial.variant})" if trial.variant is not None else ""
                     problems.append(Diagnostic(path, f"$.scenarios[{scenario.name!r}]", "eval-merge-duplicate-trial",
-                                               f"{trial.scenario} trial {trial.trial} is also in {owner[key]}",
+                                               f"{trial.scenario} trial {trial.trial}{arm} is also in {owner[key]}",
                                                "the shards split differently: rerun them with one atlante version "
                                                "and the same earlier reports (or none) in .atlante/eval/"))
                 else:
@@ -153,13 +155,19 @@ def _scenarios(reports: Sequence[tuple[str, EvalReport]]) -> tuple[list[tuple[st
     """
     meta: dict[str, tuple[str, str, str | None, str | None]] = {}
     expected: dict[str, int] = {}
+    arm_meta: dict[tuple[str, str], str | None] = {}
     after: dict[str, set[str]] = {}
     before_count: dict[str, int] = {}
     for path, report in reports:
         previous: str | None = None
         for scenario in report.scenarios:
             name = scenario.name
-            mine = (scenario.file, scenario.source, scenario.scenarioDigest, scenario.harnessDigest)
+            # A variant run's arms share the scenario but not the harness: the digest is the arm's.
+            harness = scenario.harnessDigest if scenario.variant is None else None
+            mine = (scenario.file, scenario.source, scenario.scenarioDigest, harness)
+            if scenario.variant is not None and arm_meta.setdefault((name, scenario.variant), scenario.harnessDigest) \
+                    != scenario.harnessDigest:
+                mine = (*mine[:3], "mixed")
             if meta.setdefault(name, mine) != mine:
                 raise MergeError(EXIT_VALIDATION, [Diagnostic(
                     path, f"$.scenarios[{name!r}]", "eval-merge-mixed",
@@ -167,6 +175,8 @@ def _scenarios(reports: Sequence[tuple[str, EvalReport]]) -> tuple[list[tuple[st
                     "merge only the shards of one suite")])
             expected[name] = expected.get(name, 0) + scenario.expectedTrials
             before_count.setdefault(name, 0)
+            if previous == name:
+                continue   # the next arm of the same scenario
             if previous is not None and name not in after.setdefault(previous, set()):
                 after[previous].add(name)
                 before_count[name] += 1
@@ -211,6 +221,13 @@ def merge_reports(inputs: Sequence[tuple[str, EvalReport]], out_dir: Path | None
     errors = [error for _, report in reports for error in report.errors]
     interrupted = any(r.interrupted for _, r in reports)
     scenarios, digests = _scenarios(reports)
+    arm_expected: dict[tuple[str, str], int] | None = None
+    if first.arms:
+        arm_expected = {}
+        for _, report in reports:
+            for record in report.scenarios:
+                key = (record.name, record.variant or "")
+                arm_expected[key] = arm_expected.get(key, 0) + record.expectedTrials
     status = decide(validation_failed=False, run_level_error=bool(errors) or interrupted,
                     verdicts=[t.verdict for t in trials])
     state = RunState(
@@ -219,12 +236,12 @@ def merge_reports(inputs: Sequence[tuple[str, EvalReport]], out_dir: Path | None
         interrupted=interrupted, digests=digests,
         # Isolation is stated only when every shard ran its trials the same way.
         isolation=first.isolation if len({str(r.isolation) for _, r in reports}) == 1 else None,
-        suite_digest=first.suiteDigest, run_group=first.runGroup,
+        suite_digest=first.suiteDigest, run_group=first.runGroup, arms=first.arms, arm_expected=arm_expected,
         shards=[MergedShard(index=r.shard.index, count=r.shard.count, runId=r.runId, exitStatus=r.exitStatus,
                             complete=r.complete) for _, r in reports if r.shard is not None],
     )
-    return build_report(state, scenarios, finished_at=max(_moment(r.finishedAt) for _, r in reports),
-                        complete=all(r.complete for _, r in reports), exit_status=status)
+    return with_arm_comparison(build_report(state, scenarios, finished_at=max(_moment(r.finishedAt) for _, r in reports),
+                                            complete=all(r.complete for _, r in reports), exit_status=status))
 
 
 def cmd_merge(paths: Sequence[Path], out: Path) -> int:

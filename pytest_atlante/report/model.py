@@ -30,16 +30,19 @@ from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import atomic_write_bytes, atomic_write_text, fingerprint, read_capped
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
 from pytest_atlante.hosts.names import HostDialect, HostName
-from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
+from pytest_atlante.records import CheckResult, OmitsUnsetArm, Record, TrialRecord, Verdict, cap_diff, iso_utc, tail
 from pytest_atlante.report import stats as evalstats
 from pytest_atlante.report.seal import write_seal
 from pytest_atlante.report.statrecords import (
     Comparison,
+    Lift,
+    NoiseFloor,
     PassAtK,
     RateInterval,
     SuiteStats,
     TriggerKind,
     TriggerRate,
+    UsedSplit,
     Wanted,
 )
 from pytest_atlante.sandbox.isolation import IsolationRecord
@@ -106,8 +109,10 @@ class ScenarioTotals(Record):
     costUsd: NonNegativeFloat | None
 
 
-class ScenarioRecord(Record):
+class ScenarioRecord(OmitsUnsetArm):
     name: str
+    # The arm of a variant run: one record per scenario and arm (absent without variants).
+    variant: str | None = None
     file: str
     source: str
     expectedTrials: NonNegativeInt
@@ -176,10 +181,22 @@ class SelectionRecord(Record):
     narrowedBy: list[str] = Field(default_factory=list)
 
 
-class EvalReport(Record):
+class ArmRecord(Record):
+    """One arm of a variant run: what it ran (the top-level host and model are the control's)."""
+
+    name: str
+    host: HostName
+    hostVersion: str | None = None
+    model: str | None = None
+    harnessDigest: str | None = None
+    replicateOf: str | None = None
+
+
+class EvalReport(OmitsUnsetArm):
     # ``schema`` would shadow a BaseModel attribute, so the field is ``schema_`` in Python and
     # ``schema`` on the wire, in both directions.
     model_config = ConfigDict(extra="forbid", serialize_by_alias=True)
+    omitted_when_none = frozenset({"arms", "lift", "noiseFloor", "usedSplit"})
 
     schema_: ReportSchema = Field(alias="schema")
     runId: str
@@ -223,6 +240,12 @@ class EvalReport(Record):
     # The suite the selection was made from, and what narrowed it; None: the run stopped before
     # collection, a merged report, or an older report.
     selection: SelectionRecord | None = None
+    # A variant run (--atlante-variants): its arms, the control first; each other arm against the
+    # control over the suite; the A/A replicate's noise floor; pass rates split by use (report/arms.py).
+    arms: list[ArmRecord] | None = None
+    lift: list[Lift] | None = None
+    noiseFloor: NoiseFloor | None = None
+    usedSplit: list[UsedSplit] | None = None
 
     @field_validator("exitStatus")
     @classmethod
@@ -473,6 +496,10 @@ class RunState:
     reported_errors: list[dict[str, JsonValue]] = field(default_factory=list)  # as earlier reports wrote them
     interrupted: bool = False
     digests: dict[str, tuple[str, str | None]] | None = None    # per scenario, after validation
+    # A variant run's arms, the control first (each with its harness digest); None without variants.
+    arms: list[ArmRecord] | None = None
+    # A merged variant run: requested trials per (scenario, arm), as the shards' reports state them.
+    arm_expected: dict[tuple[str, str], int] | None = None
     isolation: IsolationRecord | None = None
     shard: ShardRef | None = None
     suite_digest: str | None = None
@@ -512,31 +539,34 @@ def build_report(state: RunState, scenarios: Sequence[ScenarioRow], *, finished_
     if orphans:
         raise ValueError(f"trial records for unlisted scenarios: {', '.join(orphans)}")
 
-    by_scenario: dict[str, list[TrialRecord]] = {}
+    arms: list[ArmRecord | None] = list(state.arms) if state.arms else [None]
+    names_of_arms = {arm.name for arm in arms if arm is not None}
+    strays = sorted({t.variant for t in trials if t.variant is not None} - names_of_arms)
+    if strays or (state.arms and any(t.variant is None for t in trials)):
+        raise ValueError(f"trial records of arms the run does not have: {', '.join(map(str, strays)) or 'none'}")
+    by_scenario: dict[tuple[str, str | None], list[TrialRecord]] = {}
     for trial in trials:
-        by_scenario.setdefault(trial.scenario, []).append(_sanitise_trial(trial))
+        by_scenario.setdefault((trial.scenario, trial.variant), []).append(_sanitise_trial(trial))
+    # A variant run requests each scenario's trials per arm.
+    per_arm = Counter((key.scenario, key.variant) for key in state.expected.values())
     records: list[ScenarioRecord] = []
     for name, file, source, expected in scenarios:
-        mine = sorted(by_scenario.get(name, []), key=lambda t: t.trial)
-        scenario_digest, harness_digest = (digests or {}).get(name, (None, None))
-        records.append(
-            ScenarioRecord(
-                name=name,
-                file=file,
-                source=source,
-                expectedTrials=expected,
-                passRate=pass_rate(mine) if mine else None,
-                notRun=max(expected - len(mine), 0),
-                meanDurationMs=mean_duration(mine),
-                p95DurationMs=p95_duration(mine),
-                trials=mine,
-                totals=scenario_totals(mine),
-                scenarioDigest=scenario_digest,
-                harnessDigest=harness_digest,
-                **scenario_statistics(mine),
-            )
-        )
+        for arm in arms:
+            mine = sorted(by_scenario.get((name, arm.name if arm else None), []), key=lambda t: t.trial)
+            scenario_digest, harness_digest = (digests or {}).get(name, (None, None))
+            if arm is not None:
+                requested = per_arm.get((name, arm.name)) or (len(mine) if state.expected else expected)
+                if state.arm_expected is not None:
+                    requested = state.arm_expected.get((name, arm.name), 0)
+                if not requested:
+                    continue   # selection left this arm no trial of the scenario
+                expected_here, harness_digest = requested, arm.harnessDigest
+            else:
+                expected_here = expected
+            records.append(_scenario_record(name, file, source, expected_here, mine, scenario_digest, harness_digest,
+                                            arm.name if arm else None))
     ordered = [t for record in records for t in record.trials]
+    control = [r for r in records if r.variant in (None, arms[0].name if arms[0] else None)]
     errors = [e.to_json() for e in state.errors] + state.reported_errors
     return EvalReport(
         schema=REPORT_SCHEMA,
@@ -558,7 +588,7 @@ def build_report(state: RunState, scenarios: Sequence[ScenarioRow], *, finished_
         scenarios=records,
         errors=[_sanitise_error(dict(e)) for e in errors],
         costCap=cost_cap,
-        suite=suite_statistics(records),
+        suite=suite_statistics(control),
         isolation=state.isolation,
         shard=state.shard,
         suiteDigest=state.suite_digest,
@@ -566,6 +596,27 @@ def build_report(state: RunState, scenarios: Sequence[ScenarioRow], *, finished_
         shards=None if state.shards is None else list(state.shards),
         selectedTrials=len(state.expected) if state.collected else None,
         selection=state.selection if state.collected else None,
+        arms=state.arms,
+    )
+
+
+def _scenario_record(name: str, file: str, source: str, expected: int, mine: list[TrialRecord],
+                     scenario_digest: str | None, harness_digest: str | None, variant: str | None) -> ScenarioRecord:
+    return ScenarioRecord(
+        name=name,
+        variant=variant,
+        file=file,
+        source=source,
+        expectedTrials=expected,
+        passRate=pass_rate(mine) if mine else None,
+        notRun=max(expected - len(mine), 0),
+        meanDurationMs=mean_duration(mine),
+        p95DurationMs=p95_duration(mine),
+        trials=mine,
+        totals=scenario_totals(mine),
+        scenarioDigest=scenario_digest,
+        harnessDigest=harness_digest,
+        **scenario_statistics(mine),
     )
 
 

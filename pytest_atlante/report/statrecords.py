@@ -145,3 +145,69 @@ class Comparison(Record):
     notes: list[str] = Field(default_factory=list)
     # Trigger rates of the scenarios compared (in the same Holm family as the pass rates).
     triggers: list[TriggerComparison] = Field(default_factory=list)
+
+
+# --- a variant run: each arm against the control (report/arms.py, docs/statistics.md) ----------
+
+LiftLabel = Literal["better", "worse", "inconclusive", "within-noise"]
+PositiveRatio = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class RatioInterval(Record):
+    low: PositiveRatio
+    high: PositiveRatio
+    method: Literal["robins-breslow-greenland"] = "robins-breslow-greenland"
+    confidence: float = 0.95
+
+
+class Lift(Record):
+    """One non-control arm against the control over the whole suite, stratified by scenario."""
+
+    variant: str
+    replicateOf: str | None = None
+    method: Literal["cmh-exact-conditional"] = "cmh-exact-conditional"
+    scale: Literal["odds-ratio"] = "odds-ratio"
+    # The Mantel–Haenszel common odds ratio; None when infinite or undefined (see docs).
+    estimate: PositiveRatio | None = None
+    interval: RatioInterval | None = None
+    p: Rate | None = None
+    # Holm across the non-replicate arms; None for a replicate (it measures the noise, not a change).
+    pHolm: Rate | None = None
+    # Mean over scenarios of (this arm's pass rate − the control's).
+    difference: Difference | None = None
+    label: LiftLabel
+    trialsNeeded: Annotated[int, Field(ge=1)] | None = None
+    trialsNeededExceeds: int | None = None
+    scenarios: NonNegativeInt = 0   # scenarios with trials that ran in both arms
+    # Per scenario against the control, exactly as `atlante compare` (trigger rates included).
+    comparison: Comparison
+
+
+class ScenarioDifference(Record):
+    name: str
+    difference: Difference
+
+
+class NoiseFloor(Record):
+    """What an A/A replicate of the control measured: how far two identical arms land apart."""
+
+    variant: str
+    scenarios: list[ScenarioDifference] = Field(default_factory=list)   # those whose two arms differ
+    difference: Difference | None = None   # suite-level, as a lift's ``difference``
+
+
+class PassCounts(Record):
+    passed: NonNegativeInt
+    trials: NonNegativeInt
+
+
+class UsedSplit(Record):
+    """A scenario with a skill-used / agent-used check, in one arm: the pass rate among trials
+    that used the skill or agent and among those that did not ("did it help" vs "did it trigger")."""
+
+    scenario: str
+    variant: str
+    kind: Literal["skill", "agent"]
+    name: str
+    used: PassCounts
+    notUsed: PassCounts

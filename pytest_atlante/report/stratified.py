@@ -39,6 +39,9 @@ from pytest_atlante.report.stats import (
     z_two_sided,
 )
 
+# Up to this many trials per arm and scenario the planning figure also asks the exact test (below).
+EXACT_FLOOR_LIMIT = 200
+
 
 @dataclass(frozen=True)
 class Stratum:
@@ -179,4 +182,13 @@ def trials_needed(rates: Sequence[tuple[float, float]], *, alpha: float = ALPHA,
             high = mid
         else:
             low = mid + 1
-    return low
+    # Near 0 and 1 the normal approximation promises power the discrete test cannot have (at
+    # rates 1 and 0 its variance is nil): the suite the rates predict must itself be significant.
+    n = low
+    while n <= min(limit, EXACT_FLOOR_LIMIT):
+        expected = [Stratum(round(n * p1), n, round(n * p0), n) for p1, p0 in rates]
+        p = exact_conditional_p(expected)
+        if p is not None and p <= alpha:
+            return n
+        n += 1
+    return n if n <= limit else None

@@ -22,8 +22,10 @@ from pytest_atlante.hosts.base import HostInfo
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.projectroot import CONFIG_FILE
 from pytest_atlante.records import TrialRecord
+from pytest_atlante.report.arms import lift_lines, with_arm_comparison
 from pytest_atlante.report.exitcodes import EXIT_NOTHING_SELECTED, decide
 from pytest_atlante.report.model import (
+    ArmRecord,
     BudgetRecord,
     EvalReport,
     HostIdentity,
@@ -44,7 +46,7 @@ from pytest_atlante.sandbox import rundirs
 from pytest_atlante.sandbox.sources import RunSources, prepare_sources, remove_sources
 from pytest_atlante.suite.build import tree_dir, verify
 from pytest_atlante.suite.digests import harness_digest
-from pytest_atlante.suite.discovery import Suite, ValidSuite, discover
+from pytest_atlante.suite.discovery import Suite, ValidSuite, discover, fixture_diagnostics
 from pytest_atlante.suite.variants import CONTROL, Arm, arms_named
 from pytest_atlante.trial.runner import TrialKey
 
@@ -73,7 +75,19 @@ def validate(project_root: Path, *, scripted: bool = False, names: list[str] | N
                      for name in unknown]
         if not problems:
             problems += variant_build_diagnostics(suite.project_root, suite.arms)
+            problems += arm_fixture_diagnostics(suite)
     return suite, sorted(set(problems))
+
+
+def arm_fixture_diagnostics(suite: Suite) -> list[Diagnostic]:
+    """A fixture must suit every host an arm runs under (each host names the configuration files
+    its CLI would merge), not only the control's, which discovery checked."""
+    found: list[Diagnostic] = []
+    control = suite.eval.host if suite.eval is not None else None
+    for host in sorted({arm.host for arm in suite.arms} - {control}):
+        for entry in suite.scenarios:
+            found += fixture_diagnostics(entry.fixture, host, entry.display)
+    return found
 
 
 def variant_build_diagnostics(project_root: Path, arms: Sequence[Arm]) -> list[Diagnostic]:
@@ -124,12 +138,36 @@ def prepare_run(suite: ValidSuite, *, scripted: bool) -> tuple[list[Diagnostic],
 
 
 def source_roots(suite: ValidSuite) -> list[Path]:
-    """What every trial copies: the scenarios' fixtures and the verified build tree."""
+    """What every trial copies: the scenarios' fixtures and the verified build trees (the
+    control's, and each arm's in a variant run)."""
     roots = {entry.fixture for entry in suite.scenarios}
-    tree = tree_dir(suite.project_root, suite.eval.host)
-    if tree.is_dir():
-        roots.add(tree)
+    trees = {tree_dir(suite.project_root, suite.eval.host)}
+    trees |= {tree_dir(suite.project_root, arm.host, arm.harness_of) for arm in suite.arms[1:]}
+    roots |= {tree for tree in trees if tree.is_dir()}
     return sorted(roots)
+
+
+def prepare_arm_hosts(suite: ValidSuite, control: HostInfo, *, scripted: bool
+                      ) -> tuple[list[Diagnostic], list[Diagnostic], dict[str, HostInfo]]:
+    """:func:`prepare_run` for the arms of a variant run: each other host probed once, and each
+    arm's host configuration (its model) and credentials checked, before any trial.  Returns
+    (validation problems, run-level problems, the probed hosts by name, the control's included)."""
+    infos: dict[str, HostInfo] = {control.name: control}
+    for arm in suite.arms[1:]:
+        host = host_for(arm.host)
+        if arm.host not in infos:
+            try:
+                infos[arm.host] = host.probe(os.environ)
+            except DiagnosticError as exc:
+                return [], exc.diagnostics, infos
+        problems = host.config_diagnostics(infos[arm.host], arm.model)
+        if problems:
+            return [replace(d, location=d.location or f"$.variants.{arm.name}") for d in problems], [], infos
+        if not scripted:
+            missing = host.credential_diagnostics(infos[arm.host], os.environ, Path.home(), arm.model)
+            if missing:
+                return [], missing, infos
+    return [], [], infos
 
 
 def prepare_run_sources(suite: ValidSuite, run_id: str) -> tuple[rundirs.RunClaim, RunSources]:
@@ -223,6 +261,7 @@ def finish_report(state: RunState, suite: ValidSuite, options: Options, *, out_d
         finished_at=datetime.now(UTC), complete=not run_level and len(finished) >= len(state.expected),
         exit_status=status, cost_cap=None if options.max_cost is None else costcap.summary(options.max_cost, finished),
     )
+    report = with_arm_comparison(report)
     if gate is not None:
         report = gate.apply(report)
     return report, write_report(report, out_dir)
@@ -243,6 +282,19 @@ def host_identity(info: HostInfo | None) -> HostIdentity | None:
     if info is None:
         return None
     return HostIdentity.model_validate({"name": info.name, "version": info.version, "dialect": info.dialect})
+
+
+def arm_records(suite: ValidSuite, control: HostInfo | None, infos: dict[str, HostInfo]) -> list[ArmRecord] | None:
+    """The report's ``arms`` of a variant run (None without variants): what each arm ran."""
+    if len(suite.arms) < 2:
+        return None
+    known = dict(infos)
+    if control is not None:
+        known[control.name] = control
+    return [ArmRecord(name=arm.name, host=arm.host, hostVersion=known[arm.host].version if arm.host in known else None,
+                      model=arm.model, harnessDigest=harness_digest(suite.project_root, arm.host, arm.harness_of),
+                      replicateOf=arm.replicate_of)
+            for arm in suite.arms]
 
 
 def requested_scenarios(suite: ValidSuite, expected: Sequence[TrialKey], finished: list[TrialRecord], *,
@@ -278,12 +330,17 @@ def _percent_interval(interval: RateInterval | None, trials: int | None = None) 
 _WANTED = {"use": "should use it", "no-use": "should not use it", None: "a min/max band"}
 
 
+def _row_name(scenario: ScenarioRecord) -> str:
+    """A scenario's row; in a variant run, with its arm (``name [arm]``)."""
+    return scenario.name if scenario.variant is None else f"{scenario.name} [{scenario.variant}]"
+
+
 def trigger_lines(report: EvalReport) -> list[str]:
     """One line per trigger rate (a skill or agent a counting check names): how many trials used it."""
     lines = []
     for scenario in report.scenarios:
         for rate in scenario.triggerRates:
-            lines.append(f"trigger rate: {scenario.name}: {rate.kind} {rate.name} used in {rate.used}/{rate.trials} "
+            lines.append(f"trigger rate: {_row_name(scenario)}: {rate.kind} {rate.name} used in {rate.used}/{rate.trials} "
                          f"trials ({rate.rate:.0%}, 95% CI {_percent_interval(rate.interval)}; {_WANTED[rate.wanted]})")
     return lines
 
@@ -342,7 +399,7 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
         # read 100% for a scenario most of whose trials never ran.
         rate = "not run" if scenario.passRate is None or unrun == len(scenario.trials) + scenario.notRun else f"{scenario.passRate:.0%}"
         not_run = f"  ({unrun} of {scenario.expectedTrials} trials not run)" if unrun and rate != "not run" else ""
-        lines.append(f"{scenario.name[:28]:<28} {len(scenario.passAtK):>3} {rate:>7}{flag} "
+        lines.append(f"{_row_name(scenario)[:28]:<28} {len(scenario.passAtK):>3} {rate:>7}{flag} "
                      f"{_percent_interval(scenario.passInterval, len(scenario.passAtK)):>9} {at_n:>6} {hat_n:>6} "
                      f"{scenario.meanDurationMs / 1000:>7.1f} {scenario.p95DurationMs / 1000:>7.1f} {tokens:>8} {cost:>8}"
                      f"{not_run}")
@@ -356,6 +413,7 @@ def summary_lines(report: EvalReport, report_path: Path, html_path: Path | None 
             interval += "; a point only because every scenario had the same rate, not a certainty"
         lines.append(f"suite: mean pass rate {suite.meanPassRate:.0%} over {suite.scenarios} scenarios, "
                      f"{suite.trials} trials; {interval}")
+    lines.extend(lift_lines(report))
     few = [s for s in report.scenarios if s.passInterval is not None and len(s.passAtK) < FEW_TRIALS]
     if few or (suite is not None and suite.passInterval is not None and suite.trials < FEW_TRIALS):
         lines.append(f"*: a 95% interval over fewer than {FEW_TRIALS} trials (n above) is too wide to tell "

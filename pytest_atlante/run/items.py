@@ -86,10 +86,10 @@ def scenario_file_id(entry: ScenarioEntry, rootpath: Path) -> str:
     return entry.display
 
 
-def trial_name(entry: ScenarioEntry, trial: int) -> str:
+def trial_name(entry: ScenarioEntry, trial: int, arm: str | None = None) -> str:
     # The one place that names a trial item (the controller maps xdist's ids back through it);
-    # "trial-N" (or "selftest") is TrialCallSpec's id.
-    return f"{entry.scenario.name}[{TrialCallSpec(trial).id}]"
+    # "trial-N" (or "selftest"; "<variant>:trial-N" in a variant run) is TrialCallSpec's id.
+    return f"{entry.scenario.name}[{TrialCallSpec(trial, arm).id}]"
 
 
 def _declares_fixtures(description: str | None) -> Callable[[], None]:
@@ -114,6 +114,7 @@ class TrialCallSpec:
     """
 
     trial: int
+    arm: str | None = None   # the variant run's arm, part of the id ("control:trial-1")
     params: dict[str, object] = field(default_factory=dict)
     indices: dict[str, int] = field(default_factory=dict)
     _arg2scope: dict[str, object] = field(default_factory=dict)
@@ -125,16 +126,19 @@ class TrialCallSpec:
 
     @property
     def id(self) -> str:
-        return "selftest" if self.trial == SELFTEST_TRIAL else f"trial-{self.trial}"
+        own = "selftest" if self.trial == SELFTEST_TRIAL else f"trial-{self.trial}"
+        return own if self.arm is None else f"{self.arm}:{own}"
 
 
 class TrialItem(pytest.Function):
-    def __init__(self, *, entry: ScenarioEntry, trial: int, **kwargs: Any) -> None:
+    def __init__(self, *, entry: ScenarioEntry, trial: int, arm: str | None = None, **kwargs: Any) -> None:
         super().__init__(callobj=_declares_fixtures(entry.scenario.description), **kwargs)
         # The node id is built: see the module docstring for why the callspec must not stay.
         vars(self).pop("callspec", None)
         self.entry = entry
         self.trial = trial
+        # The arm of a variant run (``control`` or a variant's name); None without variants.
+        self.arm = arm
         # Decided at collection (``allocate``); None until then, e.g. for an item built by hand.
         self.budget: TrialBudget | None = None
 
@@ -158,19 +162,24 @@ _FIXTURES_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 class ScenarioFile(pytest.File):
-    def __init__(self, *, entries: Sequence[ScenarioEntry], trials: Sequence[int], **kwargs: Any) -> None:
+    def __init__(self, *, entries: Sequence[ScenarioEntry], trials: Sequence[int],
+                 arms: Sequence[str | None] = (None,), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.entries = list(entries)
         self.trials = list(trials)   # the trial numbers each scenario contributes
+        # A variant run's arms; ``(None,)`` without variants.  Trials are interleaved across arms
+        # (control trial 1, variant trial 1, control trial 2 …), so drift in the provider over the
+        # run hits every arm alike and maxSessions, allocated in item order, reaches every arm.
+        self.arms = list(arms)
 
     def collect(self) -> Iterator[TrialItem]:
         shared = self._shared_fixtures()
         place = self.parent.nodeid if self.parent is not None else ""
         atlante, pack = pytest.mark.atlante, pytest.mark.atlante_pack
         for entry in self.entries:
-            for trial in self.trials:
-                item = TrialItem.from_parent(self, name=trial_name(entry, trial), entry=entry, trial=trial,
-                                             originalname=entry.scenario.name, callspec=TrialCallSpec(trial),
+            for trial, arm in ((t, a) for t in self.trials for a in self.arms):
+                item = TrialItem.from_parent(self, name=trial_name(entry, trial, arm), entry=entry, trial=trial, arm=arm,
+                                             originalname=entry.scenario.name, callspec=TrialCallSpec(trial, arm),
                                              fixtureinfo=shared.get(place) if shared is not None else None)
                 if shared is not None:
                     shared.setdefault(place, getattr(item, "_fixtureinfo", None))

@@ -41,6 +41,7 @@ class Options:
     shard: ShardSpec | None = None
     run_group: str | None = None
     network: NetworkSetting | None = None
+    variants: str | None = None   # --atlante-variants: "all" or names of atlante.jsonc's variants
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -60,7 +61,7 @@ class Options:
                    Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")),
                    bool(config.getoption("atlante_html")),
                    ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"),
-                   config.getoption("atlante_network"))
+                   config.getoption("atlante_network"), config.getoption("atlante_variants", None))
 
 
 

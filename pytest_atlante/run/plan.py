@@ -100,7 +100,8 @@ class EvalPlan:
     def validate(self, options: Options) -> tuple[Suite, list[Diagnostic]]:
         from pytest_atlante.run.evalrun import validate
 
-        return validate(options.project_root, scripted=options.scripted, names=options.names, host_override=options.host)
+        return validate(options.project_root, scripted=options.scripted, names=options.names, host_override=options.host,
+                        variants=options.variants)
 
     def trial_numbers(self, suite: ValidSuite) -> list[int]:
         """The trial numbers every scenario contributes (``1..trials``)."""

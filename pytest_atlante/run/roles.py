@@ -56,7 +56,7 @@ from pytest_atlante.run.plan import EvalPlan, internal_error, plan_for
 from pytest_atlante.run.shard import expected_durations
 from pytest_atlante.run.startup import StartupWork
 from pytest_atlante.run.terminal import EvalTerminalReporter
-from pytest_atlante.run.trialrole import GUARD_KEY, WORKERINPUT_KEY, TrialRole, Worker, interrupted_record
+from pytest_atlante.run.trialrole import GUARD_KEY, WORKERINPUT_KEY, TrialRole, Worker, interrupted_record, trial_key
 from pytest_atlante.sandbox.isolation import warning_text
 from pytest_atlante.sandbox.rundirs import RunClaim
 from pytest_atlante.suite.digests import suite_digests
@@ -171,7 +171,12 @@ class Controller(TrialRole):
             specs.clear()
 
     def _start(self) -> None:
-        from pytest_atlante.run.evalrun import prepare_run, prepare_run_sources, unselected_agent_warnings
+        from pytest_atlante.run.evalrun import (
+            prepare_arm_hosts,
+            prepare_run,
+            prepare_run_sources,
+            unselected_agent_warnings,
+        )
 
         # Only the controller compares against a baseline: workers never import the gate.
         from pytest_atlante.run.gate import load_gate
@@ -208,6 +213,8 @@ class Controller(TrialRole):
             return
         try:
             problems, run_error, info = prepare_run(suite, scripted=self.options.scripted)
+            if info is not None and not problems and not run_error and len(suite.arms) > 1:
+                problems, run_error, self.arm_host_infos = prepare_arm_hosts(suite, info, scripted=self.options.scripted)
             if info is not None and not problems and not run_error:
                 self.run_claim, self.sources = prepare_run_sources(suite, self.run_id)
                 self._hold_run_folder()
@@ -309,6 +316,7 @@ class Controller(TrialRole):
         node.workerinput[WORKERINPUT_KEY] = {
             "runId": self.run_id,
             "host": asdict(self.host_info) if self.host_info else None,
+            "armHosts": {name: asdict(info) for name, info in self.arm_host_infos.items()},
             "isolation": self.isolation.model_dump() if self.isolation is not None else None,
             "suite": base64.b64encode(pickle.dumps(self.suite)).decode("ascii"),
             "durations": self.durations,
@@ -320,7 +328,8 @@ class Controller(TrialRole):
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # The xdist controller collects nothing itself; every worker reports the same ordered ids.
         assert self.suite is not None
-        keys = {trial_name(e, t): TrialKey(e.scenario.name, t) for e in self.suite.scenarios for t in self.trial_numbers()}
+        keys = {trial_name(e, t, a): TrialKey(e.scenario.name, t, a) for e in self.suite.scenarios
+                for t in self.trial_numbers() for a in self.arm_names()}
         files = {scenario_file_id(e, self.config.rootpath) for e in self.suite.scenarios}
         # The ids are the worker's final items: whatever deselected the others is already applied.
         self.state.expected = {i: keys[i.rpartition("::")[2]] for i in ids
@@ -335,8 +344,7 @@ class Controller(TrialRole):
         xdist's controller collects nothing (its workers report their items above)."""
         if self.config.pluginmanager.has_plugin("dsession"):
             return
-        self.state.expected = {i.nodeid: TrialKey(i.entry.scenario.name, i.trial) for i in session.items
-                               if isinstance(i, TrialItem)}
+        self.state.expected = {i.nodeid: trial_key(i) for i in session.items if isinstance(i, TrialItem)}
         self._collected()
 
     def _collected(self) -> None:
@@ -347,7 +355,7 @@ class Controller(TrialRole):
 
         assert self.suite is not None
         self.state.collected = True
-        self.state.selection = SelectionRecord(suiteTrials=len(self.suite.scenarios) * len(self.trial_numbers()),
+        self.state.selection = SelectionRecord(suiteTrials=len(self.suite.scenarios) * len(self.trial_numbers()) * len(self.arm_names()),
                                                narrowedBy=narrowed_by(self.config, self.options))
 
     # -- running --------------------------------------------------------------------------------
@@ -368,7 +376,7 @@ class Controller(TrialRole):
             self.worker_pids.add(worker_pid)
         key = getattr(report, "atlante_trial", None)
         if isinstance(key, dict) and report.when == "setup":
-            self.state.started[report.nodeid] = TrialKey(key["scenario"], key["trial"])
+            self.state.started[report.nodeid] = TrialKey(key["scenario"], key["trial"], key.get("variant"))
         if self.plan.receive(report, self.state) is not None:
             record = self.state.records[report.nodeid]
             self.terminal.trial_finished(record)
@@ -430,7 +438,7 @@ class Controller(TrialRole):
         if capture is not None:
             capture.suspend_global_capture(in_=True)
         self.state.records[item.nodeid] = TrialRecord(
-            scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="infra-error",
+            scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="infra-error", variant=item.arm,
             error=f"pytest-timeout's guard fired after {seconds:g} s: the trial hung past its own timeouts")
         self.state.errors.append(Diagnostic("", item.nodeid, "eval-guard-timeout",
                                             f"the trial hung for {seconds:g} s; the run was stopped",
@@ -449,7 +457,7 @@ class Controller(TrialRole):
     def write_report(self, *, interrupted: bool, other_failures: bool = False,
                      no_tests: bool = False) -> tuple[EvalReport, Path, Path | None]:
         """``report.json`` from the run state (and ``report.html`` with ``--atlante-html``)."""
-        from pytest_atlante.run.evalrun import finish_report, host_identity
+        from pytest_atlante.run.evalrun import arm_records, finish_report, host_identity
 
         assert self.suite is not None
         state = self.state
@@ -461,6 +469,7 @@ class Controller(TrialRole):
                     state.records[node_id] = interrupted_record(node_id, key)
         state.interrupted = interrupted
         state.host = host_identity(self.host_info)
+        state.arms = arm_records(self.suite, self.host_info, self.arm_host_infos)
         state.isolation = self.isolation
         report, path = finish_report(state, self.suite, self.options, out_dir=self.out_dir, gate=self.gate,
                                      other_failures=other_failures, no_tests=no_tests)

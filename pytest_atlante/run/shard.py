@@ -32,7 +32,7 @@ CI_RUN_VARIABLES = ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "CI_PIPELINE_ID", "BU
                     "BUILDKITE_RETRY_COUNT", "CIRCLE_WORKFLOW_ID", "BUILD_ID")
 REPORT_GLOB = ".atlante/eval/*/report.json"
 
-TrialRef = tuple[str, int]  # (scenario name, trial number)
+TrialRef = tuple[str, int] | tuple[str, int, str]  # (scenario name, trial number[, arm of a variant run])
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,11 @@ from pytest_atlante.run.items import RUNNER_KEY, ScenarioFile, TrialFailed, Tria
 from pytest_atlante.run.options import RERUNS_REFUSED, Options
 from pytest_atlante.run.outputs import configured_outputs
 from pytest_atlante.run.plan import RECORD_KEY, EvalPlan, plan_for
-from pytest_atlante.run.shard import ShardSpec, split
+from pytest_atlante.run.shard import ShardSpec, TrialRef, split
 from pytest_atlante.sandbox.isolation import IsolationRecord
 from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite, collection_plan, is_within
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS, effective_timeout_ms
+from pytest_atlante.suite.variants import CONTROL
 from pytest_atlante.trial.budget import trial_budget
 from pytest_atlante.trial.runner import Progress, RunnerSettings, TrialInterrupted, TrialKey, TrialRunner
 
@@ -62,6 +63,9 @@ class TrialRole:
         self.isolation: IsolationRecord | None = None
         self.durations: dict[str, float] = {}  # expected ms per scenario, for a sharded run's split
         self._runner: TrialRunner | None = None
+        self._arm_runners: dict[str, TrialRunner] = {}
+        # A variant run's probed hosts by name (the control's is ``host_info``).
+        self.arm_host_infos: dict[str, HostInfo] = {}
         self.by_file: dict[Path, list[ScenarioEntry]] = {}
         self.collectable: frozenset[Path] | None = None  # set when atlante chose pytest's arguments
         self._previous_sigterm: Any = None
@@ -111,8 +115,8 @@ class TrialRole:
         if not is_within(file_path, self.config.rootpath):
             # pytest would shorten an id outside the rootdir to "::name"; keep the file visible.
             return ScenarioFile.from_parent(parent, path=file_path, nodeid=scenario_file_id(entries[0], self.config.rootpath),
-                                            entries=entries, trials=trials)
-        return ScenarioFile.from_parent(parent, path=file_path, entries=entries, trials=trials)
+                                            entries=entries, trials=trials, arms=self.arm_names())
+        return ScenarioFile.from_parent(parent, path=file_path, entries=entries, trials=trials, arms=self.arm_names())
 
     def trial_numbers(self) -> list[int]:
         """The trial numbers every scenario contributes (``1..trials``; the self-test has its own)."""
@@ -148,23 +152,41 @@ class TrialRole:
         """Deselect the other shards' trials, after the global allocation (so budgets stay global);
         the controller reads the final items at ``pytest_collection_finish``."""
         assert all(t.budget is not None for t in trials)
-        assignment = split([((t.entry.scenario.name, t.trial), bool(t.budget and t.budget.allocated)) for t in trials],
-                           self.durations, shard.count)
-        others = {id(t) for t in trials if assignment[(t.entry.scenario.name, t.trial)] != shard.index}
+        assignment = split([(_ref(t), bool(t.budget and t.budget.allocated)) for t in trials], self.durations, shard.count)
+        others = {id(t) for t in trials if assignment[_ref(t)] != shard.index}
         if others:
             self.config.hook.pytest_deselected(items=[i for i in items if id(i) in others])
             items[:] = [i for i in items if id(i) not in others]
 
     # -- running --------------------------------------------------------------------------------
-    def trial_runner(self) -> TrialRunner:
+    def trial_runner(self, arm: str | None = None) -> TrialRunner:
+        """The runner of the control (``arm`` None or ``control``) or of a variant's arm, each built
+        once: an arm's runner has its own host, model and build tree (``TrialRunner.for_arm``)."""
+        if arm is not None and arm != CONTROL:
+            runner = self._arm_runners.get(arm)
+            if runner is None:
+                assert self.suite is not None
+                chosen = next(a for a in self.suite.arms if a.name == arm)
+                runner = self._arm_runners[arm] = TrialRunner(
+                    self.suite, self.run_id, self.arm_host_infos[chosen.host], sources=self.sources,
+                    report_dir=self.out_dir, settings=self._runner_settings(), arm=chosen)
+            return runner
         if self._runner is None:
             assert self.suite is not None and self.host_info is not None
-            # What pytest and its plugins write meanwhile is never a trial's escape (run/outputs.py).
-            settings = RunnerSettings(scripted=self.options.scripted, keep=self.options.keep, isolation=self.isolation,
-                                      outputs=configured_outputs(self.config, self.options.project_root))
             self._runner = TrialRunner(self.suite, self.run_id, self.host_info, sources=self.sources,
-                                       report_dir=self.out_dir, settings=settings)
+                                       report_dir=self.out_dir, settings=self._runner_settings())
         return self._runner
+
+    def _runner_settings(self) -> RunnerSettings:
+        # What pytest and its plugins write meanwhile is never a trial's escape (run/outputs.py).
+        return RunnerSettings(scripted=self.options.scripted, keep=self.options.keep, isolation=self.isolation,
+                              outputs=configured_outputs(self.config, self.options.project_root))
+
+    def arm_names(self) -> list[str | None]:
+        """The arms each scenario's trials run in: ``[None]`` without variants (today's items and
+        ids), else the control and every selected variant."""
+        assert self.suite is not None
+        return [arm.name for arm in self.suite.arms] if len(self.suite.arms) > 1 else [None]
 
     def progress(self) -> Progress:
         return lambda phase: None
@@ -174,7 +196,7 @@ class TrialRole:
         # IDEs would file skipped-budget apart from the other trials that did not pass.
         assert item.budget is not None
         self._not_run(item, TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid,
-                                        verdict="skipped-budget"))
+                                        verdict="skipped-budget", variant=item.arm))
 
     def _not_run(self, item: TrialItem, record: TrialRecord) -> NoReturn:
         """A skipped-budget trial (session cap or cost cap). Every verdict but pass is a pytest
@@ -201,7 +223,8 @@ class TrialRole:
         if self.options.max_cost is not None:
             self._skip_over_cap(item, self.options.max_cost)
         try:
-            record = self.trial_runner().run(item.entry, item.trial, item.nodeid, item.budget, self.progress())
+            record = self.trial_runner(item.arm).run(item.entry, item.trial, item.nodeid, item.budget, self.progress(),
+                                                     variant=item.arm)
         except TrialInterrupted as exc:
             self._interrupted(item, exc.record)
             raise
@@ -227,7 +250,8 @@ class TrialRole:
 
         spent = self._spent()
         if spent >= cap:
-            base = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="skipped-budget")
+            base = TrialRecord(scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="skipped-budget",
+                               variant=item.arm)
             self._not_run(item, costcap.skipped_record(base, cap, spent))
 
     @pytest.hookimpl(hookwrapper=True)
@@ -249,12 +273,14 @@ class TrialRole:
 
     def _annotate(self, report: pytest.TestReport, item: TrialItem) -> None:
         # Rides on the TestReport: xdist serialises report attributes to the controller.
-        report.atlante_trial = {"scenario": item.entry.scenario.name, "trial": item.trial}  # type: ignore[attr-defined]
+        report.atlante_trial = {"scenario": item.entry.scenario.name, "trial": item.trial,  # type: ignore[attr-defined]
+                                **({"variant": item.arm} if item.arm is not None else {})}
         self.plan.annotate(report, item)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self._runner is not None:
-            self._runner.close()
+        for runner in [self._runner, *self._arm_runners.values()]:
+            if runner is not None:
+                runner.close()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         # An in-process run (pytester) must not leave its handler in the calling process.
@@ -274,6 +300,7 @@ class Worker(TrialRole):
         super().__init__(config, options, plan)
         self.run_id = shared["runId"]
         self.host_info = HostInfo(**shared["host"]) if shared["host"] else None
+        self.arm_host_infos = {name: HostInfo(**info) for name, info in shared.get("armHosts", {}).items()}
         self.sources = shared["sources"]
         isolation = shared.get("isolation")
         self.isolation = IsolationRecord.model_validate(isolation) if isolation else None
@@ -332,7 +359,17 @@ def guard_seconds(entry: ScenarioEntry, run_timeout_ms: int) -> float:
 def interrupted_record(node_id: str, key: TrialKey) -> TrialRecord:
     """The record of a trial that was running when the run was interrupted."""
     return TrialRecord(scenario=key.scenario, trial=key.trial, nodeId=node_id, verdict="infra-error",
-                       interrupted=True, error=INTERRUPTED_ERROR)
+                       interrupted=True, error=INTERRUPTED_ERROR, variant=key.variant)
+
+
+def _ref(item: TrialItem) -> TrialRef:
+    """The trial as the shard split knows it (with its arm in a variant run)."""
+    name = item.entry.scenario.name
+    return (name, item.trial) if item.arm is None else (name, item.trial, item.arm)
+
+
+def trial_key(item: TrialItem) -> TrialKey:
+    return TrialKey(item.entry.scenario.name, item.trial, item.arm)
 
 
 # What one failed trial prints in the terminal: a readable head, never an agent-sized dump.

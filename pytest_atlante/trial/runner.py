@@ -51,6 +51,7 @@ from pytest_atlante.sandbox.sources import RunSources, changed_in_copy, copy_of
 from pytest_atlante.suite.build import host_agent_names, tree_dir
 from pytest_atlante.suite.discovery import ScenarioEntry, ValidSuite
 from pytest_atlante.suite.scenario import SETUP_TIMEOUT_MS
+from pytest_atlante.suite.variants import Arm
 from pytest_atlante.trial.budget import TrialBudget
 from pytest_atlante.trial.session import (
     HostSession,
@@ -86,6 +87,7 @@ class TrialKey(NamedTuple):
 
     scenario: str
     trial: int
+    variant: str | None = None   # the arm of a variant run
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -155,10 +157,13 @@ class StepFailed(Exception):
 
 
 
-def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path, sources: RunSources) -> sandboxes.Sandbox:
-    """The sandbox, from the run's copies of the fixture and the build tree (never the project's own)."""
+def assemble(run_id: str, entry: ScenarioEntry, trial: int, overlay: Path, sources: RunSources,
+             variant: str | None = None) -> sandboxes.Sandbox:
+    """The sandbox, from the run's copies of the fixture and the build tree (never the project's own).
+    An arm's trial directory carries the arm after a dot, which no scenario name (a slug) holds."""
+    name = entry.scenario.name if variant is None else f"{entry.scenario.name}.{variant}"
     try:
-        return sandboxes.assemble(run_id, entry.scenario.name, trial, copy_of(sources, entry.fixture),
+        return sandboxes.assemble(run_id, name, trial, copy_of(sources, entry.fixture),
                                   copy_of(sources, overlay))
     except (sandboxes.OverlayCollision, sandboxes.SandboxError, OSError) as exc:
         raise StepFailed(str(exc)) from exc
@@ -349,16 +354,20 @@ class TrialRunner:
     """Runs trials for one process; the role object builds it once and stores it in ``config.stash``."""
 
     def __init__(self, suite: ValidSuite, run_id: str, info: HostInfo, *, sources: RunSources, report_dir: Path,
-                 settings: RunnerSettings) -> None:
+                 settings: RunnerSettings, arm: Arm | None = None) -> None:
+        """``arm``: a variant run's arm other than the control, whose host (``info`` is its probe),
+        model and build tree the trials use instead of the eval section's."""
         self.suite = suite
-        self.model = suite.eval.model
+        self.model = suite.eval.model if arm is None else arm.model
         self.run_id = run_id
         self.info = info
         self.host = host_for(info.name)
         self.scripted = settings.scripted
         self.keep = settings.keep
-        self.overlay = tree_dir(suite.project_root, suite.eval.host)
-        self.agent_names = host_agent_names(suite.project_root, suite.eval.host)
+        self.overlay = (tree_dir(suite.project_root, suite.eval.host) if arm is None
+                        else tree_dir(suite.project_root, arm.host, arm.harness_of))
+        self.agent_names = (host_agent_names(suite.project_root, suite.eval.host) if arm is None
+                            else host_agent_names(suite.project_root, arm.host, arm.harness_of))
         self.sources = sources
         self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
                                    run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs],
@@ -375,10 +384,12 @@ class TrialRunner:
         self.claim.release()
 
     def run(self, entry: ScenarioEntry, trial: int, node_id: str, budget: TrialBudget, progress: Progress,
-            *, with_host: bool = True) -> TrialRecord:
+            *, with_host: bool = True, variant: str | None = None) -> TrialRecord:
         """One trial; ``with_host=False`` is the self-test's no-op trial: the same sandbox, host
-        configuration, setup, baseline, diff and checks, with no host session (zero tokens)."""
-        base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget")
+        configuration, setup, baseline, diff and checks, with no host session (zero tokens).
+        ``variant``: the trial's arm in a variant run (recorded, and part of its directories)."""
+        base = TrialRecord(scenario=entry.scenario.name, trial=trial, nodeId=node_id, verdict="skipped-budget",
+                           variant=variant)
         if not budget.allocated:
             return base
         started = time.monotonic()
@@ -395,7 +406,7 @@ class TrialRunner:
                    progress: Progress, with_host: bool) -> TrialRecord:
         progress("sandbox")
         try:
-            sb = assemble(self.run_id, entry, trial, self.overlay, self.sources)
+            sb = assemble(self.run_id, entry, trial, self.overlay, self.sources, base.variant)
         except StepFailed as exc:
             return base.model_copy(update={"verdict": "infra-error", "error": str(exc)})
         # Known credentials: the runner's secret variables and the user's stored login, whatever

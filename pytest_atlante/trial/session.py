@@ -267,7 +267,7 @@ def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSessi
     if out_dir is None or events is None:
         return {}
     try:
-        rel_transcript, rel_stream = write_trial_files(out_dir, session.capture, events, base.scenario, base.trial)
+        rel_transcript, rel_stream = write_trial_files(out_dir, session.capture, events, base.scenario, base.trial, base.variant)
     except OSError:  # a full disk loses the transcript, not the trial's verdict
         return {}
     return {"transcript": rel_transcript, "hostStream": rel_stream, "transcriptTruncated": session.capture.truncated}

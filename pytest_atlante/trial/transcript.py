@@ -133,15 +133,16 @@ def build_transcript(capture: StreamCapture, *, host: str, dialect: str, scenari
     return [header, *b.events]
 
 
-def trial_dir(scenario: str, trial: int) -> str:
-    """The trial's directory relative to the report (scenario names are slugs: safe as a path)."""
-    return f"trials/{scenario}/{trial}"
+def trial_dir(scenario: str, trial: int, variant: str | None = None) -> str:
+    """The trial's directory relative to the report (scenario and variant names are slugs: safe as
+    a path); a variant run's trials sit under their arm, ``trials/<scenario>/<arm>/<N>``."""
+    return f"trials/{scenario}/{trial}" if variant is None else f"trials/{scenario}/{variant}/{trial}"
 
 
 def write_trial_files(out_dir: Path, capture: StreamCapture, transcript: list[dict[str, Any]],
-                      scenario: str, trial: int) -> tuple[str, str]:
+                      scenario: str, trial: int, variant: str | None = None) -> tuple[str, str]:
     """Write both files; returns their paths relative to ``out_dir`` (the report's directory)."""
-    rel = trial_dir(scenario, trial)
+    rel = trial_dir(scenario, trial, variant)
     stream = "".join(line + "\n" for _, line in capture.lines())
     atomic_write_bytes(out_dir / rel / HOST_STREAM_FILE, stream.encode("utf-8", "replace"))
     text = "".join(json.dumps(event, ensure_ascii=False) + "\n" for event in transcript)

@@ -130,4 +130,8 @@ def test_trials_needed_reaches_the_power_it_promises() -> None:
         rejections += p is not None and p <= 0.05
     assert 0.7 <= rejections / runs <= 0.95, (n, rejections)
     assert stratified.trials_needed([(0.5, 0.5), (0.7, 0.7)]) is None
+    # Deterministic rates: 4/4 against 0/4 is the first Fisher table below 0.05 (p = 2/70), 3/3 gives 0.1.
+    assert stratified.trials_needed([(1.0, 0.0)]) == 4
+    assert stratified.trials_needed([(1.0, 1.0), (0.0, 1.0), (1.0, 1.0)]) == 4
+    assert stratified.trials_needed([(1.0, 0.0)], alpha=0.05 / 4) == 5
     assert stratified.trials_needed([(0.51, 0.5)]) is None   # more than 1,000 per arm

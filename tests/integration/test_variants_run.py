@@ -1,0 +1,183 @@
+"""Variant runs (``--atlante-variants``) driven by a fake host (``fakehost.py``) for speed.
+
+The arms differ the way real ones do: by what their build puts in the sandbox.  A check that the
+control's skill file exists fails in the arm that removes the skill, so the lift, the per-scenario
+labels and the noise floor follow from the builds.  Runs are separate ``pytest`` processes (exit
+codes, xdist); the same on the real CLIs through the scripted model is
+``test_variants_real.py``.  A run without variants writes exactly the report it wrote before
+variants existed: ``tests/data/no-variants-report.json`` (normalised) is that report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Project, config_doc, scenario_doc
+from fakehost import install_fake_claude
+from test_shards import env_for, pytest_run
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SKILL_FILE = ".claude/skills/tidy/SKILL.md"
+SCENARIOS = ("alpha", "beta", "gamma", "delta")
+
+
+def suite(project: Project, tmp_path: Path, *, variants: dict[str, Any] | None, trials: int = 3,
+          max_sessions: int = 100) -> Project:
+    """Four scenarios; each checks the skill file its arm's build put in the sandbox."""
+    install_fake_claude(tmp_path / "fakebin")
+    doc = config_doc(budget={"trials": trials, "maxSessions": max_sessions})
+    if variants is not None:
+        doc["version"] = "0.4"
+        doc["variants"] = variants
+    project.config(doc)
+    (project.root / "eval/scenarios/main.eval.json").unlink(missing_ok=True)
+    for name in SCENARIOS:
+        project.scenario(scenario_doc(name=name, task={"fixture": "eval/fixtures/app",
+                                                       "prompt": "FAKE:" + json.dumps({"usage": [10]})},
+                                      checks=[{"type": "file-exists", "path": SKILL_FILE}]),
+                         f"eval/scenarios/{name}.eval.json")
+    project.build()
+    return project
+
+
+VARIANTS = {"no-skill": {"harness": {"skills": {"tidy": None}}}, "again": {"replicateOf": "control"}}
+
+
+def load(out: Path) -> dict[str, Any]:
+    return json.loads((out / "report.json").read_text())
+
+
+VOLATILE = {"runId", "startedAt", "finishedAt", "durationMs", "hostDurationMs", "meanDurationMs", "p95DurationMs",
+            "seconds", "baseRunId", "newRunId"}
+
+
+def normalised(report: dict[str, Any], root: Path) -> str:
+    """The report's text with the values that differ between runs of one suite replaced (the keys,
+    their order and every other byte kept)."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: ("<volatile>" if k in VOLATILE else strip(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        if isinstance(value, str):
+            return value.replace(str(root), "<project>")
+        return value
+    return json.dumps(strip(report), indent=2, ensure_ascii=False) + "\n"
+
+
+def collected_ids(project: Project, tmp_path: Path, *args: str) -> list[str]:
+    result = pytest_run(project, tmp_path / "collect", env_for(tmp_path), "--collect-only", *args)
+    return [line for line in result.stdout.splitlines() if "::" in line]
+
+
+def test_a_run_without_variants_keeps_its_ids_and_its_report_byte_for_byte(atlante_project: Project, tmp_path: Path) -> None:
+    project = suite(atlante_project, tmp_path, variants=None)
+    ids = collected_ids(project, tmp_path)
+    assert ids[:3] == ["eval/scenarios/alpha.eval.json::alpha[trial-1]", "eval/scenarios/alpha.eval.json::alpha[trial-2]",
+                       "eval/scenarios/alpha.eval.json::alpha[trial-3]"]
+    out = tmp_path / "out"
+    result = pytest_run(project, out, env_for(tmp_path))
+    assert result.returncode == 0, result.stdout[-3000:]
+    golden = DATA / "no-variants-report.json"
+    if os.environ.get("ATLANTE_WRITE_GOLDEN") == "1":
+        # Regenerate from a checkout without variants (PYTHONPATH=<that checkout>): the "before".
+        golden.write_text(normalised(load(out), project.root))
+        return
+    expected = golden.read_text()
+    assert normalised(load(out), project.root) == expected
+    # Declaring variants changes nothing for a run that does not ask for them (the control only).
+    suite(atlante_project, tmp_path, variants=VARIANTS)
+    out2 = tmp_path / "out2"
+    assert pytest_run(project, out2, env_for(tmp_path)).returncode == 0
+    assert normalised(load(out2), project.root) == expected
+
+
+def test_every_arm_runs_interleaved_and_the_report_compares_each_with_the_control(atlante_project: Project,
+                                                                                    tmp_path: Path) -> None:
+    project = suite(atlante_project, tmp_path, variants=VARIANTS, trials=4)
+    ids = collected_ids(project, tmp_path, "--atlante-variants", "all")
+    assert [i.split("::")[1] for i in ids[:6]] == [
+        "alpha[control:trial-1]", "alpha[no-skill:trial-1]", "alpha[again:trial-1]",
+        "alpha[control:trial-2]", "alpha[no-skill:trial-2]", "alpha[again:trial-2]"]
+    assert len(ids) == 4 * 4 * 3
+    reports = {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"out-{workers}"
+        args = ["--atlante-variants", "all"] + (["-n", workers] if workers != "1" else [])
+        result = pytest_run(project, out, env_for(tmp_path), *args)
+        assert result.returncode == 1, result.stdout[-3000:]   # the no-skill arm fails its checks
+        reports[workers] = load(out)
+    report = reports["1"]
+    assert [a["name"] for a in report["arms"]] == ["control", "no-skill", "again"]
+    assert report["arms"][2]["replicateOf"] == "control"
+    assert report["arms"][0]["harnessDigest"] == report["arms"][2]["harnessDigest"] != report["arms"][1]["harnessDigest"]
+    assert [(s["name"], s["variant"], s["passRate"]) for s in report["scenarios"][:3]] == [
+        ("alpha", "control", 1.0), ("alpha", "no-skill", 0.0), ("alpha", "again", 1.0)]
+    assert all(t["variant"] == s["variant"] for s in report["scenarios"] for t in s["trials"])
+    assert {t["transcript"].split("/")[2] for s in report["scenarios"] for t in s["trials"]} == {"control", "no-skill", "again"}
+    lift = {entry["variant"]: entry for entry in report["lift"]}
+    # 16 passes against 0 over four scenarios: the stratified exact test decides what Holm across
+    # four per-scenario Fisher tests (each 4/4 vs 0/4, p = 0.029, x4) could not.
+    assert lift["no-skill"]["label"] == "worse" and lift["no-skill"]["difference"] == -1.0
+    assert lift["no-skill"]["p"] == pytest.approx(2 / 70**4, rel=1e-6)   # only 0 or 16 passes are as unlikely
+    assert lift["no-skill"]["estimate"] == 0.0 and lift["no-skill"]["method"] == "cmh-exact-conditional"
+    assert {s["label"] for s in lift["no-skill"]["comparison"]["scenarios"]} == {"inconclusive"}
+    assert lift["again"]["label"] == "within-noise" and lift["again"]["pHolm"] is None
+    assert report["noiseFloor"] == {"variant": "again", "scenarios": [], "difference": 0.0}
+    assert report["suite"]["meanPassRate"] == 1.0   # the top-level suite line is the control's
+    # The same report at -n 1 and -n 2.
+    assert normalised(reports["1"], project.root) == normalised(reports["2"], project.root)
+
+
+def test_max_sessions_is_shared_round_robin_across_arms(atlante_project: Project, tmp_path: Path) -> None:
+    project = suite(atlante_project, tmp_path, variants=VARIANTS, trials=2, max_sessions=7)
+    out = tmp_path / "out"
+    pytest_run(project, out, env_for(tmp_path), "--atlante-variants", "all", "-n", "2")
+    report = load(out)
+    ran = {}
+    for record in report["scenarios"]:
+        ran[record["variant"]] = ran.get(record["variant"], 0) + sum(t["verdict"] != "skipped-budget" for t in record["trials"])
+    assert ran == {"control": 3, "no-skill": 2, "again": 2}   # items alternate arms: none is starved
+
+
+def test_a_shard_pair_merges_into_the_unsharded_report(atlante_project: Project, tmp_path: Path) -> None:
+    project = suite(atlante_project, tmp_path, variants=VARIANTS, trials=2)
+    whole = tmp_path / "whole"
+    pytest_run(project, whole, env_for(tmp_path), "--atlante-variants", "all")
+    env = env_for(tmp_path, ATLANTE_RUN_GROUP="g1")
+    shards = []
+    for index in (1, 2):
+        out = tmp_path / f"shard-{index}"
+        pytest_run(project, out, env, "--atlante-variants", "all", "--atlante-shard", f"{index}/2")
+        shards.append(str(out / "report.json"))
+    merged = tmp_path / "merged.json"
+    result = subprocess.run([sys.executable, "-m", "pytest_atlante.cli", "report", "merge", *shards, "-o", str(merged)],
+                            capture_output=True, text=True,
+                            check=False, env=env)
+    assert result.returncode == 1, result.stderr
+    ours, theirs = json.loads(merged.read_text()), load(whole)
+    for report in (ours, theirs):
+        for key in ("shards", "runGroup", "suiteDigest", "selectedTrials"):
+            report.pop(key, None)
+        for record in report["scenarios"]:
+            for trial in record["trials"]:
+                trial.pop("transcript", None), trial.pop("hostStream", None)
+    assert normalised(ours, project.root) == normalised(theirs, project.root)
+
+
+def test_an_unknown_variant_is_refused_before_any_session(atlante_project: Project, tmp_path: Path) -> None:
+    project = suite(atlante_project, tmp_path, variants=VARIANTS)
+    out = tmp_path / "out"
+    result = pytest_run(project, out, env_for(tmp_path), "--atlante-variants", "no-skill,nope")
+    assert result.returncode == 2
+    problems = json.loads((out / "diagnostics.json").read_text())["diagnostics"]
+    assert [(d["code"], d["location"]) for d in problems] == [("eval-variant-unknown", "--atlante-variants")]
+    assert not re.search(r"trial-\d", result.stdout)
