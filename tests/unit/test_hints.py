@@ -159,3 +159,26 @@ def test_help_lists_what_each_command_accepts(command: str, capsys: pytest.Captu
     if command in ("eval", "selftest"):
         for flag in ("--host", "--scripted", "--scenario", "--out", "--keep", "--atlante-*"):
             assert flag in shown, (command, flag)
+
+
+def hint_strings() -> list[tuple[str, str]]:
+    """The string pieces of every ``Diagnostic(...)``'s hint in the package (5th argument or ``hint=``)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Diagnostic"):
+                continue
+            hint = node.args[4] if len(node.args) > 4 else next((k.value for k in node.keywords if k.arg == "hint"), None)
+            if hint is not None:
+                found += [(path.relative_to(REPO_ROOT).as_posix(), piece.value) for piece in ast.walk(hint)
+                          if isinstance(piece, ast.Constant) and isinstance(piece.value, str)]
+    return found
+
+
+def test_every_atlante_option_a_hint_names_exists() -> None:
+    """A bare ``--atlante-*`` option in a hint ("or pass --atlante-out") is one pytest takes:
+    ``pytest --atlante-eval`` and ``atlante eval`` accept every one of them."""
+    named = {(file, flag) for file, text in hint_strings() for flag in re.findall(r"--atlante-[a-z][a-z-]*[a-z]", text)}
+    assert len(named) >= 8  # the sweep sees the hints
+    unknown = sorted(f"{file}: {flag}" for file, flag in named if flag not in pytest_flags())
+    assert not unknown, unknown
