@@ -12,10 +12,11 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_atlante.checks import AgentUsedCheck, SkillUsedCheck
+from pytest_atlante.checks import AgentUsedCheck, SkillUsedCheck, ToolUsedCheck
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import file_kind
+from pytest_atlante.hosts.base import no_place
 from pytest_atlante.hosts.names import HostName, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
@@ -205,6 +206,7 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
         assert isinstance(scenario, Scenario)
         suite.diagnostics.extend(rule_diagnostics(scenario, display))
         suite.diagnostics.extend(harness_name_diagnostics(scenario, display, suite))
+        suite.diagnostics.extend(impossible_check_diagnostics(scenario, display, suite, host))
         fixture = fixture_root / scenario.task.fixture
         safe = unsafe_path_reason(scenario.task.fixture) is None
         if safe:
@@ -252,6 +254,36 @@ def harness_name_diagnostics(scenario: Scenario, display: str, suite: Suite) -> 
                 found.append(Diagnostic(display, f"$.checks[{index}].{kind}", "eval-scenario-invalid",
                                         f"{check.type}: the harness defines no {kind} {name!r} (it defines: {defined})",
                                         f"name a {kind} of the harness section of atlante.jsonc (or of a selected pack)"))
+    return found
+
+
+IMPOSSIBLE_CHECK = "eval-check-impossible"
+
+
+def impossible_check_diagnostics(scenario: Scenario, display: str, suite: Suite, host: HostName) -> list[Diagnostic]:
+    """A delegation count a host can never reach, named before any session (docs/reference.md,
+    "Checks a host cannot satisfy"): ``agent-used`` or ``tool-used`` of ``task`` with a ``min`` of
+    at least 1 on a host that has no sub-agents (its adapter has no place for an agent,
+    ``hosts.base.no_place``), in any arm that runs under that host.  ``max: 0`` holds there."""
+    counts = [(index, check) for index, check in enumerate(scenario.checks)
+              if (isinstance(check, AgentUsedCheck) or (isinstance(check, ToolUsedCheck) and check.tool == "task"))
+              and check.least > 0]
+    if not counts:
+        return []
+    hosts = dict.fromkeys([host, *(arm.host for arm in suite.arms)])
+    found = []
+    for name in hosts:
+        why = no_place(host_for(name), "agent")
+        if why is None:
+            continue
+        for index, check in counts:
+            what = f"agent {check.agent!r}" if isinstance(check, AgentUsedCheck) else "the task tool"
+            found.append(Diagnostic(
+                display, f"$.checks[{index}]", IMPOSSIBLE_CHECK,
+                f"{check.type}: {name} has no sub-agents ({why}), so a count of {what} of at least "
+                f"{check.least} can never be reached on it",
+                "run the scenario under a host with sub-agents (eval.host, --atlante-host), drop the check, "
+                "or make it {\"max\": 0} to assert the host never delegates"))
     return found
 
 

@@ -61,6 +61,14 @@ def v02(*items: dict[str, Any]) -> Mutation:
     return scen(version="0.2", checks=list(items), **{"$schema": V02})
 
 
+def both(*mutations: Mutation) -> Mutation:
+    """The mutations applied in order (each config mutation writes a whole configuration)."""
+    def mutate(p: Project) -> None:
+        for each in mutations:
+            each(p)
+    return mutate
+
+
 def task(**values: Any) -> Mutation:
     base = {"fixture": "eval/fixtures/app", "prompt": "Create hello.txt."}
     base.update(values)
@@ -130,6 +138,8 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("trajectory-unknown-skill", v02({"type": "skill-used", "skill": "no-such-skill"}), [], "eval-scenario-invalid", S, "$.checks[0].skill"),
     ("trajectory-unknown-agent", v02({"type": "agent-used", "agent": "no-such-agent"}), [], "eval-scenario-invalid", S, "$.checks[0].agent"),
     ("trajectory-min-over-max", v02({"type": "skill-used", "skill": "tidy", "min": 2, "max": 1}), [], "eval-scenario-invalid", S, "$.checks[0].min"),
+    ("agent-used-on-a-host-without-sub-agents", both(cfg_top(version="0.3", eval={**config_doc()["eval"], "host": "codex"}), v02({"type": "agent-used", "agent": "helper"})), [], "eval-check-impossible", S, "$.checks[0]"),
+    ("task-tool-used-on-a-host-without-sub-agents", both(cfg_top(version="0.3"), v02({"type": "tool-used", "tool": "task", "min": 2})), ["--atlante-host", "codex"], "eval-check-impossible", S, "$.checks[0]"),
     ("trajectory-tool-not-neutral", v02({"type": "tool-used", "tool": "Bash"}), [], "eval-scenario-invalid", S, "$.checks[0].tool"),
     ("pattern-input-matches-invalid", v02({"type": "tool-used", "tool": "bash", "inputMatches": "(rm"}), [], "eval-pattern-invalid", S, "$.checks[0].inputMatches"),
     ("usage-within-no-bound", v02({"type": "usage-within"}), [], "eval-scenario-invalid", S, "$.checks[0]"),
@@ -185,7 +195,9 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
 def validate_as(project: Project, extra: list[str]) -> list[Diagnostic]:
     """``validate`` with the same inputs the plugin derives from these command-line options."""
     names = [extra[i + 1] for i, arg in enumerate(extra) if arg == "--atlante-scenario"]
-    _, problems = validate(project.root, scripted="--atlante-scripted" in extra, names=names)
+    host = next((extra[i + 1] for i, arg in enumerate(extra) if arg == "--atlante-host"), None)
+    _, problems = validate(project.root, scripted="--atlante-scripted" in extra, names=names,
+                           host_override=host)  # type: ignore[arg-type]
     return problems
 
 
@@ -285,3 +297,13 @@ def test_a_shared_fixture_is_walked_once_and_its_problem_named_for_each_scenario
     found = [(d.file, d.location) for d in validate_as(atlante_project, []) if d.code == "eval-fixture-invalid"]
     assert sorted(found) == [(S, "$.task.fixture"), ("eval/scenarios/second.eval.json", "$.task.fixture")]
     assert len(walks) == 1
+
+
+@pytest.mark.parametrize("check", [{"type": "agent-used", "agent": "helper", "max": 0},
+                                   {"type": "tool-used", "tool": "task", "max": 0},
+                                   {"type": "tool-used", "tool": "bash"}])
+def test_a_check_a_host_without_sub_agents_can_satisfy_is_no_problem(atlante_project: Project, check: dict[str, Any]) -> None:
+    """``max: 0`` ("must not happen") holds on such a host; only a count it can never reach is refused."""
+    cfg_top(version="0.3")(atlante_project)
+    v02(check)(atlante_project)
+    assert not [d for d in validate_as(atlante_project, ["--atlante-host", "codex"]) if d.code == "eval-check-impossible"]
