@@ -39,6 +39,7 @@ from pytest_atlante.report.view_glance import (
     scenario_verdict,
     worst_trial_verdict,
 )
+from pytest_atlante.report.view_lift import lift_section, row_label
 from pytest_atlante.trial.transcript import read_transcript
 
 HTML_FILE = "report.html"
@@ -271,7 +272,7 @@ def _scenario_table(report: J) -> str:
         chip = _chip(worst_trial_verdict(s) or row_verdict) if row_verdict != "pass" else ""
         rows.append(
             f'<tr class="v-{row_verdict}">'
-            f'<th scope="row" data-v="{esc(s.get("name"))}"><a href="#s{index}">{esc(s.get("name"))}</a>{flag} {chip}{why}</th>'
+            f'<th scope="row" data-v="{esc(row_label(s))}"><a href="#s{index}">{esc(row_label(s))}</a>{flag} {chip}{why}</th>'
             f'<td data-v="{_num(s.get("passRate"))}">{_pct(s.get("passRate"))}{_bar(s)}{_few_trials(s)}</td>'
             f'<td{_NARROW[2]} data-v="{pak_value}">{pak_text}</td>'
             f'<td{_NARROW[3]} data-v="{len(trials)}" title="{esc(count_text)}">{len(trials)}/{esc(s.get("expectedTrials"))}</td>'
@@ -546,7 +547,7 @@ def render(report: J, report_dir: Path, page_dir: Path | None = None,
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>atlante eval {esc(report.get('runId'))}</title><style>{CSS}</style></head><body><main>"
-            f"{_header(report)}{_comparison(report.get('comparison'))}{_scenario_table(report)}{_trials(report, report_dir, page_dir or report_dir, history)}"
+            f"{_header(report)}{_comparison(report.get('comparison'))}{lift_section(report)}{_scenario_table(report)}{_trials(report, report_dir, page_dir or report_dir, history)}"
             f"</main><script>{JS}</script></body></html>\n")
 
 

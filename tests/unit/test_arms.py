@@ -100,3 +100,20 @@ def test_a_report_without_arms_is_left_alone() -> None:
     report = build_report(state, [("a", "a.json", "local", 1)], finished_at=NOW, complete=True, exit_status=0)
     assert with_arm_comparison(report) is report
     assert "variant" not in report.to_json() and '"arms"' not in report.to_json() and '"lift"' not in report.to_json()
+
+
+def test_the_view_shows_the_lift_table_and_each_arms_rows(tmp_path: Any) -> None:
+    import json
+
+    from pytest_atlante.report.view import render
+
+    report = report_of([CONTROL, WORSE, AGAIN], {"control": {}, "worse": {"a": 0, "b": 0}, "again": {}})
+    page = render(json.loads(report.to_json()), tmp_path)
+    section = page.split('<h2 id="lift">', 1)[1].split("<h2", 1)[0]
+    assert '<th scope="row">worse</th><td><span class="chip fail">worse</span></td><td>-50 pts</td>' in section
+    assert "A/A replicate of control" in section and "Noise floor, from again" in section
+    assert ">a [worse]</a>" in page and ">a [control]</a>" in page
+    # Untrusted text is escaped there as everywhere in the view.
+    hostile = json.loads(report.to_json())
+    hostile["lift"][0]["variant"] = "<script>x</script>"
+    assert "<script>x</script>" not in render(hostile, tmp_path).split('<h2 id="lift">', 1)[1].split("<h2", 1)[0]
