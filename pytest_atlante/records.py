@@ -127,6 +127,11 @@ class TrialRecord(OmitsUnsetArm):
     # host's stream disagreed with the proxy, in words.
     meteredBy: Literal["proxy", "stream"] | None = None
     meteringDisagreement: str | None = None
+    # Requests the metering proxy refused without forwarding them: no model route of any wire format
+    # (batches, files, a Gemini JSON-array stream), or not under the trial's key (another trial's
+    # agent); the first few named ("METHOD /path: why").
+    proxyRefused: int | None = None
+    proxyRefusedRequests: list[str] = Field(default_factory=list)
     scriptedTurns: int | None = Field(default=None, description="turns the scripted model served (scripted runs)")
     error: str | None = None
     interrupted: bool = False

@@ -21,8 +21,11 @@ from pytest_atlante.provider.served import ToolCallReader
 from pytest_atlante.provider.wire.gemini import gemini_usage_fields
 from pytest_atlante.records import Usage
 
-#: One SSE event (or one whole JSON body) larger than this is not parsed for usage; it still flows.
-MAX_EVENT_BYTES = 4 * 1024 * 1024
+#: One SSE event (or one whole JSON body) larger than this is not parsed for usage.  As large as the
+#: largest response the proxy relays, so every event of a relayed response is read (a Responses
+#: ``response.completed`` repeats the whole output: 8.9 MB carried 90,000 tokens unseen at 4 MiB);
+#: the proxy has one response in flight per trial, so this is also what a trial's meter can hold.
+MAX_EVENT_BYTES = 64 * 1024 * 1024
 
 _FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 

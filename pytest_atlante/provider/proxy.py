@@ -30,7 +30,8 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 from pytest_atlante.hosts.streams import sum_usage
 from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService, new_trial_key, strip_trial_key
-from pytest_atlante.provider.meter import ResponseMeter
+from pytest_atlante.provider.meter import MAX_EVENT_BYTES, ResponseMeter
+from pytest_atlante.provider.routes import LOCAL, refusal
 from pytest_atlante.provider.served import Served, ServedCall
 from pytest_atlante.provider.wire import metered_wire
 from pytest_atlante.records import Usage
@@ -44,8 +45,16 @@ _HOP_BY_HOP = frozenset({
 })  # fmt: skip
 #: A model response can stream for many minutes; the host session's own timeout ends it sooner.
 UPSTREAM_TIMEOUT_S = 900.0
-#: The largest request body relayed (a long session's context is a few MiB).
+#: The largest request body relayed (a long session's context is a few MiB).  Bodies are read one at a
+#: time per trial (after the request's turn came), so held requests hold no body.
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: The largest response relayed; a longer one is cut and the trial's model access ends (its usage
+#: could not be read).  The meter holds one event of at most this size (``meter.MAX_EVENT_BYTES``).
+MAX_RESPONSE_BYTES = MAX_EVENT_BYTES
+#: Requests waiting for their turn (one model request in flight per trial) beyond which more are refused.
+MAX_WAITING = 8
+#: How many refused requests a trial's record names (the count is whole).
+MAX_REFUSED_NAMED = 10
 _CHUNK = 64 * 1024
 #: How long the end of a session waits for responses still being counted.
 SETTLE_S = 2.0
@@ -134,6 +143,8 @@ class Metering:
     responses: tuple[Usage, ...] = ()    # the usage of each served response that reported one
     empty: int = 0             # model responses with status < 400 that held no text, thinking or tool call
     foreign: int = 0           # requests without the trial's key (refused before anything was read)
+    off_route: tuple[str, ...] = ()  # the first requests refused as no model route ("METHOD /path: why")
+    off_route_count: int = 0   # all of them
 
     @property
     def model_answers(self) -> Served:
@@ -172,7 +183,12 @@ class MeteringProxy(LoopbackService):
         self._tripped_at: int | None = None
         self._cost: float | None = None
         self._counts = {"served": 0, "answered": 0, "failed": 0, "refused": 0, "unmetered": 0, "empty": 0,
-                        "foreign": 0}
+                        "foreign": 0, "off_route": 0}
+        self._off_route: list[str] = []
+        # One model request in flight per trial: the crossing response is really the last one
+        # served, and one request body at a time is held in memory.
+        self._turn = threading.Semaphore(1)
+        self._waiting = 0
         self._problems: list[str] = []
         self._calls: list[ServedCall] = []
         self._reported: list[Usage] = []
@@ -226,7 +242,8 @@ class MeteringProxy(LoopbackService):
             return Metering(self._total(), self._cost, self._counts["served"], self._counts["answered"],
                             self._counts["failed"], self._counts["refused"], self._counts["unmetered"],
                             self._tripped_at, tuple(self._problems), tuple(self._calls), tuple(self._reported),
-                            self._counts["empty"], self._counts["foreign"])
+                            self._counts["empty"], self._counts["foreign"], tuple(self._off_route),
+                            self._counts["off_route"])
 
     def _total(self) -> Usage:
         return sum_usage([*self._done, *(meter.usage for meter in self._inflight.values())])
@@ -247,6 +264,36 @@ class MeteringProxy(LoopbackService):
         """A request without this trial's key (another trial's agent, a port scan): refused."""
         with self._lock:
             self._counts["foreign"] += 1
+
+    def note_off_route(self, method: str, path: str, why: str) -> None:
+        """A request the proxy does not serve (``provider/routes.py``): refused, never forwarded."""
+        with self._lock:
+            self._counts["off_route"] += 1
+            if len(self._off_route) < MAX_REFUSED_NAMED:
+                self._off_route.append(f"{method} {urlsplit(path).path[:200]}: {why}")
+
+    def take_turn(self) -> bool:
+        """Wait until no other request of this trial is in flight (False: too many already wait)."""
+        with self._lock:
+            if self._waiting >= MAX_WAITING:
+                self._counts["refused"] += 1
+                return False
+            self._waiting += 1
+        try:
+            return self._turn.acquire(timeout=UPSTREAM_TIMEOUT_S)
+        finally:
+            with self._lock:
+                self._waiting -= 1
+
+    def end_turn(self) -> None:
+        self._turn.release()
+
+    def cut_oversized(self, request_id: int) -> None:
+        """A response past ``MAX_RESPONSE_BYTES`` whose usage could not be read: no more model
+        requests for this trial, as after a crossing (an unmetered answer must not be free)."""
+        with self._lock:
+            if self._tripped_at is None:
+                self._tripped_at, self._crossing = max(self._total().total, self.max_tokens + 1), request_id
 
     def begin(self, request_id: int, content_type: str, length: int | None) -> ResponseMeter:
         meter = ResponseMeter(content_type, length)
@@ -390,6 +437,24 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                 proxy.note_foreign()
                 self._answer(404, b'{"error": {"message": "atlante metering proxy: not found"}}')
                 return
+            why = refusal(self.command, path)
+            if why == LOCAL:  # a reachability check: nothing to forward
+                self._answer(200, b"{}")
+                return
+            if why is not None:  # not a model route: refused here, before its body is read
+                proxy.note_off_route(self.command, path, why)
+                self._answer(404, json.dumps({"type": "error", "error": {
+                    "type": "not_found_error", "message": f"atlante metering proxy: {why}"}}).encode())
+                return
+            if not proxy.take_turn():
+                self._answer(429, b'{"error": {"message": "atlante metering proxy: too many requests waiting"}}')
+                return
+            try:
+                self._forward(path)
+            finally:
+                proxy.end_turn()
+
+        def _forward(self, path: str) -> None:
             model_request = _is_model_request(self.command, path)
             body = self._body()
             if body is None:
@@ -432,21 +497,37 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", length)
             self.end_headers()
             problem = f"{proxy.upstream.url} answered HTTP {response.status}" if response.status >= 400 else None
-            cut = False
+            cut = client_gone = False
+            relayed = 0
             try:
                 while self.command != "HEAD" and (data := response.read1(_CHUNK)):
+                    relayed += len(data)
+                    if relayed > MAX_RESPONSE_BYTES:
+                        proxy.cut_oversized(request_id)
+                        problem, cut = f"a response over {MAX_RESPONSE_BYTES} bytes was cut", True
+                        break
                     meter.feed(data)
                     if not proxy.progress(request_id):
                         cut = True  # another response crossed maxTokens while this one flowed
                         break
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
-                if chunked and not cut:
-                    self.wfile.write(b"0\r\n\r\n")
-            except OSError:  # the host hung up (it was stopped) or the upstream broke off
+                    if not client_gone:
+                        client_gone = not self._write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                    # A client that hung up does not end the answer: it is read to its end (its
+                    # last usage event) and counted (docs/design.md §10).
+                if chunked and not cut and not client_gone:
+                    self._write(b"0\r\n\r\n")
+            except OSError:  # the upstream broke off
                 cut = True
             finally:
                 proxy.finish(request_id, response.status, model_request=model_request, problem=problem)
-            if cut:
+            if cut or client_gone:
                 self.close_connection = True
+
+        def _write(self, data: bytes) -> bool:
+            try:
+                self.wfile.write(data)
+            except OSError:  # the host hung up (it was stopped, or the agent abandoned its request)
+                return False
+            return True
 
     return Handler

@@ -292,12 +292,24 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "streamNotes": notes,
         "meteredBy": "stream" if session.metering is None else "proxy",
         "meteringDisagreement": disagreement(session),
+        **refused_requests(session),
         "error": session_error(session, budget) or (escape_message([secrets.numbered(e) for e in escapes])
                                                     if escapes else None),
         "escapes": escapes,
     })
 
 
+
+
+def refused_requests(session: HostSession) -> dict[str, object]:
+    """The record's count of the requests the metering proxy refused, and the first of them."""
+    metered = session.metering
+    if metered is None:
+        return {}
+    named = list(metered.off_route)
+    if metered.foreign:
+        named.append(f"{metered.foreign} request(s) without this trial's key")
+    return {"proxyRefused": metered.off_route_count + metered.foreign, "proxyRefusedRequests": named}
 
 
 def untouched_record(base: TrialRecord, diff: sandboxes.Diff, results: list[CheckResult]) -> TrialRecord:
@@ -330,6 +342,7 @@ def scrubbed(rec: TrialRecord, sb: sandboxes.Sandbox, secrets: Secrets) -> Trial
         # A name holding a secret still shows, numbered, and keeps failing what it failed.
         "changedPaths": [secrets.numbered(p) for p in rec.changedPaths],
         "escapes": [secrets.numbered(p) for p in rec.escapes],
+        "proxyRefusedRequests": [text(r) for r in rec.proxyRefusedRequests],
     })
 
 

@@ -23,6 +23,7 @@ from conftest import make_test_ca
 from pytest_atlante.provider.loopback import new_trial_key, strip_trial_key
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.proxy import MeteringProxy, Upstream
+from pytest_atlante.provider.routes import LOCAL, refusal
 from pytest_atlante.provider.wire.anthropic import anthropic_message, anthropic_stream
 from pytest_atlante.provider.wire.openai_chat import openai_stream
 from pytest_atlante.provider.wire.shared import Reply, ReplyUsage
@@ -328,3 +329,27 @@ def test_https_forwarding_goes_through_the_users_proxy(tls_provider: Provider, t
     assert forward.tunnels == [f"provider.test:{tls_provider.port}"]
     # the test certificate names localhost, not provider.test: verification still runs through the tunnel
     assert status == 502 and b"CERTIFICATE_VERIFY_FAILED" in data
+
+
+def test_only_model_routes_are_served() -> None:
+    for method, path in (("POST", "/v1/messages?beta=true"), ("POST", "/messages"), ("POST", "/v1/messages/count_tokens"),
+                         ("POST", "/v1/chat/completions"), ("POST", "/responses"), ("GET", "/v1/models"),
+                         ("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"),
+                         ("POST", "/v1beta/models/gemini-2.5-pro:generateContent"), ("GET", "/v1beta/models/gemini-2.5-pro")):
+        assert refusal(method, path) is None, (method, path)
+    assert refusal("HEAD", "/") == refusal("GET", "/") == LOCAL
+    for method, path in (("GET", "/v1/messages/batches/b/results"), ("POST", "/v1/messages/batches"),
+                         ("POST", "/v1/files"), ("GET", "/v1/responses"), ("DELETE", "/v1/messages"),
+                         ("POST", "/v1/fine_tuning/jobs"), ("POST", "/v1/models"), ("PUT", "/v1/chat/completions")):
+        assert refusal(method, path) == "not a model route", (method, path)
+    assert "alt=sse" in (refusal("POST", "/v1beta/models/m:streamGenerateContent") or "")
+    assert "alt=sse" in (refusal("POST", "/v1beta/models/m:streamGenerateContent?alt=json") or "")
+
+
+def test_an_off_route_request_is_refused_counted_and_never_forwarded(provider: Provider) -> None:
+    with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
+        assert ask(proxy, "/v1/messages/batches")[0] == 404
+        assert ask(proxy)[0] == 200
+        seen = proxy.metering()
+    assert seen.off_route_count == 1 and seen.off_route == ("POST /v1/messages/batches: not a model route",)
+    assert [r["path"] for r in provider.requests] == ["/v1/messages"]

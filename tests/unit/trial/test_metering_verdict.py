@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_atlante.hosts.base import SessionOutcome
-from pytest_atlante.provider.meter import ResponseMeter
+from pytest_atlante.provider.meter import MAX_EVENT_BYTES, ResponseMeter
 from pytest_atlante.provider.proxy import Metering
 from pytest_atlante.provider.wire.anthropic import anthropic_message, anthropic_stream
 from pytest_atlante.provider.wire.gemini import gemini_response, gemini_stream
@@ -130,6 +130,6 @@ def test_gemini_thinking_alone_is_not_an_empty_answer_and_an_unread_response_is_
     blank = {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}}]}
     assert metered("application/json", json.dumps(blank).encode()).empty
     meter = ResponseMeter("text/event-stream")
-    meter.feed(b"data: " + b"x" * (5 * 1024 * 1024))  # one event too long to read
+    meter.feed(b"data: " + b"x" * (MAX_EVENT_BYTES + 1))  # one event too long to read
     meter.finish()
     assert not meter.empty
