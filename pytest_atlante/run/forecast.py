@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -82,6 +82,8 @@ class Forecast:
     reports: list[UsedReport] = field(default_factory=list)
     unreadable: int = 0                  # report files that did not parse (skipped, counted)
     unsealed: int = 0                    # report files no run of this user's wrote (skipped, counted)
+    # A variant run's forecast: each arm's own (its host, model and harness), whose rows this one holds.
+    arms: list[tuple[str, Forecast]] = field(default_factory=list)
 
     @property
     def unknown(self) -> list[str]:
@@ -120,6 +122,36 @@ def requested(suite: ValidSuite, digests: Mapping[str, Digests] | None = None) -
         sessions[name] = sessions.get(name, 0) + int(allocated)
     return [RequestedScenario(e.scenario.name, budget.trials, sessions[e.scenario.name],
                               (digests or {}).get(e.scenario.name, (None, None))) for e in entries]
+
+
+def arm_requested(suite: ValidSuite, digests: Mapping[str, Digests], harness: Mapping[str, str | None]
+                  ) -> dict[str, list[RequestedScenario]]:
+    """:func:`requested` for a variant run, per arm: ``maxSessions`` is allocated over the items in
+    their collection order, each scenario's trials interleaved across the arms; ``harness`` gives
+    each arm's harness digest (the history of the same experiment is the same arm's)."""
+    budget = suite.eval.budget
+    entries = sorted(suite.scenarios, key=lambda e: str(e.file))
+    order = [(e.scenario.name, arm.name) for e in entries for _ in range(budget.trials) for arm in suite.arms]
+    sessions: dict[tuple[str, str], int] = {}
+    for key, allocated in allocate(order, budget.maxSessions):
+        sessions[key] = sessions.get(key, 0) + int(allocated)
+    return {arm.name: [RequestedScenario(e.scenario.name, budget.trials, sessions[(e.scenario.name, arm.name)],
+                                         ((digests.get(e.scenario.name) or (None, None))[0], harness.get(arm.name)))
+                       for e in entries] for arm in suite.arms}
+
+
+def combined(per_arm: Sequence[tuple[str, Forecast]]) -> Forecast:
+    """One forecast of a variant run: every arm's rows (``scenario [arm]``), for the totals and the cap."""
+    first = per_arm[0][1]
+    result = Forecast(host=first.host, model=first.model, scripted=first.scripted, workers=first.workers,
+                      unreadable=max(f.unreadable for _, f in per_arm), unsealed=max(f.unsealed for _, f in per_arm),
+                      arms=list(per_arm))
+    used: dict[str, UsedReport] = {}
+    for name, part in per_arm:
+        result.scenarios += [replace(s, name=f"{s.name} [{name}]") for s in part.scenarios]
+        used.update({u.run_id: u for u in part.reports})
+    result.reports = sorted(used.values(), key=lambda u: u.age_s)
+    return result
 
 
 def over_cap(predicted: Forecast, cap: float) -> Diagnostic | None:
@@ -267,6 +299,10 @@ def table_lines(result: Forecast) -> list[str]:
     bases = sorted({s.cost_basis for s in result.scenarios if s.sessions and s.cost_basis})
     if bases:
         lines.append(f"cost $ is an estimate from {', '.join(bases)} (the host reports tokens only)")
+    for name, part in result.arms:
+        lines.append(f"arm {name} ({part.host}, model {part.model or '(host default)'}): {part.sessions} session(s), "
+                     f"cost ${part.total('cost_mean'):.4f} (p95 ${part.total('cost_p95'):.4f})"
+                     + (" (known scenarios only)" if part.cost_unknown else ""))
     if result.reports:
         lines.append("history: " + ", ".join(f"{u.run_id} ({_age(u.age_s)} old)" for u in result.reports))
     else:

@@ -249,9 +249,24 @@ class Controller(TrialRole):
         numprocesses = getattr(self.config.option, "numprocesses", None)
         # Validation verified fixtures and build: the digests say which history is the same experiment.
         digests = self.state.digests or suite_digests(self.suite.scenarios, self.suite.project_root, self.suite.eval.host)
-        return forecast(requested(self.suite, digests), self.options.project_root / ".atlante" / "eval", host=self.suite.eval.host,
-                        model=self.suite.eval.model, scripted=self.options.scripted,
-                        workers=numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else 1)
+        workers = numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else 1
+        history = self.options.project_root / ".atlante" / "eval"
+        if len(self.suite.arms) > 1:
+            return self._arms_forecast(digests, history, workers)
+        return forecast(requested(self.suite, digests), history, host=self.suite.eval.host,
+                        model=self.suite.eval.model, scripted=self.options.scripted, workers=workers)
+
+    def _arms_forecast(self, digests: dict[str, tuple[str, str | None]], history: Path, workers: int) -> Forecast:
+        """A variant run's forecast and cost cap cover every arm, each from its own history."""
+        from pytest_atlante.run.forecast import arm_requested, combined, forecast
+        from pytest_atlante.suite.digests import harness_digest
+
+        assert self.suite is not None
+        arms = self.suite.arms
+        wanted = arm_requested(self.suite, digests,
+                               {a.name: harness_digest(self.suite.project_root, a.host, a.harness_of) for a in arms})
+        return combined([(a.name, forecast(wanted[a.name], history, host=a.host, model=a.model,
+                                           scripted=self.options.scripted, workers=workers)) for a in arms])
 
     def _forecast_only(self) -> None:
         from pytest_atlante.run.forecast import table_lines

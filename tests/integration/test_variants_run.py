@@ -181,3 +181,28 @@ def test_an_unknown_variant_is_refused_before_any_session(atlante_project: Proje
     problems = json.loads((out / "diagnostics.json").read_text())["diagnostics"]
     assert [(d["code"], d["location"]) for d in problems] == [("eval-variant-unknown", "--atlante-variants")]
     assert not re.search(r"trial-\d", result.stdout)
+
+
+def test_the_forecast_and_the_cost_cap_cover_every_arm(atlante_project: Project, tmp_path: Path) -> None:
+    """The fake host charges $0.001 a trial: 4 scenarios x 2 trials x 3 arms = 24 sessions, $0.024.
+    A cap of $0.01 lets the control alone through (8 sessions) and stops the variant run before any
+    session; the forecast prints each arm's share."""
+    project = suite(atlante_project, tmp_path, variants=VARIANTS, trials=2)
+    env = env_for(tmp_path)
+    argv = [sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-project", str(project.root), "-p", "no:cacheprovider",
+            "--rootdir", str(project.root), "-q", "--atlante-variants", "all"]
+    history = subprocess.run(argv, cwd=project.root, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert history.returncode == 1, history.stdout[-2000:]   # into .atlante/eval/: the next run's history
+    forecast = subprocess.run([*argv, "--atlante-forecast"], cwd=project.root, env=env, capture_output=True, text=True,
+                              timeout=300, check=False)
+    assert forecast.returncode == 0, forecast.stdout[-2000:]
+    assert "atlante forecast: 24 session(s)" in forecast.stdout
+    for arm in ("control", "no-skill", "again"):
+        assert f"arm {arm} (claude-code, model (host default)): 8 session(s), cost $0.0080 (p95 $0.0080)" in forecast.stdout
+    capped = subprocess.run([*argv, "--atlante-max-cost", "0.01"], cwd=project.root, env=env, capture_output=True,
+                            text=True, timeout=300, check=False)
+    assert capped.returncode == 2 and "eval-max-cost-exceeded" in capped.stdout + capped.stderr
+    control_only = [a for a in argv if a not in ("--atlante-variants", "all")]
+    alone = subprocess.run([*control_only, "--atlante-max-cost", "0.01", "--atlante-forecast"], cwd=project.root, env=env,
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert alone.returncode == 0 and "atlante forecast: 8 session(s)" in alone.stdout
