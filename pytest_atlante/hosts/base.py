@@ -279,6 +279,19 @@ class StreamMonitor(Protocol):
     def outcome(self) -> SessionOutcome: ...
 
 
+@runtime_checkable
+class CommandReader(Protocol):
+    """A host whose commands are files of a format other than Markdown (Gemini CLI: TOML): the build
+    reads a harness command of that suffix with ``read_command`` — (its fields as frontmatter, its
+    prompt as a Markdown command's body, what other hosts would not run of it) — or names what is
+    wrong (``ValueError``)."""
+
+    name: HostName
+    command_suffix: str
+
+    def read_command(self, text: str) -> tuple[dict[str, object], str, list[str]]: ...
+
+
 class Host(Protocol):
     name: str
     owned_dir: str  # ".claude" / ".opencode": ignored by the diff allowlist, owns the native outputs

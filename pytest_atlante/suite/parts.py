@@ -19,7 +19,7 @@ from pathlib import Path
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.hosts.base import AgentSpec, Host, NativeSource, PartSpec, no_place
+from pytest_atlante.hosts.base import AgentSpec, CommandReader, Host, NativeSource, PartSpec, no_place
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite import frontmatter
@@ -292,6 +292,23 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     if (why := no_place(host, "command")) is not None:
         out.warnings.append(f"{rel}: command {name!r} not rendered for {host.name} ({why})")
         return
+    lost: list[str] = []
+    reader = _command_reader(rel)
+    if reader is not None:  # a command in a host's own format other than Markdown (Gemini CLI's TOML)
+        try:
+            fields_read, body, lost = reader.read_command(native.text)
+        except ValueError as exc:
+            out.problems.append(Diagnostic(origin.file, f"{where}.file", INVALID, f"{rel} {exc}",
+                                           f"give the command a {reader.name} command file or a Markdown one"))
+            return
+        native = NativeFile(fields_read, body, native.text)
+        source_host = reader.name
+        agree = _Agreement(origin, where, native, part.path, out)
+        if host.name == reader.name:  # its own host loads the file as it is
+            target = f"{host.owned_dir}/commands/{_command_path(rel, name, reader.command_suffix)}"
+            agree.text("description", command.description, required=False)
+            _add_command_output(origin, where, name, target, native.text, out)
+            return
     description = agree.text("description", command.description, required=False)
     model, dropped_model = _model(agree, command.model, source_host, host)
     spec = PartSpec(description, model, _source(native, source_host, rel), dropped_model)
@@ -307,6 +324,11 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
         suffix, text, notes = command_document(name, fields, native.body)
         target = f"{target.removesuffix('.md')}{suffix}"
         out.warnings += [f"{rel}: {note}" for note in notes]
+    out.warnings += [f"{rel}: {note}; dropped for {host.name}" for note in lost]
+    _add_command_output(origin, where, name, target, text, out)
+
+
+def _add_command_output(origin: Origin, where: str, name: str, target: str, text: str, out: Rendered) -> None:
     if target in out.outputs:
         out.problems.append(Diagnostic(origin.file, where, CONFLICT, f"command {name!r} would be written over "
                                        f"another command at {target}", "rename one of the command files"))
@@ -314,15 +336,30 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     out.outputs[target] = text.encode()
 
 
-def _command_path(rel: str, name: str) -> str:
-    """Where a command goes under the host's ``commands/``: a file kept in a host's ``commands/``
-    tree keeps its place there, because Claude Code names a nested command by its directory
-    (``frontend/component.md`` is ``/frontend:component``, host-facts §11); any other by its name."""
+def _command_reader(rel: str) -> CommandReader | None:
+    """The host whose command format a file of this suffix is, when that is not Markdown."""
+    suffix = Path(rel).suffix
+    if suffix in ("", ".md"):
+        return None
+    for name in HOST_NAMES:
+        reader: object = host_for(name)
+        if isinstance(reader, CommandReader) and reader.command_suffix == suffix:
+            return reader
+    return None
+
+
+def _command_path(rel: str, name: str, suffix: str = ".md") -> str:
+    """Where a command goes under the host's ``commands/`` (``suffix`` appended: ``.md`` unless
+    the caller adds the host's own): a file kept in a host's ``commands/`` tree keeps its place
+    there, because Claude Code names a nested command by its directory (``frontend/component.md``
+    is ``/frontend:component``, host-facts §11), under its own name without its source suffix; any
+    other by its name."""
     parts = rel.split("/")
     for index in range(len(parts) - 2, -1, -1):
         if parts[index] in ("commands", "command"):
-            return "/".join(parts[index + 1:])
-    return f"{name}.md"
+            kept = "/".join(parts[index + 1:])
+            return f"{kept.removesuffix(Path(kept).suffix) if Path(kept).suffix in ('.md', '.toml') else kept}{suffix}"
+    return f"{name}{suffix}"
 
 
 def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Rendered) -> None:

@@ -11,6 +11,7 @@ built ones) and the context file named by ``context.fileName`` (the trial's sett
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Mapping
 
 from pytest_atlante.hosts.base import (
@@ -92,6 +93,32 @@ class GeminiParts:
             dropped.append(f"{source_name(command.native, name)}: model {fields.pop('model')!r} dropped for "
                            f"{HOST} (its commands have no model field)")
         return RenderedFields(fields, tuple(dropped))
+
+    #: Gemini CLI's commands are TOML files (``.gemini/commands/**/*.toml``, host-facts-gemini §15):
+    #: the build reads a harness command in this format with ``read_command``.
+    command_suffix = ".toml"
+
+    def read_command(self, text: str) -> tuple[dict[str, object], str, list[str]]:
+        """A TOML command read as what it is: (its fields as frontmatter, its prompt as a Markdown
+        command's body — ``{{args}}`` as ``$ARGUMENTS`` —, what another host would not run of it).
+        Raises ``ValueError`` naming what is wrong when the text is no Gemini CLI command."""
+        try:
+            document = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"is not TOML ({exc})") from None
+        prompt = document.get("prompt")
+        if not isinstance(prompt, str):
+            raise ValueError("is a TOML file with no 'prompt' string: no Gemini CLI command")
+        fields: dict[str, object] = {}
+        if isinstance(document.get("description"), str):
+            fields["description"] = document["description"]
+        elsewhere = [f"field {key!r} (Gemini CLI's commands have description and prompt only)"
+                     for key in document if key not in ("description", "prompt")]
+        if "!{" in prompt:
+            elsewhere.append("its shell injections !{…} are Gemini CLI's and run nowhere else")
+        if "@{" in prompt:
+            elsewhere.append("its file injections @{…} are Gemini CLI's and are read nowhere else")
+        return fields, prompt.lstrip("\n").replace("{{args}}", "$ARGUMENTS"), elsewhere
 
     def command_document(self, name: str, fields: Mapping[str, object], body: str) -> tuple[str, str, list[str]]:
         """A command as Gemini CLI loads it: ``.gemini/commands/<name>.toml`` with ``description``
