@@ -216,7 +216,7 @@ class SelftestPlan(EvalPlan):
         noop = runner.run(entry, NOOP_TRIAL, item.nodeid, item.budget, role.progress(), with_host=False)
         reference = (runner.run(entry, REFERENCE_TRIAL, item.nodeid, item.budget, role.progress())
                      if entry.script is not None else None)
-        refused = _refused_calls(role.out_dir, reference) if reference is not None else []
+        refused = refused_calls(role.out_dir, reference) if reference is not None else []
         result = selftest.classify(entry.scenario.name, entry.display, entry.source, item.nodeid, noop, reference, refused)
         item.stash[RESULT_KEY] = result
         if result.status not in selftest.ACCEPTABLE:
@@ -282,9 +282,9 @@ class SelftestPlan(EvalPlan):
         return lines
 
 
-def _refused_calls(out_dir: Path, record: TrialRecord) -> list[str]:
-    """The reference trial's tool calls the host refused or errored, from its transcript (none
-    without one: a trial that never reached its host session is an infra-error anyway)."""
+def refused_calls(out_dir: Path, record: TrialRecord) -> list[str]:
+    """A scripted trial's tool calls the host refused or errored, from its transcript (none without
+    one: a trial that never reached its host session is an infra-error anyway)."""
     from pytest_atlante.fsutil import UnreadableFile
     from pytest_atlante.trial.transcript import read_transcript
 
@@ -305,4 +305,4 @@ def internal_error(exc: Exception) -> Diagnostic:
                       "this is a bug in pytest-atlante; please report it with the run's output")
 
 
-__all__ = ["RECORD_KEY", "EvalPlan", "Line", "Run", "SelftestPlan", "Trials", "internal_error", "plan_for"]
+__all__ = ["RECORD_KEY", "EvalPlan", "Line", "Run", "SelftestPlan", "Trials", "internal_error", "plan_for", "refused_calls"]

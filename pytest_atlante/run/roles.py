@@ -395,6 +395,8 @@ class Controller(TrialRole):
         if self.plan.receive(report, self.state) is not None:
             record = self.state.records[report.nodeid]
             self.terminal.trial_finished(record)
+            if self.options.scripted:
+                self._refused_scripted_calls(record)
             if self.ledger is not None:
                 from pytest_atlante.run import costcap
 
@@ -404,6 +406,17 @@ class Controller(TrialRole):
             # "???" is how xdist reports an item whose worker died under it.
             self.state.errors.append(Diagnostic("", report.nodeid, "eval-worker-crashed", self.plan.crashed,
                                                 self.plan.crashed_hint))
+
+    def _refused_scripted_calls(self, record: TrialRecord) -> None:
+        """A scripted action the host refused (Claude Code's "File has not been read yet") leaves
+        the trial passing if the checks do: the run says so instead of staying silent."""
+        from pytest_atlante.run.plan import refused_calls
+
+        refused = refused_calls(self.out_dir, record)
+        if refused:
+            self.terminal.warn(f"atlante: warning: {record.nodeId}: the host refused or errored {len(refused)} scripted "
+                               f"tool call(s), so this run is not the script's solution: {'; '.join(refused)} "
+                               "(`atlante selftest` reports it as reference-tool-error)")
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         if not is_user_interrupt(excinfo.value):

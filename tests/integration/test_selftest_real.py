@@ -207,3 +207,13 @@ def test_a_reference_the_host_refused_a_call_of_is_flagged(pytester: pytest.Pyte
     assert problem.trial == "reference" and "Edit" in problem.message and "README.md" in problem.message
     assert "has not been read yet" in problem.message, problem.message
     assert "eval-selftest-reference-tool-error" in output and "has not been read yet" in output, output
+
+    # `eval --scripted` passes the trial (its checks pass) but no longer says nothing of the refusal.
+    scripted = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project),
+                                             "--atlante-out", str(tmp_path / "eval"), "-p", "no:cacheprovider",
+                                             "--atlante-scenario", "edits-unread", "--atlante-scenario", "reads-first",
+                                             timeout=300)
+    text = "\n".join(scripted.outlines)
+    assert scripted.ret == 0, text
+    warned = [line for line in scripted.outlines if "scripted tool call(s)" in line]
+    assert warned and all("edits-unread" in line and "has not been read yet" in line for line in warned), text
