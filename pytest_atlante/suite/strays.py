@@ -6,8 +6,9 @@ scenario documents — a ``*.eval.json*`` name, or a ``.json``/``.jsonc`` docume
 is a scenario URI — and each one the suite did not load is named in a warning with the glob to fix.
 
 The walk skips what is no part of the project's own documents: hidden directories (``.git``,
-``.atlante``, ``.venv``), ``node_modules``, ``__pycache__``, virtual environments (a ``pyvenv.cfg``)
-and the pack roots (a pack's suite is chosen by ``eval.include``, not by the glob); it follows no
+``.atlante``, ``.venv``), ``node_modules``, ``__pycache__``, virtual environments (a ``pyvenv.cfg``),
+projects of their own nested inside (a directory with its own ``atlante.jsonc``: its scenarios are
+its glob's, as the example project's ``selftest-demo/`` and ``trigger-suite/`` are) and the pack roots (a pack's suite is chosen by ``eval.include``, not by the glob); it follows no
 symlink, reads at most the first ``HEAD_BYTES`` of a JSON file, and stops after ``MAX_ENTRIES``
 entries so a huge tree costs a bounded time.
 """
@@ -21,6 +22,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from pytest_atlante.projectroot import CONFIG_FILE
 from pytest_atlante.suite.discovery import ValidSuite, expand_glob
 
 __all__ = ["HEAD_BYTES", "MAX_ENTRIES", "looks_like_scenario", "stray_warnings", "suite_strays", "unmatched_scenarios"]
@@ -66,7 +68,7 @@ def unmatched_scenarios(root: Path, loaded: Iterable[Path], skip: Iterable[Path]
         if seen > MAX_ENTRIES:
             break
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED and here / d not in skipped
-                         and not (here / d / "pyvenv.cfg").exists())
+                         and not (here / d / "pyvenv.cfg").exists() and not (here / d / CONFIG_FILE).exists())
         for name in sorted(files):
             path = here / name
             if path not in taken and not path.is_symlink() and looks_like_scenario(path):
