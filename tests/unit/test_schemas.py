@@ -215,10 +215,11 @@ def test_an_unknown_or_missing_version_is_refused_by_the_every_version_schemas()
         assert not validator.is_valid({k: v for k, v in doc.items() if k != "version"})
 
 
-def test_the_readme_maps_editors_to_the_every_version_schemas() -> None:
+def test_the_documented_editor_mapping_uses_the_every_version_schemas() -> None:
     from conftest import REPO_ROOT
 
-    mapping = [line for line in (REPO_ROOT / "README.md").read_text().splitlines() if '"fileMatch"' in line]
+    documents = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+    mapping = [line for path in documents for line in path.read_text().splitlines() if '"fileMatch"' in line]
     assert any("*.eval.json" in line and line.rstrip(" ,}").endswith('/eval-scenario.json"') for line in mapping), mapping
     assert any("atlante.jsonc" in line and line.rstrip(" ,}").endswith('/config.json"') for line in mapping), mapping
     assert schemas.shipped_path("scenario").name == "eval-scenario.json"
