@@ -297,6 +297,10 @@ class Host(Protocol):
     owned_dir: str  # ".claude" / ".opencode": ignored by the diff allowlist, owns the native outputs
     interrupt_signal: int
     credential_env: tuple[str, ...]  # variables that carry credentials into the session, never checks
+    # Of those, the API keys the host sends only to its model endpoint (a header or ``?key=``): when
+    # the trial's model traffic goes through the metering proxy the session gets a per-trial
+    # stand-in instead, and the proxy swaps the real value in on the way out (docs/integrity.md).
+    stand_in_env: tuple[str, ...]
     # JSON paths ("*" = any key) of the credential fields the host itself rewrites in its login file
     # (a token refresh): the only values a login read after the session may add to the secrets.
     refreshed_fields: tuple[tuple[str, ...], ...]

@@ -196,6 +196,7 @@ class MeteringProxy(LoopbackService):
         # Only this trial's host knows it (loopback.py): another trial's agent that finds the port
         # in /proc/net/tcp is refused before anything reaches the model.
         self.trial_key = new_trial_key()
+        self._stand_ins: dict[str, str] = {}  # stand-in → the real credential (swapped in on the way out)
         self._server = LoopbackServer("atlante-metering-proxy")
         self._unix_server = LoopbackServer("atlante-metering-proxy-unix")
 
@@ -264,6 +265,19 @@ class MeteringProxy(LoopbackService):
         """A request without this trial's key (another trial's agent, a port scan): refused."""
         with self._lock:
             self._counts["foreign"] += 1
+
+    def stand_in_for(self, real: str) -> str:
+        """A per-trial stand-in for the credential ``real``: what the session gets instead; the proxy
+        puts ``real`` back into the headers and query of the requests it forwards (model routes
+        only: nothing else is forwarded)."""
+        stand_in = f"atlante-stand-in-{new_trial_key()}"
+        self._stand_ins[stand_in] = real
+        return stand_in
+
+    def with_credentials(self, text: str) -> str:
+        for stand_in, real in self._stand_ins.items():
+            text = text.replace(stand_in, real)
+        return text
 
     def note_off_route(self, method: str, path: str, why: str) -> None:
         """A request the proxy does not serve (``provider/routes.py``): refused, never forwarded."""
@@ -466,10 +480,11 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                 return
             upstream = proxy.upstream
             connection = upstream.connect()
-            headers = _forwarded(self.headers.items())
+            headers = {name: proxy.with_credentials(value) for name, value in _forwarded(self.headers.items()).items()}
             headers["Accept-Encoding"] = "identity"
             try:
-                connection.request(self.command, upstream.base_path + path, body=body or None, headers=headers)
+                connection.request(self.command, upstream.base_path + proxy.with_credentials(path), body=body or None,
+                                   headers=headers)
                 response = connection.getresponse()
             except (OSError, http.client.HTTPException) as exc:
                 connection.close()

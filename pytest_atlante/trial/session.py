@@ -181,6 +181,12 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     env["TMPDIR"] = str(host_tmp(sb))
     if metered is not None and metered.variable is not None:
         env[metered.variable] = metered.proxy.base_url
+    if metered is not None and inputs.endpoint is None:
+        # The agent never holds the real key: the session gets a per-trial stand-in, which the proxy
+        # swaps for the real one on the model routes it forwards (docs/integrity.md "Credentials").
+        for name in host.stand_in_env:
+            if env.get(name):
+                env[name] = metered.proxy.stand_in_for(env[name])
     if metered is not None:  # the host reaches the proxy directly, never through the user's proxy
         for name in ("NO_PROXY", "no_proxy"):
             env[name] = ",".join(filter(None, [env.get(name), "127.0.0.1", "localhost"]))

@@ -237,6 +237,7 @@ class ClaudeCodeHost:
     owned_dir = ".claude"
     interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (host-facts §6)
     credential_env = CREDENTIAL_ENV
+    stand_in_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     # .credentials.json: {"claudeAiOauth": {"accessToken", "refreshToken", ...}} (host-facts §4)
     refreshed_fields = (("claudeAiOauth", "accessToken"), ("claudeAiOauth", "refreshToken"))
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES

@@ -140,6 +140,7 @@ class CodexHost:
     # SIGINT: rc 1 within 0.1 s, its tool process gone (host-facts-codex §8); the launcher forwards it.
     interrupt_signal = int(signal.SIGINT)
     credential_env = CREDENTIAL_ENV
+    stand_in_env = ("CODEX_API_KEY",)
     # auth.json: {"auth_mode", "OPENAI_API_KEY"} or, logged in with ChatGPT, {"tokens": {...}}.
     refreshed_fields = (("tokens", "access_token"), ("tokens", "refresh_token"), ("tokens", "id_token"))
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES

@@ -153,6 +153,7 @@ class GeminiCliHost(GeminiParts):
     # With no relaunch, SIGINT reaches the CLI and it exits at once (no result event, rc 0, §17).
     interrupt_signal = int(signal.SIGINT)
     credential_env = CREDENTIAL_ENV
+    stand_in_env = (API_KEY_ENV,)
     # oauth_creds.json: {"access_token", "refresh_token", "id_token", "expiry_date", ...}
     refreshed_fields = (("access_token",), ("refresh_token",), ("id_token",))
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES

@@ -290,6 +290,7 @@ class OpenCodeHost:
     owned_dir = ".opencode"
     interrupt_signal = int(signal.SIGINT)  # host-facts §10: it dies at once either way; the reaper cleans up
     credential_env: tuple[str, ...] = ()  # eval uses OpenCode's stored authentication only
+    stand_in_env: tuple[str, ...] = ()
     # auth.json: {provider: {"type": "api", "key"} | {"type": "oauth", "access", "refresh", ...}} (host-facts §8)
     refreshed_fields = (("*", "key"), ("*", "access"), ("*", "refresh"))
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES

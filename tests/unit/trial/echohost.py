@@ -71,6 +71,7 @@ class EchoHost:
     owned_dir = ".echo"
     interrupt_signal = int(signal.SIGTERM)
     credential_env: tuple[str, ...] = ()
+    stand_in_env: tuple[str, ...] = ()
     refreshed_fields: tuple[tuple[str, ...], ...] = (("echo", "token"),)
     forbidden_fixture_files: Mapping[str, str] = {".echo/config.json": "the echo host would merge it"}
     stream_call_ids = True
