@@ -84,7 +84,9 @@ def test_transcripts_replay_the_script_and_record_aborts(
         *[{"text": f"never {n}", "actions": [{"type": "bash", "command": f"echo {n}"}], "usage": {"input": 10, "output": 1}} for n in range(4)],
         {"text": "done"},
     ])
-    project.scenario(scenario_doc("times-out", budget={"timeoutMs": 6000}, checks=[{"type": "file-exists", "path": "README.md"}]),
+    # 20 s: the abort must come while the sleep runs, and at load ~29 on 2 cores Claude Code and
+    # Gemini CLI had not reached their first request 6 s in (the transcript then held nothing).
+    project.scenario(scenario_doc("times-out", budget={"timeoutMs": 20000}, checks=[{"type": "file-exists", "path": "README.md"}]),
                      file="eval/scenarios/slow.eval.json")
     project.script("times-out", [{"text": "waiting", "actions": [{"type": "bash", "command": "sleep 300"}]}, {"text": "done"}])
     project.build()
