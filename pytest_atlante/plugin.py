@@ -36,6 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-project", metavar="DIR", default=None,
                     help="project root holding atlante.jsonc (default: the nearest directory holding it, from "
                          "the one pytest was started in up)")
+    group.addoption("--atlante-control-from", default=None, metavar="REPORT",
+                    help="with --atlante-variants: reuse the control's trials of this earlier sealed report instead of "
+                         "running them (refused, exit 2, when anything but the variants differs)")
     group.addoption("--atlante-variants", default=None, metavar="all|NAME[,NAME…]",
                     help="also run these variants of atlante.jsonc (or all of them) beside the control, every "
                          "scenario and trial in each arm, and compare each with the control")

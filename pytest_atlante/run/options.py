@@ -42,6 +42,7 @@ class Options:
     run_group: str | None = None
     network: NetworkSetting | None = None
     variants: str | None = None   # --atlante-variants: "all" or names of atlante.jsonc's variants
+    control_from: Path | None = None   # --atlante-control-from: an earlier report's control trials
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -61,7 +62,8 @@ class Options:
                    Path(baseline) if baseline else None, bool(config.getoption("atlante_fail_on_regression")),
                    bool(config.getoption("atlante_html")),
                    ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"),
-                   config.getoption("atlante_network"), config.getoption("atlante_variants", None))
+                   config.getoption("atlante_network"), config.getoption("atlante_variants", None),
+                   Path(config.getoption("atlante_control_from")).resolve() if config.getoption("atlante_control_from", None) else None)
 
 
 

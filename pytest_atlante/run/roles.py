@@ -63,6 +63,7 @@ from pytest_atlante.suite.digests import suite_digests
 from pytest_atlante.trial.runner import Progress, TrialKey
 
 if TYPE_CHECKING:
+    from pytest_atlante.hosts.base import HostInfo
     from pytest_atlante.report.runs import RunLock
     from pytest_atlante.run.costcap import Ledger
     from pytest_atlante.run.forecast import Forecast
@@ -124,6 +125,7 @@ class Controller(TrialRole):
         self.state = RunState(self.run_id, started_at, scripted=self.options.scripted)
         self.terminal = EvalTerminalReporter(config, self.state, self.plan)
         self.worker_pids: set[int] = set()       # workers seen running trials
+        self.reused_control: list[TrialRecord] = []   # --atlante-control-from: the earlier control trials
         self.validation_failed = False
         self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
         self.gate: Gate | None = None
@@ -230,6 +232,8 @@ class Controller(TrialRole):
             self._fail_validation(problems)
         # Fixtures and the build are verified now: fingerprint what every trial will copy.
         self.state.digests = suite_digests(suite.scenarios, suite.project_root, suite.eval.host)
+        if self.options.control_from is not None and info is not None and not run_error:
+            self._reuse_control(info)
         if not run_error:
             run_error = self._decide_isolation()
         if not run_error:
@@ -241,6 +245,26 @@ class Controller(TrialRole):
         if self.options.max_cost is not None:
             self._refuse_over_cap(self.options.max_cost)
         self._ready(suite)
+
+    def _reuse_control(self, info: HostInfo) -> None:
+        """--atlante-control-from: the earlier control trials, or exit 2 naming each difference."""
+        from pytest_atlante.run import controlfrom
+
+        assert self.suite is not None and self.options.control_from is not None and self.state.digests is not None
+        path = self.options.control_from
+        if len(self.suite.arms) < 2:
+            self._fail_validation([Diagnostic("", "--atlante-control-from", controlfrom.CODE,
+                                              "--atlante-control-from reuses a control beside variants; this run has none",
+                                              "add --atlante-variants all (or names)")])
+        report, problems = controlfrom.load(path)
+        if report is not None:
+            problems = controlfrom.differences(path, report, self.suite, self.state.digests, info, self.options.scripted)
+        if problems or report is None:
+            self._fail_validation(problems)
+        assert report is not None
+        self.reused_control = controlfrom.reused(report, set(self.state.digests))
+        self.terminal.warn(f"atlante: {len(self.reused_control)} control trial(s) reused from {path}: "
+                           f"{sum(t.verdict != 'skipped-budget' for t in self.reused_control)} session(s) saved")
 
     def _forecast(self) -> Forecast:
         from pytest_atlante.run.forecast import forecast, requested
@@ -369,6 +393,11 @@ class Controller(TrialRole):
         from pytest_atlante.run.options import narrowed_by
 
         assert self.suite is not None
+        for index, record in enumerate(self.reused_control):
+            # Keyed apart from this run's node ids: these trials ran in the earlier run.
+            key = f"reused-control:{index}"
+            self.state.records[key] = record
+            self.state.expected[key] = TrialKey(record.scenario, record.trial, record.variant)
         self.state.collected = True
         self.state.selection = SelectionRecord(suiteTrials=len(self.suite.scenarios) * len(self.trial_numbers()) * len(self.arm_names()),
                                                narrowedBy=narrowed_by(self.config, self.options))

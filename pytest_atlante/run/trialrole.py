@@ -186,7 +186,10 @@ class TrialRole:
         """The arms each scenario's trials run in: ``[None]`` without variants (today's items and
         ids), else the control and every selected variant."""
         assert self.suite is not None
-        return [arm.name for arm in self.suite.arms] if len(self.suite.arms) > 1 else [None]
+        if len(self.suite.arms) < 2:
+            return [None]
+        # With --atlante-control-from the control's trials come from the earlier report: no item.
+        return [arm.name for arm in self.suite.arms if not (self.options.control_from and arm.name == CONTROL)]
 
     def progress(self) -> Progress:
         return lambda phase: None

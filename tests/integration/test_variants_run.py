@@ -206,3 +206,35 @@ def test_the_forecast_and_the_cost_cap_cover_every_arm(atlante_project: Project,
     alone = subprocess.run([*control_only, "--atlante-max-cost", "0.01", "--atlante-forecast"], cwd=project.root, env=env,
                            capture_output=True, text=True, timeout=300, check=False)
     assert alone.returncode == 0 and "atlante forecast: 8 session(s)" in alone.stdout
+
+
+def test_the_control_of_an_earlier_report_is_reused_or_refused_naming_the_difference(atlante_project: Project,
+                                                                                     tmp_path: Path) -> None:
+    project = suite(atlante_project, tmp_path, variants=VARIANTS, trials=2)
+    first = tmp_path / "first"
+    assert pytest_run(project, first, env_for(tmp_path), "--atlante-variants", "all").returncode == 1
+    out = tmp_path / "again"
+    result = pytest_run(project, out, env_for(tmp_path), "--atlante-variants", "all", "-v", "-n", "2",
+                        "--atlante-control-from", str(first))
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "8 control trial(s) reused from" in result.stdout and "8 session(s) saved" in result.stdout
+    assert "[control:trial-" not in result.stdout   # no control session in this run
+    report, earlier = load(out), load(first)
+    assert [(s["name"], s["variant"], s["passRate"]) for s in report["scenarios"][:3]] == [
+        ("alpha", "control", 1.0), ("alpha", "no-skill", 0.0), ("alpha", "again", 1.0)]
+    control = [t for s in report["scenarios"] if s["variant"] == "control" for t in s["trials"]]
+    assert [t["nodeId"] for t in control] == [t["nodeId"] for s in earlier["scenarios"] if s["variant"] == "control"
+                                              for t in s["trials"]]
+    assert report["complete"] is True and {e["variant"]: e["label"] for e in report["lift"]}["no-skill"] == "worse"
+    # A changed fixture, and a changed model: refused before any session, each difference named.
+    project.write("eval/fixtures/app/NEW.md", "new\n")
+    doc = json.loads((project.root / "atlante.jsonc").read_text())
+    doc["eval"]["model"] = "other-model"
+    project.config(doc)
+    refused = tmp_path / "refused"
+    result = pytest_run(project, refused, env_for(tmp_path), "--atlante-variants", "all", "--atlante-control-from", str(first))
+    assert result.returncode == 2, result.stdout[-3000:]
+    problems = json.loads((refused / "diagnostics.json").read_text())["diagnostics"]
+    named = {d["location"] for d in problems if d["code"] == "eval-control-from-refused"}
+    assert "$.model" in named and "$.scenarios['alpha'].scenarioDigest" in named, problems
+    assert not (refused / "report.json").exists()
