@@ -72,6 +72,26 @@ class ScriptedEndpoint:
 
 
 @dataclass(frozen=True)
+class NativeLayout:
+    """Where a host loads a project's harness from, in its own layout (``atlante init`` adopts it in
+    place, ``atlante build`` reads a file found there in the host's format).
+
+    ``base``: the folder under the project root (``""``: the root, for a plugin or extension);
+    ``dirs``: kind (``agent``, ``skill``, ``command``) → folder names under ``base``;
+    ``command_glob``: the command files in a commands folder; ``instructions``: the memory file the
+    host loads from the root; ``settings``: files of the host's own configuration, named as not
+    evaluated; ``manifest``: a file that must exist at ``base`` for the layout to count (a plugin's
+    or an extension's manifest)."""
+
+    base: str
+    dirs: Mapping[str, tuple[str, ...]]
+    command_glob: str = "**/*.md"
+    instructions: str | None = None
+    settings: tuple[str, ...] = ()
+    manifest: str | None = None
+
+
+@dataclass(frozen=True)
 class TrialWiring:
     """One trial's wiring, the one value ``Host.prepare`` takes: where the session runs and what
     model it talks to.

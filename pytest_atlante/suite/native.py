@@ -6,13 +6,10 @@ result as the ``harness`` section of ``atlante.jsonc``. The files are adopted *i
 section names them; nothing is copied or rewritten), so the native files stay the one source and
 ``atlante build`` reads their frontmatter itself (``suite/frontmatter.py``, docs/design.md §9).
 
-Layouts found (host-facts §5, §8 and §11):
-
-- Claude Code: ``.claude/agents/*.md``, ``.claude/skills/*/SKILL.md``, ``.claude/commands/**/*.md``,
-  ``CLAUDE.md``; a plugin directory (``.claude-plugin/plugin.json`` beside ``agents/``,
-  ``commands/``, ``skills/``) at the root;
-- OpenCode: ``.opencode/agent(s)/*.md``, ``.opencode/command(s)/*.md``,
-  ``.opencode/skill(s)/*/SKILL.md``, ``AGENTS.md``.
+The layouts are the hosts' own (each adapter's ``native_layouts``, ``hosts.base.NativeLayout``):
+Claude Code's ``.claude/`` and plugins, OpenCode's ``.opencode/``, Codex's ``.agents/skills`` and
+``.codex/skills``, Gemini CLI's ``.gemini/`` (TOML commands) and extensions, and the memory file each
+loads (``CLAUDE.md``, ``AGENTS.md``, ``GEMINI.md``).  Nothing here names a host.
 
 What eval cannot run is listed, never adopted: hooks, MCP servers and settings files (the eval
 reference has the runner author a fresh configuration and forbids merging the project's).
@@ -27,14 +24,18 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.hosts.names import HostName
+from pytest_atlante.hosts.base import NativeLayout
+from pytest_atlante.hosts.names import HOST_NAMES, HostName
+from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite import frontmatter
 from pytest_atlante.suite.frontmatter import FrontmatterError
 
 NativeKind = Literal["agent", "skill", "command", "instructions"]
 
-#: The memory file each host loads from the sandbox root (host-facts §5, §8).
-INSTRUCTION_FILES: dict[HostName, str] = {"claude-code": "CLAUDE.md", "opencode": "AGENTS.md"}
+
+def host_layouts() -> list[tuple[HostName, NativeLayout]]:
+    """Every host's native layouts, in the hosts' order (the first host to claim a file wins)."""
+    return [(name, layout) for name in HOST_NAMES for layout in getattr(host_for(name), "native_layouts", ())]
 
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -77,11 +78,13 @@ def _files(directory: Path, pattern: str) -> list[Path]:
     return sorted(p for p in directory.glob(pattern) if p.is_file() and not p.is_symlink())
 
 
-def _layout_parts(root: Path, base: str, host: HostName, dirs: dict[NativeKind, tuple[str, ...]]) -> list[NativePart]:
+def _layout_parts(root: Path, host: HostName, layout: NativeLayout) -> list[NativePart]:
     """Agents, commands and skills under ``root/base`` in one host's directory names."""
     parts: list[NativePart] = []
-    top = root / base if base else root
-    for kind, names in dirs.items():
+    top = root / layout.base if layout.base else root
+    if layout.manifest is not None and not (top / layout.manifest).is_file():
+        return parts
+    for kind, names in layout.dirs.items():
         for dirname in names:
             directory = top / dirname
             if kind == "skill":
@@ -91,8 +94,8 @@ def _layout_parts(root: Path, base: str, host: HostName, dirs: dict[NativeKind, 
                 found = [(p, _named(p, p.stem)) for p in _files(directory, "**/*.md")]
             else:
                 # Nested commands are namespaced by their directory (host-facts §11); the build keeps it.
-                found = [(p, p.stem) for p in _files(directory, "**/*.md")]
-            parts.extend(NativePart(kind, slug_for(stem), path.relative_to(root).as_posix(), host)
+                found = [(p, p.stem) for p in _files(directory, layout.command_glob)]
+            parts.extend(NativePart(kind, slug_for(stem), path.relative_to(root).as_posix(), host)  # type: ignore[arg-type]
                          for path, stem in found)
     return parts
 
@@ -141,6 +144,11 @@ def _unsupported(root: Path) -> list[str]:
         if config is not None and "mcp" in config:
             lines.append(f"{rel}: MCP servers are not evaluated (eval omits project MCP servers)")
         lines.append(f"{rel}: settings are not evaluated (eval writes a fresh .opencode/opencode.jsonc)")
+    named = {line.split(":", 1)[0] for line in lines}
+    for host, layout in host_layouts():
+        for rel in layout.settings:
+            if rel not in named and (root / rel).is_file():
+                lines.append(f"{rel}: settings are not evaluated (eval writes {host}'s configuration afresh)")
     return lines
 
 
@@ -151,16 +159,12 @@ def discover_native_harness(root: Path) -> NativeHarness:
     by), else of its file or directory name; a name found twice gets ``-2``, ``-3``…  Instructions
     are named after the host whose memory file they are (``claude-code``: ``CLAUDE.md``)."""
     parts: list[NativePart] = []
-    parts += _layout_parts(root, ".claude", "claude-code",
-                           {"agent": ("agents",), "skill": ("skills",), "command": ("commands",)})
-    if (root / ".claude-plugin" / "plugin.json").is_file():
-        parts += _layout_parts(root, "", "claude-code",
-                               {"agent": ("agents",), "skill": ("skills",), "command": ("commands",)})
-    parts += _layout_parts(root, ".opencode", "opencode",
-                           {"agent": ("agent", "agents"), "skill": ("skill", "skills"), "command": ("command", "commands")})
-    for host, filename in INSTRUCTION_FILES.items():
-        path = root / filename
-        if path.is_file() and not path.is_symlink():
+    layouts = host_layouts()
+    for host, layout in layouts:
+        parts += _layout_parts(root, host, layout)
+    for host, layout in layouts:
+        filename = layout.instructions
+        if filename is not None and (root / filename).is_file() and not (root / filename).is_symlink():
             parts.append(NativePart("instructions", host, filename, host))
     return NativeHarness(_unique(parts), tuple(_unsupported(root)))
 
@@ -185,7 +189,7 @@ def harness_section_for(native: NativeHarness) -> dict[str, object]:
     for kind in ("agents", "skills", "commands"):
         if kind in groups:
             section[kind] = groups[kind]
-    if len(instructions) == 1:
+    if len(set(instructions.values())) == 1:
         section["instructions"] = next(iter(instructions.values()))
     elif instructions:
         section["instructions"] = dict(sorted(instructions.items()))

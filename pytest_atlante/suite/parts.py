@@ -72,17 +72,19 @@ def model_for(value: PerHost | None, host: Host) -> tuple[str | None, str | None
 
 
 def _source_host(declared: HostName | None, rel: str, base: Path, path: Path) -> HostName | None:
-    """The host whose format a native file is in: declared, else its layout (host-facts §5, §8)."""
+    """The host whose format a native file is in: declared, else the host whose layout holds it
+    (its folder, or a plugin/extension manifest above it: each adapter's ``native_layouts``)."""
     if declared is not None:
         return declared
     first = rel.split("/", 1)[0]
-    if first == ".claude":
-        return "claude-code"
-    if first == ".opencode":
-        return "opencode"
+    layouts = [(name, layout) for name in HOST_NAMES for layout in getattr(host_for(name), "native_layouts", ())]
+    for name, layout in layouts:
+        if layout.base and first == layout.base:
+            return name
     for parent in path.parents:
-        if (parent / ".claude-plugin" / "plugin.json").is_file():
-            return "claude-code"
+        for name, layout in layouts:
+            if layout.manifest is not None and not layout.base and (parent / layout.manifest).is_file():
+                return name
         if parent == base:
             break
     return None

@@ -26,6 +26,7 @@ from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
     AgentSpec,
     HostInfo,
+    NativeLayout,
     PartSpec,
     ProviderEndpoint,
     RenderedFields,
@@ -235,6 +236,13 @@ class ClaudeCodeHost:
     stream_call_ids = True
     selects_agent = True
     owned_dir = ".claude"
+    #: host-facts §5, §11: the project's .claude folder, and a plugin (its manifest beside the folders).
+    native_layouts = (
+        NativeLayout(".claude", {"agent": ("agents",), "skill": ("skills",), "command": ("commands",)},
+                     instructions="CLAUDE.md", settings=(".claude/settings.json", ".claude/settings.local.json")),
+        NativeLayout("", {"agent": ("agents",), "skill": ("skills",), "command": ("commands",)},
+                     manifest=".claude-plugin/plugin.json"),
+    )
     interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (host-facts §6)
     credential_env = CREDENTIAL_ENV
     stand_in_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")

@@ -34,6 +34,7 @@ from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
     AgentSpec,
     HostInfo,
+    NativeLayout,
     PartSpec,
     ProviderEndpoint,
     RenderedFields,
@@ -137,6 +138,11 @@ class CodexHost:
     stream_call_ids = False  # Codex numbers its stream items itself (item_N): not the model's call ids
     selects_agent = False  # no --agent: the build warns, and so does a run (evalrun.unselected_agent_warnings)
     owned_dir = ".codex"
+    #: host-facts-codex §6: AGENTS.md from the root, skills from .agents/skills and .codex/skills.
+    native_layouts = (
+        NativeLayout(".agents", {"skill": ("skills",)}, instructions="AGENTS.md"),
+        NativeLayout(".codex", {"skill": ("skills",)}, settings=(".codex/config.toml",)),
+    )
     # SIGINT: rc 1 within 0.1 s, its tool process gone (host-facts-codex §8); the launcher forwards it.
     interrupt_signal = int(signal.SIGINT)
     credential_env = CREDENTIAL_ENV

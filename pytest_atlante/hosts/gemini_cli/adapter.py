@@ -36,6 +36,7 @@ from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
     AgentSpec,
     HostInfo,
+    NativeLayout,
     PartSpec,
     ProviderEndpoint,
     RenderedFields,
@@ -150,6 +151,14 @@ class GeminiCliHost(GeminiParts):
     stream_call_ids = False
     selects_agent = False  # no flag starts a session as a sub-agent
     owned_dir = ".gemini"
+    #: host-facts-gemini §15: .gemini's agents, skills and TOML commands, GEMINI.md; an extension
+    #: (gemini-extension.json beside its commands/ and skills/).
+    native_layouts = (
+        NativeLayout(".gemini", {"agent": ("agents",), "skill": ("skills",), "command": ("commands",)},
+                     command_glob="**/*.toml", instructions="GEMINI.md", settings=(".gemini/settings.json",)),
+        NativeLayout("", {"skill": ("skills",), "command": ("commands",)}, command_glob="**/*.toml",
+                     manifest="gemini-extension.json"),
+    )
     # With no relaunch, SIGINT reaches the CLI and it exits at once (no result event, rc 0, §17).
     interrupt_signal = int(signal.SIGINT)
     credential_env = CREDENTIAL_ENV

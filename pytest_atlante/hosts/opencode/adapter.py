@@ -28,6 +28,7 @@ from pytest_atlante.hosts.base import (
     HOST_UNAUTHENTICATED,
     AgentSpec,
     HostInfo,
+    NativeLayout,
     PartSpec,
     ProviderEndpoint,
     RenderedFields,
@@ -288,6 +289,11 @@ class OpenCodeHost:
     stream_call_ids = True
     selects_agent = True
     owned_dir = ".opencode"
+    #: host-facts §8, §11: singular and plural folder names both load.
+    native_layouts = (
+        NativeLayout(".opencode", {"agent": ("agent", "agents"), "skill": ("skill", "skills"),
+                                   "command": ("command", "commands")}, instructions="AGENTS.md"),
+    )
     interrupt_signal = int(signal.SIGINT)  # host-facts §10: it dies at once either way; the reaper cleans up
     credential_env: tuple[str, ...] = ()  # eval uses OpenCode's stored authentication only
     stand_in_env: tuple[str, ...] = ()

@@ -36,6 +36,7 @@ def test_every_layout_is_found_with_its_host(tmp_path: Path) -> None:
         NativePart("command", "ship", ".opencode/commands/ship.md", "opencode"),
         NativePart("skill", "tidy", ".opencode/skills/tidy", "opencode"),
         NativePart("instructions", "opencode", "AGENTS.md", "opencode"),
+        NativePart("instructions", "codex", "AGENTS.md", "codex"),  # Codex loads AGENTS.md too
         NativePart("agent", "plugin-agent", "agents/plugin-agent.md", "claude-code"),
         NativePart("command", "plug", "commands/plug.md", "claude-code"),
         NativePart("skill", "pskill", "skills/pskill", "claude-code"),
@@ -70,7 +71,7 @@ def test_the_section_adopts_the_files_in_place(tmp_path: Path) -> None:
                    "debugger-2": {"prompt": ".opencode/agents/debugger.md", "host": "opencode"}},
         "skills": {"skill-creator": {"dir": ".claude/skills/skill-creator", "host": "claude-code"}},
         "commands": {"ship": {"file": ".claude/commands/ship.md", "host": "claude-code"}},
-        "instructions": {"claude-code": "CLAUDE.md", "opencode": "AGENTS.md"},
+        "instructions": {"claude-code": "CLAUDE.md", "codex": "AGENTS.md", "opencode": "AGENTS.md"},
     }
     Harness.model_validate(section)  # what init writes is a valid harness section
     assert harness_section_for(discover_native_harness(tmp_path / "none")) == {}
