@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_atlante.hosts.streams import MAX_STREAM_TOKENS, stream_cost
 from pytest_atlante.provider.served import ToolCallReader
-from pytest_atlante.provider.wire.gemini import gemini_usage_fields
+from pytest_atlante.provider.wire import WIRE_FORMATS
 from pytest_atlante.records import Usage
 
 #: One SSE event (or one whole JSON body) larger than this is not parsed for usage.  As large as the
@@ -149,59 +149,19 @@ class ResponseMeter:
             return
         self.tool_calls.read(body)
         self.said_something = self.said_something or says_something(body)
-        kind = body.get("type")
-        if kind == "message_start" or kind == "message":
-            self._anthropic(_dict(_dict(body.get("message") if kind == "message_start" else body).get("usage")))
-        elif kind == "message_delta":
-            # The message's cumulative counts: its output replaces message_start's placeholder (1).
-            self._anthropic(_dict(body.get("usage")), final=True)
-        elif kind == "response.completed":  # OpenAI Responses (Codex): the usage of the whole response
-            self._responses(_dict(_dict(body.get("response")).get("usage")))
-        elif "usage" in body and isinstance(body.get("usage"), dict):
-            self._openai(body["usage"])
-        elif isinstance(body.get("usageMetadata"), dict):
-            self._gemini(body["usageMetadata"])
-
-    def _anthropic(self, usage: dict[str, Any], *, final: bool = False) -> None:
-        if not usage:
+        # The formats claim their documents in the table's order (Anthropic's typed events first).
+        reading = next((found for wire in WIRE_FORMATS.values() if (found := wire.read_usage(body)) is not None), None)
+        if reading is None or not reading.reported:
             return
         self.reported = True
-        self._raise("inputTokens", usage.get("input_tokens"))
-        self._raise("cacheReadTokens", usage.get("cache_read_input_tokens"))
-        self._raise("cacheWriteTokens", usage.get("cache_creation_input_tokens"))
-        output = _count(usage.get("output_tokens"))
-        if final and output is not None:
-            self._fields["outputTokens"] = output
-        else:
-            self._raise("outputTokens", output)
-
-    def _openai(self, usage: dict[str, Any]) -> None:
-        self.reported = True
-        prompt = _count(usage.get("prompt_tokens")) or 0
-        cached = _count(_dict(usage.get("prompt_tokens_details")).get("cached_tokens")) or 0
-        # OpenAI counts cached tokens inside prompt_tokens; the report counts them apart, as Anthropic does.
-        self._raise("inputTokens", max(prompt - cached, 0))
-        self._raise("cacheReadTokens", cached)
-        self._raise("outputTokens", usage.get("completion_tokens"))
-        cost = stream_cost(usage.get("cost"))  # gateways such as OpenRouter price the request themselves
+        for name, value in reading.fields.items():
+            if name == "outputTokens" and reading.final_output and (count := _count(value)) is not None:
+                self._fields[name] = count
+            else:
+                self._raise(name, value)
+        cost = stream_cost(reading.cost)
         if cost is not None:
             self.cost_usd = max(cost, self.cost_usd or 0.0)
-
-    def _gemini(self, metadata: dict[str, Any]) -> None:
-        # Each chunk of a Gemini stream states the response's counts so far: the largest is final.
-        self.reported = True
-        for name, value in gemini_usage_fields(metadata).items():
-            self._raise(name, value)
-    def _responses(self, usage: dict[str, Any]) -> None:
-        if not usage:
-            return
-        self.reported = True
-        total_input = _count(usage.get("input_tokens")) or 0
-        cached = _count(_dict(usage.get("input_tokens_details")).get("cached_tokens")) or 0
-        # Cached tokens are inside input_tokens here too; the report counts them apart.
-        self._raise("inputTokens", max(total_input - cached, 0))
-        self._raise("cacheReadTokens", cached)
-        self._raise("outputTokens", usage.get("output_tokens"))
 
     def _raise(self, name: str, value: object) -> None:
         count = _count(value)

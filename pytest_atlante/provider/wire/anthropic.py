@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atlante.provider.wire.shared import MessageWire, Reply, ReplyUsage, sse_event
+from pytest_atlante.provider.wire.shared import MessageWire, Reply, ReplyUsage, UsageReading, _mapping, sse_event
 
 
 def _anthropic_usage(usage: ReplyUsage, output_tokens: int) -> dict[str, int]:
@@ -105,6 +105,18 @@ class AnthropicMessages(MessageWire):
 
     def error(self, status: int, message: str) -> dict[str, Any]:
         return anthropic_error(status, message)
+
+    def read_usage(self, body: Mapping[str, Any]) -> UsageReading | None:
+        kind = body.get("type")
+        if kind not in ("message_start", "message", "message_delta"):
+            return None
+        # message_delta states the message's cumulative counts: its output replaces message_start's 1.
+        usage = _mapping(_mapping(body.get("message") if kind == "message_start" else body).get("usage"))
+        if not usage:
+            return UsageReading({}, reported=False)
+        return UsageReading({"inputTokens": usage.get("input_tokens"), "cacheReadTokens": usage.get("cache_read_input_tokens"),
+                             "cacheWriteTokens": usage.get("cache_creation_input_tokens"),
+                             "outputTokens": usage.get("output_tokens")}, final_output=kind == "message_delta")
 
 
 WIRE = AnthropicMessages()

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atlante.provider.wire.shared import MessageWire, Reply, ToolCall, sse_event
+from pytest_atlante.provider.wire.shared import MessageWire, Reply, ToolCall, UsageReading, sse_event
 
 #: ``/v1beta/models/gemini-2.5-pro:streamGenerateContent`` → model and method.
 ROUTE = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$")
@@ -210,6 +210,11 @@ class Gemini(MessageWire):
 
     def error(self, status: int, message: str) -> dict[str, Any]:
         return gemini_error(status, message)
+
+    def read_usage(self, body: Mapping[str, Any]) -> UsageReading | None:
+        # Each chunk of a Gemini stream states the response's counts so far: the largest is final.
+        metadata = body.get("usageMetadata")
+        return UsageReading(gemini_usage_fields(metadata)) if isinstance(metadata, Mapping) else None
 
 
 WIRE = Gemini()

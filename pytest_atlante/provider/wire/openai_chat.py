@@ -7,7 +7,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atlante.provider.wire.shared import MessageWire, Reply, ReplyUsage, sse_event
+from pytest_atlante.provider.wire.shared import (
+    MessageWire,
+    Reply,
+    ReplyUsage,
+    UsageReading,
+    _mapping,
+    cached_apart,
+    sse_event,
+)
 
 
 def _openai_usage(usage: ReplyUsage) -> dict[str, Any]:
@@ -98,6 +106,14 @@ class OpenAIChat(MessageWire):
 
     def error(self, status: int, message: str) -> dict[str, Any]:
         return openai_error(status, message)
+
+    def read_usage(self, body: Mapping[str, Any]) -> UsageReading | None:
+        usage = body.get("usage")
+        if not isinstance(usage, Mapping):
+            return None
+        # Cached tokens are inside prompt_tokens; gateways such as OpenRouter price the request themselves.
+        fields = cached_apart(usage.get("prompt_tokens"), _mapping(usage.get("prompt_tokens_details")).get("cached_tokens"))
+        return UsageReading({**fields, "outputTokens": usage.get("completion_tokens")}, cost=usage.get("cost"))
 
 
 WIRE = OpenAIChat()

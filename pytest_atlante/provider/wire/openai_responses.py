@@ -36,7 +36,10 @@ from pytest_atlante.provider.wire.shared import (
     Reply,
     ReplyUsage,
     ToolCall,
+    UsageReading,
     WireFormat,
+    _mapping,
+    cached_apart,
     sse_event,
 )
 
@@ -289,6 +292,15 @@ class OpenAIResponses(WireFormat):
 
     def error(self, status: int, message: str) -> dict[str, Any]:
         return responses_error(status, message)
+
+    def read_usage(self, body: Mapping[str, Any]) -> UsageReading | None:
+        if body.get("type") != "response.completed":  # the usage of the whole response (Codex)
+            return None
+        usage = _mapping(_mapping(body.get("response")).get("usage"))
+        if not usage:
+            return UsageReading({}, reported=False)
+        fields = cached_apart(usage.get("input_tokens"), _mapping(usage.get("input_tokens_details")).get("cached_tokens"))
+        return UsageReading({**fields, "outputTokens": usage.get("output_tokens")})
 
 
 WIRE = OpenAIResponses()

@@ -336,6 +336,31 @@ def neutral_arguments(action: Action, sandbox_root: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the wire format's interface
 
 
+@dataclass(frozen=True)
+class UsageReading:
+    """The usage one JSON document of a response states, in the report's field names and raw (the
+    meter bounds each value and keeps the largest): ``final_output``: the output count replaces
+    the one read so far (Anthropic's ``message_delta`` over ``message_start``'s placeholder);
+    ``reported``: a usage object was there; ``cost``: a price the provider stated."""
+
+    fields: Mapping[str, object]
+    reported: bool = True
+    final_output: bool = False
+    cost: object = None
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def cached_apart(total: object, cached: object) -> dict[str, object]:
+    """Input counts that hold the cached tokens (OpenAI chat, Responses) as the report counts them:
+    apart, as Anthropic does."""
+    whole = total if isinstance(total, int) and not isinstance(total, bool) and total >= 0 else 0
+    kept = cached if isinstance(cached, int) and not isinstance(cached, bool) and cached >= 0 else 0
+    return {"inputTokens": max(whole - kept, 0), "cacheReadTokens": kept}
+
+
 class WireFormat(ABC):
     """One model API as the scripted model serves it and the metering proxy recognises it.
 
@@ -390,6 +415,11 @@ class WireFormat(ABC):
             arguments = tool_arguments(tool, neutral_arguments(action, sandbox_root))
             calls.append(ToolCall(f"{self.call_prefix}_{call_tag}_a{index}", name, arguments))
         return tuple(calls), tuple(unoffered)
+
+    def read_usage(self, body: Mapping[str, Any]) -> UsageReading | None:
+        """The usage this JSON document of a response states, when it is one of this format's
+        documents that carries usage (the meter asks each format in the table's order); None: not one."""
+        return None
 
     @abstractmethod
     def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:

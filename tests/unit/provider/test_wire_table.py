@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from pytest_atlante.provider import wire
+from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.proxy import _is_model_request
 from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.provider.wire import WIRE_FORMATS, metered_wire, wire_for
-from pytest_atlante.provider.wire.shared import MessageWire, Reply
+from pytest_atlante.provider.wire.shared import MessageWire, Reply, UsageReading
 from pytest_atlante.suite.script import Script
 
 ROUTES = [
@@ -61,6 +62,10 @@ class PlainText(MessageWire):
     def error(self, status: int, message: str) -> dict[str, Any]:
         return {"plain-error": message}
 
+    def read_usage(self, body: Mapping[str, Any]) -> UsageReading | None:
+        usage = body.get("plain_usage")
+        return UsageReading({"inputTokens": usage["in"], "outputTokens": usage["out"]}) if isinstance(usage, dict) else None
+
 
 def test_a_new_format_is_one_class_and_one_table_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table: dict[str, Any] = wire.WIRE_FORMATS  # type: ignore[assignment]
@@ -79,3 +84,17 @@ def test_a_new_format_is_one_class_and_one_table_line(tmp_path: Path, monkeypatc
     assert second.status == 503 and json.loads(second.payload) == {"plain-error": "outage"}
     assert [(r.wire, r.turn_index) for r in server.requests] == [("plain", 0), ("plain", 1)]
     assert _is_model_request("POST", "/provider/v1/plain")
+
+
+def test_the_meter_reads_usage_through_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = json.dumps({"plain_usage": {"in": 7, "out": 3}}).encode()
+    unknown = ResponseMeter("application/json", len(body))
+    unknown.feed(body)
+    unknown.finish()
+    assert not unknown.reported  # no format in the table claims the document
+    table: dict[str, Any] = wire.WIRE_FORMATS  # type: ignore[assignment]
+    monkeypatch.setitem(table, "plain", PlainText())
+    meter = ResponseMeter("application/json", len(body))
+    meter.feed(body)
+    meter.finish()
+    assert meter.reported and (meter.usage.inputTokens, meter.usage.outputTokens) == (7, 3)
