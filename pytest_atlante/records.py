@@ -131,6 +131,9 @@ class TrialRecord(OmitsUnsetArm):
     # (batches, files, a Gemini JSON-array stream), or not under the trial's key (another trial's
     # agent); the first few named ("METHOD /path: why").
     proxyRefused: int | None = None
+    # The agent under test could read a real credential of the evaluator in this trial: a login
+    # copied into its HOME, or a key in its environment with no stand-in (docs/integrity.md).
+    credentialExposed: bool | None = None
     proxyRefusedRequests: list[str] = Field(default_factory=list)
     scriptedTurns: int | None = Field(default=None, description="turns the scripted model served (scripted runs)")
     error: str | None = None

@@ -53,6 +53,8 @@ MAX_REQUEST_BYTES = 64 * 1024 * 1024
 MAX_RESPONSE_BYTES = MAX_EVENT_BYTES
 #: Requests waiting for their turn (one model request in flight per trial) beyond which more are refused.
 MAX_WAITING = 8
+#: What every stand-in credential starts with (``MeteringProxy.stand_in_for``).
+STAND_IN_PREFIX = "atlante-stand-in-"
 #: How many refused requests a trial's record names (the count is whole).
 MAX_REFUSED_NAMED = 10
 _CHUNK = 64 * 1024
@@ -270,7 +272,7 @@ class MeteringProxy(LoopbackService):
         """A per-trial stand-in for the credential ``real``: what the session gets instead; the proxy
         puts ``real`` back into the headers and query of the requests it forwards (model routes
         only: nothing else is forwarded)."""
-        stand_in = f"atlante-stand-in-{new_trial_key()}"
+        stand_in = f"{STAND_IN_PREFIX}{new_trial_key()}"
         self._stand_ins[stand_in] = real
         return stand_in
 

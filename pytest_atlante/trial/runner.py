@@ -293,6 +293,7 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "meteredBy": "stream" if session.metering is None else "proxy",
         "meteringDisagreement": disagreement(session),
         **refused_requests(session),
+        "credentialExposed": session.credential_exposed,
         "error": session_error(session, budget) or (escape_message([secrets.numbered(e) for e in escapes])
                                                     if escapes else None),
         "escapes": escapes,

@@ -17,7 +17,7 @@ from pytest_atlante.checks import SessionView
 from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.hosts.prices import estimate_cost
 from pytest_atlante.hosts.streams import stream_cost
-from pytest_atlante.provider.proxy import Metering, MeteringProxy, Upstream
+from pytest_atlante.provider.proxy import STAND_IN_PREFIX, Metering, MeteringProxy, Upstream
 from pytest_atlante.provider.served import mark_unverified
 from pytest_atlante.records import (
     TrialRecord,
@@ -59,6 +59,9 @@ class HostSession:
     env: dict[str, str]
     capture: StreamCapture  # the stream as the transcript sees it (redacted, capped)
     metering: Metering | None = None  # what the metering proxy saw; None when metered from the stream
+    # The agent could read a real credential (a login copied into its HOME, a key in its
+    # environment the proxy does not stand in for); None for a scripted run, which has none.
+    credential_exposed: bool | None = None
 
     @cached_property
     def totals(self) -> SessionTotals:
@@ -219,7 +222,10 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
             capture.add(line)
         for path in logins:  # a token the host refreshed meanwhile, and nothing else the file now says
             secrets.add(refreshed_credentials(as_copied[path], path, host.refreshed_fields))
-    return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None)
+    exposed = None if endpoint is not None else any(as_copied[path] is not None for path in logins) or any(
+        env.get(name) and not env[name].startswith(STAND_IN_PREFIX) for name in host.credential_env)
+    return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None,
+                       exposed)
 
 
 def session_error(session: HostSession, budget: TrialBudget) -> str | None:

@@ -141,6 +141,7 @@ def test_an_opencode_session_of_a_real_provider_goes_through_the_proxy_and_model
     assert trial.usage is not None and trial.usage.total == 400 + 30 + 7 + 500 + 5  # the provider's figures
     turns = [r for r in server.model.requests if r.kind == "turn"]
     assert len(turns) == 2 and all(r.path.endswith("/v1/messages") for r in turns)
+    assert trial.credentialExposed is True  # OpenCode's auth.json is copied into the trial HOME
 
 
 def test_a_codex_api_key_session_goes_through_the_proxy_to_the_user_s_endpoint(
@@ -170,6 +171,7 @@ def test_a_codex_api_key_session_goes_through_the_proxy_to_the_user_s_endpoint(
     turns = [r for r in server.model.requests if r.kind == "turn"]
     assert len(turns) == 2 and {r.path for r in turns} == {"/v1/responses"}
     assert set(server.authorizations) == {"Bearer sk-atlante-codex-5c1e"}
+    assert trial.credentialExposed is True  # Codex's auth.json is copied into the trial HOME
     assert "sk-atlante-codex-5c1e" not in (pytester.path / "out" / "report.json").read_text()
 
 
@@ -230,6 +232,7 @@ def test_the_agent_holds_a_stand_in_and_the_provider_gets_the_real_key(
     [trial] = report.scenarios[0].trials
     assert (trial.verdict, status, trial.meteredBy) == ("pass", 0, "proxy"), text
     assert len(server.api_keys) == 2 and set(server.api_keys) == {REAL_KEY}  # the provider got the real key
+    assert trial.credentialExposed is False
     stolen = bytes(listener.received)
     assert b"ANTHROPIC_API_KEY=atlante-stand-in-" in stolen, stolen[:2000]
     assert REAL_KEY.encode() not in stolen and b"RealKeyOfTheEvaluator" not in stolen
