@@ -32,10 +32,13 @@ __all__ = ["LOCAL", "refusal"]
 LOCAL = "answered by the proxy"
 
 _V1 = r"(?:/v1)?"
-_POST = re.compile(
-    rf"^{_V1}/messages(?:/count_tokens)?$|^{_V1}/chat/completions$|^{_V1}/responses$"
+#: Anthropic's token count, a model route that spends nothing (named apart from the pattern below).
+_COUNT = "/count_tokens"
+_POST_ROUTES = (
+    rf"^{_V1}/messages(?:{_COUNT})?$|^{_V1}/chat/completions$|^{_V1}/responses$"
     r"|^/v1(?:beta|alpha)?/models/[^/:]+:(?:generateContent|streamGenerateContent|countTokens)$"
 )
+_POST = re.compile(_POST_ROUTES)
 _GET = re.compile(r"^(?:/v1|/v1beta|/v1alpha)?/models(?:/[^/:]+)?$")
 
 
