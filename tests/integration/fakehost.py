@@ -6,8 +6,9 @@ test: ``{"usage": [n, ...], "sleep": s, "write": {path: text}, "started": path, 
 host session, and ``"no_write_in": [trial, ...]`` skips ``write`` in those trials (a failing check);
 for the boundary tests ``"many": {"dir": d, "count": n}``, ``"sparse": {path: size}``, ``"fifo": [path]``
 and ``"noline": bytes`` (stdout with no newline).
-It answers ``--version`` like Claude Code 2.1.197 and appends one line per probe to ``probe.log``
-beside itself, so a test can count probes.
+It answers ``--version`` like Claude Code 2.1.197 (or the ``version`` it is installed with, for a
+test of a host upgraded between runs) and appends one line per probe to ``probe.log`` beside itself,
+so a test can count probes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ args = sys.argv[1:]
 if args == ["--version"]:
     with open(os.path.join(HERE, "probe.log"), "a") as log:
         log.write("probe\n")
-    print("2.1.197 (Claude Code)")
+    print("HOST_VERSION (Claude Code)")
     sys.exit(0)
 prompt = args[args.index("-p") + 1]
 spec = json.loads(prompt.split("FAKE:", 1)[1]) if "FAKE:" in prompt else {}
@@ -79,10 +80,10 @@ sys.exit(spec.get("exit", 0))
 '''
 
 
-def install_fake_claude(bin_dir: Path) -> Path:
+def install_fake_claude(bin_dir: Path, version: str = "2.1.197") -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     path = bin_dir / "claude"
-    path.write_text(SCRIPT.replace("PYTHON", sys.executable, 1))
+    path.write_text(SCRIPT.replace("PYTHON", sys.executable, 1).replace("HOST_VERSION", version, 1))
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 

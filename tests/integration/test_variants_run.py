@@ -243,3 +243,21 @@ def test_the_control_of_an_earlier_report_is_reused_or_refused_naming_the_differ
     named = {d["location"] for d in problems if d["code"] == "eval-control-from-refused"}
     assert "$.model" in named and "$.scenarios['alpha'].scenarioDigest" in named, problems
     assert not (refused / "report.json").exists()
+
+
+def test_a_control_from_another_host_version_is_refused_naming_it(atlante_project: Project, tmp_path: Path) -> None:
+    """The same suite, but the host was upgraded since the earlier run: its control measured another
+    CLI, so it is refused (exit 2) before any session, and the host version is the one difference named.
+    The fake host's file changes size with its version, so the probe cache cannot answer the old one."""
+    project = suite(atlante_project, tmp_path, variants=VARIANTS, trials=1)
+    first = tmp_path / "first"
+    assert pytest_run(project, first, env_for(tmp_path)).returncode == 0   # the control alone: 4 sessions
+    assert load(first)["host"]["version"] == "2.1.197"
+    install_fake_claude(tmp_path / "fakebin", version="2.2.0")
+    refused = tmp_path / "refused"
+    result = pytest_run(project, refused, env_for(tmp_path), "--atlante-variants", "all", "--atlante-control-from", str(first))
+    assert result.returncode == 2, result.stdout[-3000:]
+    problems = json.loads((refused / "diagnostics.json").read_text())["diagnostics"]
+    assert [(d["code"], d["location"]) for d in problems] == [("eval-control-from-refused", "$.hostVersion")], problems
+    assert "'2.1.197' in the control report, '2.2.0' in this run" in problems[0]["message"]
+    assert not re.search(r"trial-\d", result.stdout) and not (refused / "report.json").exists()
