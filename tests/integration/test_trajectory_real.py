@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 
 from conftest import EVERY_HOST
+from pytest_atlante.hosts.base import no_place
+from pytest_atlante.hosts.registry import host_for
 from trial_helpers import (
     DONE,
+    CheckOutcome,
     HostName,
     TrialCase,
     bash_turn,
@@ -27,25 +30,33 @@ from trial_helpers import (
 pytestmark = pytest.mark.hosts
 
 WORK = [bash_turn("ls src"), bash_turn("git status --short"), write_turn("hello.txt", "hello\n"), DONE]
-TRAJECTORY_CASES = [
-    TrialCase("counts-tool-calls", WORK, [
-        {"type": "tool-used", "tool": "bash", "min": 2, "max": 2},
-        {"type": "tool-used", "tool": "bash", "inputMatches": r"^git\b", "min": 1, "max": 1},
-        {"type": "tool-used", "tool": "write", "inputMatches": r"hello\.txt"},
-        {"type": "tool-used", "tool": "edit", "max": 0},
-        {"type": "skill-used", "skill": "tidy", "max": 0},
-        {"type": "agent-used", "agent": "helper", "max": 0},
-        {"type": "usage-within", "turns": 4, "totalTokens": 10_000, "durationMs": 300_000},
-    ], "pass", ("pass",) * 7, version="0.2"),
-    TrialCase("fails-what-it-did-not-do", WORK, [
-        {"type": "tool-used", "tool": "bash", "max": 1},
-        {"type": "skill-used", "skill": "tidy"},
-        {"type": "agent-used", "agent": "helper"},
-        {"type": "usage-within", "turns": 3},
-        {"type": "usage-within", "totalTokens": 100},
-        {"type": "file-contains", "path": "hello.txt", "pattern": "hello"},
-    ], "fail", ("fail", "fail", "fail", "fail", "fail", "pass"), version="0.2"),
-]
+def trajectory_cases(host: HostName) -> list[TrialCase]:
+    """The two trajectory scenarios for ``host``.  On a host without sub-agents (Codex, Gemini CLI)
+    the failing scenario leaves out ``agent-used`` at least 1: run validation refuses that check
+    there before any session (eval-check-impossible, docs/reference.md), which the validation
+    table tests; ``max: 0`` stays in the passing scenario on every host."""
+    delegates = no_place(host_for(host), "agent") is None
+    failing: list[tuple[dict[str, Any], CheckOutcome]] = [
+        ({"type": "tool-used", "tool": "bash", "max": 1}, "fail"),
+        ({"type": "skill-used", "skill": "tidy"}, "fail"),
+        *([({"type": "agent-used", "agent": "helper"}, "fail")] if delegates else []),
+        ({"type": "usage-within", "turns": 3}, "fail"),
+        ({"type": "usage-within", "totalTokens": 100}, "fail"),
+        ({"type": "file-contains", "path": "hello.txt", "pattern": "hello"}, "pass"),
+    ]
+    return [
+        TrialCase("counts-tool-calls", WORK, [
+            {"type": "tool-used", "tool": "bash", "min": 2, "max": 2},
+            {"type": "tool-used", "tool": "bash", "inputMatches": r"^git\b", "min": 1, "max": 1},
+            {"type": "tool-used", "tool": "write", "inputMatches": r"hello\.txt"},
+            {"type": "tool-used", "tool": "edit", "max": 0},
+            {"type": "skill-used", "skill": "tidy", "max": 0},
+            {"type": "agent-used", "agent": "helper", "max": 0},
+            {"type": "usage-within", "turns": 4, "totalTokens": 10_000, "durationMs": 300_000},
+        ], "pass", ("pass",) * 7, version="0.2"),
+        TrialCase("fails-what-it-did-not-do", WORK, [check for check, _ in failing], "fail",
+                  tuple(outcome for _, outcome in failing), version="0.2"),
+    ]
 
 
 def transcript_calls(out: Path, trial_transcript: str) -> list[tuple[str, dict[str, Any]]]:
@@ -57,10 +68,11 @@ def transcript_calls(out: Path, trial_transcript: str) -> list[tuple[str, dict[s
 def test_trajectory_checks_agree_with_the_transcript_on_each_host(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, host: HostName
 ) -> None:
-    project = write_project(tmp_path / "project", host, TRAJECTORY_CASES)
+    cases = trajectory_cases(host)
+    project = write_project(tmp_path / "project", host, cases)
     run = run_eval(pytester, project, tmp_path / "out")
     assert run.result.ret == 1, run.output()
-    assert outcome_table(run, TRAJECTORY_CASES) == expected_table(TRAJECTORY_CASES)
+    assert outcome_table(run, cases) == expected_table(cases)
     trial = run.trial("counts-tool-calls")
     assert trial.transcript is not None
     calls = transcript_calls(run.out, trial.transcript)
@@ -74,12 +86,11 @@ def test_trajectory_checks_agree_with_the_transcript_on_each_host(
     assert trial.checks[1].events is not None and [events[s]["input"]["command"] for s in trial.checks[1].events] == [
         "git status --short"]
     failing = run.trial("fails-what-it-did-not-do")
-    assert [c.message for c in failing.checks[:3]] == [
-        "tool-used bash: 2 times; wanted exactly 1",
-        "skill-used 'tidy': 0 times; wanted at least 1",
-        "agent-used 'helper': 0 times; wanted at least 1",
-    ]
-    assert failing.checks[3].message == "usage-within: turns 4 > 3"
+    messages = [c.message for c in failing.checks]
+    assert messages[:2] == ["tool-used bash: 2 times; wanted exactly 1", "skill-used 'tidy': 0 times; wanted at least 1"]
+    if no_place(host_for(host), "agent") is None:
+        assert messages[2] == "agent-used 'helper': 0 times; wanted at least 1"
+    assert "usage-within: turns 4 > 3" in messages
 
 
 SUBAGENT_PROMPT = "Write notes.txt saying delegated, then report back."

@@ -88,7 +88,10 @@ def test_transcripts_replay_the_script_and_record_aborts(
     # Gemini CLI had not reached their first request 6 s in (the transcript then held nothing).
     project.scenario(scenario_doc("times-out", budget={"timeoutMs": 20000}, checks=[{"type": "file-exists", "path": "README.md"}]),
                      file="eval/scenarios/slow.eval.json")
-    project.script("times-out", [{"text": "waiting", "actions": [{"type": "bash", "command": "sleep 300"}]}, {"text": "done"}])
+    # Three sleeping turns: Codex ends a command of its own after 10 s (its shell tool's default
+    # timeout) and asks the model again, so one sleep would let it finish inside the 20 s; the
+    # other hosts are still in the first sleep when the trial's timeout kills them.
+    project.script("times-out", [*[{"text": "waiting", "actions": [{"type": "bash", "command": "sleep 300"}]}] * 3, {"text": "done"}])
     project.build()
     out = pytester.path / "out"
     result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
@@ -140,7 +143,7 @@ def test_transcripts_replay_the_script_and_record_aborts(
     texts = [e["text"] for e in slow if e["type"] == "text"]
     commands = [e["input"]["command"] for e in slow if e["type"] == "tool_call"]
     if host in SHOWS_THE_KILLED_CALL:
-        assert (texts, commands) == (["waiting"], ["sleep 300"])
+        assert commands and commands == ["sleep 300"] * len(commands) and texts == ["waiting"] * len(commands), (texts, commands)
     else:
         # OpenCode streams a part only once it has finished (host-facts §8): the killed tool call never
         # appears; the text before it appears when its part closed before the kill (timing).
