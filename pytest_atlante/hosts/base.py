@@ -179,6 +179,17 @@ def tool_names(value: object) -> tuple[str, ...] | None:
     return None
 
 
+def listed_tools(fields: Mapping[str, object], neutral_of: Mapping[str, str]) -> tuple[tuple[str, ...] | None, list[str]]:
+    """``Host.frontmatter_tools`` for a format whose agent files list tools by name in ``tools``
+    (Claude Code, Gemini CLI): each name as its neutral one where ``neutral_of`` has it."""
+    if "tools" not in fields:
+        return None, []
+    names = tool_names(fields["tools"])
+    if names is None:
+        return None, [f"its 'tools' field is not a list of names: {fields['tools']!r}"]
+    return tuple(neutral_of.get(n, n) for n in names), []
+
+
 def part_frontmatter(host: str, known: frozenset[str], name: str, part: PartSpec, *, command: bool) -> RenderedFields:
     """A skill's or a command's frontmatter for ``host``: the two hosts differ only in the fields
     they know.  A skill is named in its frontmatter; a command by its file name, and its model

@@ -36,12 +36,12 @@ from pytest_atlante.hosts.base import (
     TrialWiring,
     carried_fields,
     copy_private_file,
+    listed_tools,
     model_dropped,
     ordered_fields,
     part_frontmatter,
     probe_version,
     tool_dropped,
-    tool_names,
     unsupported_version,
 )
 from pytest_atlante.hosts.claude_code.policy import claude_settings
@@ -262,12 +262,7 @@ class ClaudeCodeHost:
         return "/" not in model  # an alias (`sonnet`) or a model id; `provider/model` is OpenCode's
 
     def frontmatter_tools(self, fields: Mapping[str, object]) -> tuple[tuple[str, ...] | None, list[str]]:
-        if "tools" not in fields:
-            return None, []
-        names = tool_names(fields["tools"])
-        if names is None:
-            return None, [f"its 'tools' field is not a list of names: {fields['tools']!r}"]
-        return tuple(_NEUTRAL_OF.get(n, n) for n in names), []
+        return listed_tools(fields, _NEUTRAL_OF)
 
     def agent_frontmatter(self, name: str, agent: AgentSpec) -> RenderedFields:
         fields, dropped = carried_fields(self.name, AGENT_FIELDS, agent.native,

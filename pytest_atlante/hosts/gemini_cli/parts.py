@@ -19,12 +19,12 @@ from pytest_atlante.hosts.base import (
     PartSpec,
     RenderedFields,
     carried_fields,
+    listed_tools,
     model_dropped,
     ordered_fields,
     part_frontmatter,
     source_name,
     tool_dropped,
-    tool_names,
 )
 from pytest_atlante.hosts.gemini_cli.policy import toml_string
 
@@ -57,12 +57,7 @@ class GeminiParts:
         return model.startswith(("gemini-", "gemma-"))  # Gemini's model ids; aliases are other hosts'
 
     def frontmatter_tools(self, fields: Mapping[str, object]) -> tuple[tuple[str, ...] | None, list[str]]:
-        if "tools" not in fields:
-            return None, []
-        names = tool_names(fields["tools"])
-        if names is None:
-            return None, [f"its 'tools' field is not a list of names: {fields['tools']!r}"]
-        return tuple(_NEUTRAL_OF.get(n, n) for n in names), []
+        return listed_tools(fields, _NEUTRAL_OF)
 
     def agent_frontmatter(self, name: str, agent: AgentSpec) -> RenderedFields:
         fields, dropped = carried_fields(HOST, AGENT_FIELDS, agent.native,
