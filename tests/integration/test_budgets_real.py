@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EVERY_HOST, LOOSENING_CONFTEST, Project, claude_path, config_doc, scenario_doc
-from pytest_atlante.report.model import EvalReport
+from trial_helpers import run_scripted_eval
 
 pytestmark = pytest.mark.hosts
 
@@ -27,14 +27,7 @@ def bash_turn(n: int, tokens: int) -> dict[str, object]:
             "usage": {"input": tokens, "output": 10}}
 
 
-def run(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, EvalReport, str]:
-    out = pytester.path / "out"
-    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
-                                           "--atlante-out", str(out), "--rootdir", str(project.root),
-                                           "-p", "no:cacheprovider", *args, timeout=600)
-    text = result.stdout.str() + result.stderr.str()
-    assert (out / "report.json").exists(), text
-    return int(result.ret), EvalReport.model_validate_json((out / "report.json").read_text()), text
+run = run_scripted_eval
 
 
 @pytest.fixture

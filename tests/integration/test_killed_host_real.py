@@ -19,7 +19,7 @@ from collections.abc import Callable
 import pytest
 
 from conftest import Project, config_doc, per_host_then_once, scenario_doc
-from pytest_atlante.report.model import EvalReport
+from trial_helpers import run_scripted_eval
 
 pytestmark = pytest.mark.hosts
 
@@ -38,14 +38,7 @@ kill -KILL "$host"
 """
 
 
-def run(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, EvalReport, str]:
-    out = pytester.path / "out"
-    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
-                                           "--atlante-out", str(out), "--rootdir", str(project.root),
-                                           "-p", "no:cacheprovider", *args, timeout=600)
-    text = result.stdout.str() + result.stderr.str()
-    assert (out / "report.json").exists(), text
-    return int(result.ret), EvalReport.model_validate_json((out / "report.json").read_text()), text
+run = run_scripted_eval
 
 
 @pytest.mark.parametrize(("host", "isolation"), per_host_then_once(["namespace"], once=["off"]))

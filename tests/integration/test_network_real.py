@@ -33,8 +33,8 @@ from conftest import ONE_HOST, Project, config_doc, per_host_then_once, scenario
 from pytest_atlante.provider.loopback import new_trial_key
 from pytest_atlante.provider.proxy import MeteringProxy, Upstream
 from pytest_atlante.provider.scripted import ScriptedModelServer
-from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.script import load_script
+from trial_helpers import run_scripted_eval
 
 pytestmark = pytest.mark.hosts
 
@@ -163,14 +163,7 @@ def listeners(atlante_project: Project) -> Iterator[Listeners]:
     found.close()
 
 
-def run(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, EvalReport, str]:
-    out = pytester.path / "out"
-    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
-                                           "--atlante-out", str(out), "--rootdir", str(project.root),
-                                           "-p", "no:cacheprovider", *args, timeout=600)
-    text = result.stdout.str() + result.stderr.str()
-    assert (out / "report.json").exists(), text
-    return int(result.ret), EvalReport.model_validate_json((out / "report.json").read_text()), text
+run = run_scripted_eval
 
 
 def probe_lines(diff: str) -> set[str]:

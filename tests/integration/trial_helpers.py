@@ -24,7 +24,7 @@ import uuid
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -33,6 +33,9 @@ from pytest_atlante.hosts.names import HostName
 from pytest_atlante.records import CheckResult, TrialRecord, Verdict
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
+
+if TYPE_CHECKING:
+    from conftest import Project
 
 CheckOutcome = Literal["pass", "fail", "error", "timeout"]
 # ``{scenario: (verdict, per-check outcomes)}``
@@ -706,3 +709,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
     # Patched in the child pytest process only, which ends with the run.
     scripted.ScriptedModelServer.stop = stop_and_log  # type: ignore[method-assign, assignment]
+
+
+def run_scripted_eval(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, EvalReport, str]:
+    """A scripted eval of ``project`` in a subprocess: its exit status, its report (which must
+    exist) and everything it printed."""
+    out = pytester.path / "out"
+    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
+                                           "--atlante-out", str(out), "--rootdir", str(project.root),
+                                           "-p", "no:cacheprovider", *args, timeout=600)
+    text = result.stdout.str() + result.stderr.str()
+    assert (out / "report.json").exists(), text
+    return int(result.ret), EvalReport.model_validate_json((out / "report.json").read_text()), text
