@@ -101,10 +101,18 @@ def _layout_parts(root: Path, host: HostName, layout: NativeLayout) -> list[Nati
 
 
 def _unique(parts: list[NativePart]) -> tuple[NativePart, ...]:
-    """One part per (kind, name): the first found wins, later ones get a numbered name."""
+    """One part per file and one per (kind, name): a file two layouts load (a plugin's ``skills/``
+    that is also its Gemini CLI extension's) is the first layout's part only (instructions excepted:
+    a memory file is named after each host that loads it); a name found twice
+    for different files gets a numbered name."""
     seen: set[tuple[str, str]] = set()
+    adopted: set[tuple[str, str]] = set()
     kept: list[NativePart] = []
     for part in parts:
+        if part.kind != "instructions":  # one memory file per host, named after it: kept each
+            if (part.kind, part.path) in adopted:
+                continue
+            adopted.add((part.kind, part.path))
         name, n = part.name, 1
         while (part.kind, name) in seen:
             n += 1

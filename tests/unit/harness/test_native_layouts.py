@@ -73,3 +73,17 @@ def test_a_codex_layout_is_adopted_with_its_host(tmp_path: Path) -> None:
     assert loaded["harness"]["instructions"] == "AGENTS.md"  # one file, whichever hosts load it  # type: ignore[index]
     assert set(loaded["harness"]["skills"]) == {"lint", "format"}  # type: ignore[index]
     build(tmp_path)
+
+
+def test_a_skill_both_a_claude_plugin_and_a_gemini_extension_load_is_adopted_once(tmp_path: Path) -> None:
+    """obra/superpowers ships one skills/ folder for its Claude Code plugin and its Gemini CLI
+    extension: each skill is one harness skill (the first layout's), not a second ``-2`` copy whose
+    name then contradicts its own frontmatter at build."""
+    write(tmp_path, ".claude-plugin/plugin.json", json.dumps({"name": "superpowers"}))
+    write(tmp_path, "gemini-extension.json", json.dumps({"name": "superpowers", "version": "1.0.0"}))
+    write(tmp_path, "skills/writing-plans/SKILL.md", SKILL.format(name="writing-plans"))
+    assert found(tmp_path) == {("skill", "writing-plans", "skills/writing-plans", "claude-code")}
+    init_project(tmp_path)
+    assert config(tmp_path)["harness"]["skills"] == {  # type: ignore[index]
+        "writing-plans": {"dir": "skills/writing-plans", "host": "claude-code"}}
+    build(tmp_path)  # no eval-harness-conflict
