@@ -58,7 +58,7 @@ def _eval(args: argparse.Namespace, *, selftest: bool = False) -> int:
 
     short = [*(f"--scenario={name}" for name in args.scenario), *([f"--out={args.out}"] if args.out else []),
              *([f"--host={args.host}"] if args.host else []), *(["--keep"] if args.keep else []),
-             *(["--scripted"] if args.scripted else [])]
+             *(["--scripted"] if args.scripted else []), *(["--full"] if getattr(args, "full", False) else [])]
     return eval_command([*short, *args.pytest_args], selftest=selftest)
 
 
@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build.set_defaults(func=_build)
 
-    from pytest_atlante.run.evalcmd import PASS_THROUGH_NOTE, add_eval_options
+    from pytest_atlante.run.evalcmd import PASS_THROUGH_NOTE, add_eval_options, add_selftest_options
 
     ev = sub.add_parser(
         "eval",
@@ -223,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=PASS_THROUGH_NOTE,
     )
     add_eval_options(st)
+    add_selftest_options(st)
     st.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments passed to pytest")
     st.set_defaults(func=_selftest)
 

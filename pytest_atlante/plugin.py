@@ -58,6 +58,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-selftest", action="store_true", default=False,
                     help="zero-token self-test of every scenario: a no-op trial must fail the checks, the "
                          "scripted reference trial must pass them; writes selftest.json (exit 0 when all are sound)")
+    group.addoption("--atlante-selftest-full", action="store_true", default=False,
+                    help="with --atlante-selftest: run every scenario's reference trial, reusing none from an "
+                         "earlier sealed self-test whose inputs are unchanged")
     group.addoption("--atlante-forecast", action="store_true", default=False,
                     help="dry run: forecast sessions, tokens, cost and wall time from earlier reports in "
                          ".atlante/eval/, print a table and exit 0 (no host session)")
@@ -114,6 +117,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                                  or config.getoption("atlante_max_cost") is not None):
         raise pytest.UsageError("--atlante-selftest, --atlante-forecast and --atlante-max-cost need --atlante-eval "
                                 "(or use `atlante selftest` / `atlante eval`)")
+    if config.getoption("atlante_selftest_full") and not config.getoption("atlante_selftest"):
+        raise pytest.UsageError("--atlante-selftest-full needs --atlante-selftest (or use `atlante selftest --full`)")
     if config.getoption("atlante_eval"):
         # An eval run is the eval suite: its items, report and exit status are the trials'.
         from pytest_atlante.run.gcpause import CollectionGcPause

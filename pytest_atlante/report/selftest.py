@@ -33,6 +33,7 @@ from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import atomic_write_text
 from pytest_atlante.records import CheckResult, Record, TrialRecord, Verdict, iso_utc
 from pytest_atlante.report.model import HostIdentity, Timestamp
+from pytest_atlante.report.seal import write_seal
 from pytest_atlante.sandbox.redact import redact_sandbox_paths
 
 SelftestSchema = Literal["atlante/selftest-v1"]
@@ -83,6 +84,10 @@ class SelftestScenario(Record):
     problems: list[SelftestProblem] = Field(default_factory=list)
     noop: SelftestTrial
     reference: SelftestTrial | None = None
+    inputsDigest: str | None = Field(default=None, description="what the reference trial's result depends on "
+                                     "(report/selftest_reuse.py); a later self-test reuses it while this is unchanged")
+    reusedFrom: str | None = Field(default=None, description="the run id of the earlier sealed self-test whose "
+                                   "reference trial this is (not run again: its inputs were unchanged)")
 
 
 class SelftestReport(Record):
@@ -146,9 +151,11 @@ def refused_calls(events: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def classify(name: str, file: str, source: str, node_id: str, noop: TrialRecord,
-             reference: TrialRecord | None, refused: Sequence[str] = ()) -> SelftestScenario:
+             reference: TrialRecord | SelftestTrial | None, refused: Sequence[str] = ()) -> SelftestScenario:
     """The status of one scenario from its no-op trial and its reference trial (``None``: no script);
-    ``refused``: the reference's tool calls the host refused or errored (:func:`refused_calls`)."""
+    ``refused``: the reference's tool calls the host refused or errored (:func:`refused_calls`).
+    A :class:`SelftestTrial` reference is the clean result of an earlier sealed self-test, reused
+    (``report/selftest_reuse.py`` takes only results without any problem): nothing to add for it."""
     problems: list[SelftestProblem] = []
     if not noop.checks:
         # The trial ended before its checks (sandbox or setup failure): nothing is known about them.
@@ -159,7 +166,9 @@ def classify(name: str, file: str, source: str, node_id: str, noop: TrialRecord,
         if all(c.passed for c in noop.checks):
             problems.append(SelftestProblem(status="vacuous", trial="no-op", checks=[c.index for c in noop.checks],
                                             message="every check passes on the untouched fixture (no host session ran)"))
-    if reference is None:
+    if isinstance(reference, SelftestTrial):
+        pass   # a clean pass of unchanged inputs, reused: nothing to add on the reference side
+    elif reference is None:
         problems.append(SelftestProblem(status="no-reference", trial=None,
                                         message="no scripted-model script: the checks were never shown to pass"))
     elif reference.error or not reference.checks:
@@ -178,9 +187,9 @@ def classify(name: str, file: str, source: str, node_id: str, noop: TrialRecord,
                                             message=f"the host refused or errored {len(refused)} of the script's tool "
                                                     f"call(s): " + "; ".join(refused)))
     status: Status = next((s for s in STATUSES if any(p.status == s for p in problems)), "sound")
+    shown = reference if isinstance(reference, SelftestTrial) else _trial(reference) if reference is not None else None
     return SelftestScenario(name=name, file=file, source=source, nodeId=node_id, status=status,
-                            problems=problems, noop=_trial(noop),
-                            reference=_trial(reference) if reference is not None else None)
+                            problems=problems, noop=_trial(noop), reference=shown)
 
 
 def diagnostics(result: SelftestScenario) -> list[Diagnostic]:
@@ -213,8 +222,11 @@ def build(run_id: str, started_at: datetime, host: HostIdentity | None, results:
 
 
 def write(report: SelftestReport, out_dir: Path) -> Path:
+    """Written atomically and sealed: a later self-test reuses only what a sealed file recorded."""
     path = out_dir / SELFTEST_FILE
-    atomic_write_text(path, report.to_json())
+    text = report.to_json()
+    atomic_write_text(path, text)
+    write_seal(path, text.encode("utf-8", "surrogateescape"))
     return path
 
 
@@ -223,9 +235,16 @@ def summary_lines(report: SelftestReport, path: Path | None) -> list[str]:
     for result in report.scenarios:
         noop = f"{sum(c.passed for c in result.noop.checks)}/{len(result.noop.checks)} pass"
         ref = "-" if result.reference is None else f"{sum(c.passed for c in result.reference.checks)}/{len(result.reference.checks)} pass"
+        ref += " (reused)" if result.reusedFrom else ""
         lines.append(f"{result.name[:32]:<32} {result.status:<13} {noop:>13} {ref:>13}")
     counts = ", ".join(f"{n} {s}" for s, n in report.counts.items() if n)
     lines.append(f"self-test: {counts or 'no scenario'}; exit status {report.exitStatus}")
+    reused = [r for r in report.scenarios if r.reusedFrom]
+    if reused:
+        runs = ", ".join(sorted({r.reusedFrom for r in reused if r.reusedFrom}))
+        lines.append(f"self-test: reused the reference run of {len(reused)} of {len(report.scenarios)} scenario(s) "
+                     f"from the sealed self-test {runs} (inputs unchanged): {', '.join(r.name for r in reused)}; "
+                     f"`atlante selftest --full` runs every reference again")
     if path is not None:
         lines.append(f"self-test report: {path}")
     return lines

@@ -36,12 +36,16 @@ def add_eval_options(parser: argparse.ArgumentParser) -> None:
                         help="run against the offline scripted model; same as --atlante-scripted")
 
 
-def pytest_args(argv: Sequence[str]) -> list[str]:
-    """``atlante eval`` arguments → pytest's: the short forms become ``--atlante-*`` options."""
+def pytest_args(argv: Sequence[str], *, selftest: bool = False) -> list[str]:
+    """``atlante eval`` (``selftest``: ``atlante selftest``) arguments → pytest's: the short forms
+    become ``--atlante-*`` options."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     add_eval_options(parser)
+    if selftest:
+        add_selftest_options(parser)
     known, rest = parser.parse_known_args([a for a in argv if a != "--"])
-    args = ["--atlante-eval"]
+    args = ["--atlante-eval", *(["--atlante-selftest"] * selftest),
+            *(["--atlante-selftest-full"] * bool(selftest and known.full))]
     for name in known.scenario:
         args += ["--atlante-scenario", name]
     if known.out is not None:
@@ -52,10 +56,16 @@ def pytest_args(argv: Sequence[str]) -> list[str]:
     return args + rest
 
 
+def add_selftest_options(parser: argparse.ArgumentParser) -> None:
+    """``atlante selftest``'s own flag, beside the eval ones."""
+    parser.add_argument("--full", action="store_true",
+                        help="run every scenario's reference trial, reusing none from an earlier sealed self-test "
+                             "whose inputs are unchanged; same as --atlante-selftest-full")
+
+
 def eval_command(argv: Sequence[str], *, selftest: bool = False) -> int:
-    """``atlante eval`` (and ``atlante selftest``: the same with ``--atlante-selftest``)."""
-    args = pytest_args(argv)
-    status = int(pytest.main(args[:1] + ["--atlante-selftest"] * selftest + args[1:]))
+    """``atlante eval`` (and ``atlante selftest``: the same with ``--atlante-selftest``, and ``--full``)."""
+    status = int(pytest.main(pytest_args(argv, selftest=selftest)))
     if status == 5:
         print(f"atlante {'selftest: no scenario' if selftest else 'eval: no trial'} was selected", file=sys.stderr)
     return _MAPPED.get(status, status if 0 <= status <= 3 else 3)

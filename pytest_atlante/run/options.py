@@ -43,6 +43,7 @@ class Options:
     network: NetworkSetting | None = None
     variants: str | None = None   # --atlante-variants: "all" or names of atlante.jsonc's variants
     control_from: Path | None = None   # --atlante-control-from: an earlier report's control trials
+    selftest_full: bool = False   # --atlante-selftest-full: run every reference trial, reuse none
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -63,7 +64,8 @@ class Options:
                    bool(config.getoption("atlante_html")),
                    ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"),
                    config.getoption("atlante_network"), config.getoption("atlante_variants", None),
-                   Path(config.getoption("atlante_control_from")).resolve() if config.getoption("atlante_control_from", None) else None)
+                   Path(config.getoption("atlante_control_from")).resolve() if config.getoption("atlante_control_from", None) else None,
+                   bool(config.getoption("atlante_selftest_full", False)))
 
 
 

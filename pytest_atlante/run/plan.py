@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -36,6 +36,7 @@ from pytest_atlante.trial.budget import allocate
 if TYPE_CHECKING:
     from pytest_atlante.hosts.base import HostInfo
     from pytest_atlante.report.model import EvalReport
+    from pytest_atlante.report.selftest_reuse import Reusable
     from pytest_atlante.suite.discovery import Suite, ValidSuite
     from pytest_atlante.trial.runner import Progress, TrialRunner
 
@@ -96,6 +97,19 @@ class EvalPlan:
 
     def adjust(self, options: Options) -> Options:
         return options
+
+    def prepare(self, suite: ValidSuite, digests: dict[str, tuple[str, str | None]], host: HostInfo | None,
+                options: Options) -> list[str]:
+        """The controller's last step before trials, once fixtures, build and host are known; the
+        lines to print (the eval run has none)."""
+        return []
+
+    def to_workers(self) -> dict[str, Any]:
+        """What the controller's :meth:`prepare` decided, for each xdist worker (``workerinput``)."""
+        return {}
+
+    def from_controller(self, shared: dict[str, Any]) -> None:
+        """A worker takes what :meth:`to_workers` sent."""
 
     def validate(self, options: Options) -> tuple[Suite, list[Diagnostic]]:
         from pytest_atlante.run.evalrun import validate
@@ -190,11 +204,45 @@ class SelftestPlan(EvalPlan):
         super().__init__()
         self.results: dict[str, selftest.SelftestScenario] = {}
         self.selftest: selftest.SelftestReport | None = None
+        self.inputs: dict[str, str] = {}          # scenario name: inputs digest (selftest_reuse.py)
+        self.reusable: dict[str, Reusable] = {}   # scenario name: an earlier sealed clean reference
 
     def adjust(self, options: Options) -> Options:
         # The reference trial is the scripted trial: scripted mode whatever the command line said.
         # It spends no money, so the cost forecast and the cap do not apply.
         return dataclasses.replace(options, scripted=True, forecast=False, max_cost=None)
+
+    def prepare(self, suite: ValidSuite, digests: dict[str, tuple[str, str | None]], host: HostInfo | None,
+                options: Options) -> list[str]:
+        """Each scenario's inputs digest, and the earlier sealed reference runs it may reuse (none
+        with ``--atlante-selftest-full``)."""
+        from pytest_atlante.report.runs import run_dirs
+        from pytest_atlante.report.selftest_reuse import earlier_references, inputs_digest
+
+        if host is None:
+            return []
+        overrides = {"isolation": options.isolation, "network": options.network}
+        eval_section = suite.eval.model_dump(mode="json", by_alias=True)
+        self.inputs = {name: inputs_digest(scenario, harness, host.name, host.version, eval_section, overrides)
+                       for name, (scenario, harness) in digests.items()}
+        if options.selftest_full:
+            return ["atlante: full self-test (--atlante-selftest-full): every reference trial runs"]
+        with_script = {e.scenario.name for e in suite.scenarios if e.script is not None}
+        self.reusable = earlier_references(run_dirs(options.project_root),
+                                           {n: d for n, d in self.inputs.items() if n in with_script})
+        if not self.reusable:
+            return []
+        return [f"atlante: {len(self.reusable)} of {len(with_script)} reference trial(s) reused from earlier "
+                f"sealed self-tests (inputs unchanged); --atlante-selftest-full runs them again"]
+
+    def to_workers(self) -> dict[str, Any]:
+        return {"inputs": self.inputs, "reusable": {n: r.to_json() for n, r in self.reusable.items()}}
+
+    def from_controller(self, shared: dict[str, Any]) -> None:
+        from pytest_atlante.report.selftest_reuse import Reusable
+
+        self.inputs = dict(shared.get("inputs", {}))
+        self.reusable = {n: Reusable.from_json(r) for n, r in shared.get("reusable", {}).items()}
 
     def validate(self, options: Options) -> tuple[Suite, list[Diagnostic]]:
         from pytest_atlante.run.evalrun import validate
@@ -213,11 +261,16 @@ class SelftestPlan(EvalPlan):
         assert item.budget is not None
         runner = role.trial_runner()
         entry = item.entry
+        name = entry.scenario.name
         noop = runner.run(entry, NOOP_TRIAL, item.nodeid, item.budget, role.progress(), with_host=False)
+        reused = self.reusable.get(name) if entry.script is not None else None
         reference = (runner.run(entry, REFERENCE_TRIAL, item.nodeid, item.budget, role.progress())
-                     if entry.script is not None else None)
+                     if entry.script is not None and reused is None else None)
         refused = refused_calls(role.out_dir, reference) if reference is not None else []
-        result = selftest.classify(entry.scenario.name, entry.display, entry.source, item.nodeid, noop, reference, refused)
+        result = selftest.classify(name, entry.display, entry.source, item.nodeid, noop,
+                                   reused.trial if reused is not None else reference, refused)
+        result = result.model_copy(update={"inputsDigest": self.inputs.get(name),
+                                           "reusedFrom": reused.run_id if reused is not None else None})
         item.stash[RESULT_KEY] = result
         if result.status not in selftest.ACCEPTABLE:
             raise TrialFailed(selftest.failure_text(result))

@@ -242,6 +242,8 @@ class Controller(TrialRole):
         if run_error:
             self._cannot_start(run_error)
         self.host_info = info
+        for line in self.plan.prepare(suite, self.state.digests or {}, info, self.options):
+            self.terminal.warn(line)
         if self.options.max_cost is not None:
             self._refuse_over_cap(self.options.max_cost)
         self._ready(suite)
@@ -361,6 +363,7 @@ class Controller(TrialRole):
             "durations": self.durations,
             "sources": self.sources,
             "ledgerKey": self.ledger.key.hex() if self.ledger is not None else None,
+            "plan": self.plan.to_workers(),
         }
 
     @pytest.hookimpl(optionalhook=True)

@@ -309,6 +309,7 @@ class Worker(TrialRole):
         self.isolation = IsolationRecord.model_validate(isolation) if isolation else None
         self.durations = dict(shared.get("durations", {}))
         self._shared_suite: ValidSuite = pickle.loads(base64.b64decode(shared["suite"]))
+        self.plan.from_controller(shared.get("plan", {}))
         if threading.current_thread() is threading.main_thread():
             # execnet starts xdist workers with SIGINT ignored, so Ctrl-C would leave a trial's host
             # running until its timeout.  A worker that raises KeyboardInterrupt instead kills the

@@ -27,6 +27,13 @@ def test_short_forms_become_atlante_options_and_the_rest_passes_through(argv: li
     assert pytest_args(argv) == expected
 
 
+def test_selftest_takes_full_and_eval_leaves_it_to_pytest() -> None:
+    assert pytest_args(["--full", "-n", "2"], selftest=True) == ["--atlante-eval", "--atlante-selftest",
+                                                                "--atlante-selftest-full", "-n", "2"]
+    assert pytest_args(["-n", "2"], selftest=True) == ["--atlante-eval", "--atlante-selftest", "-n", "2"]
+    assert pytest_args(["--full"]) == ["--atlante-eval", "--full"]   # not an eval flag: pytest refuses it
+
+
 def test_help_shows_the_flags_and_the_pass_through_note(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["eval", "--help"])

@@ -49,7 +49,7 @@ def accepts(command: str) -> str | None:
     """None when the command's own parser takes ``command``; else why not."""
     words = placeholders(shlex.split(command))
     if words[0] == "pytest" or words[1:2] in (["eval"], ["selftest"]):
-        args = words[1:] if words[0] == "pytest" else pytest_args(words[2:])
+        args = words[1:] if words[0] == "pytest" else pytest_args(words[2:], selftest=words[1] == "selftest")
         unknown = [w.split("=")[0] for w in args if w.startswith("--") and w.split("=")[0] not in pytest_flags()]
         return f"pytest takes no {unknown}" if unknown else None
     try:
