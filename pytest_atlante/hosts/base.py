@@ -261,6 +261,18 @@ def carried_fields(host: str, known: frozenset[str], native: NativeSource | None
     return kept, dropped
 
 
+def skill_roots(host: Host) -> tuple[str, ...]:
+    """The project folders ``host`` loads skills from (``<root>/<name>/SKILL.md``), its own first.
+
+    An adapter lists them in ``skill_roots`` (measured: docs/host-facts*.md); without the list, its
+    own ``<owned_dir>/skills``.  The build leaves a skill kept in one of them where it is, so the
+    paths its text names keep working (docs/reference.md, "Where a skill lands")."""
+    roots = getattr(host, "skill_roots", None)
+    if isinstance(roots, tuple) and roots:
+        return tuple(str(root) for root in roots)
+    return (f"{host.owned_dir}/skills",)
+
+
 def no_place(host: object, kind: str) -> str | None:
     """Why ``host`` has nowhere to load a harness part of ``kind`` (``agent``, ``command``), or None.
 

@@ -29,6 +29,7 @@ from pytest_atlante.projectroot import CONFIG_FILE
 from pytest_atlante.suite.config import Harness, ProjectConfig, load_project_config
 from pytest_atlante.suite.packs import harness_layers, resolve_packages
 from pytest_atlante.suite.parts import Origin, Rendered, add_harness
+from pytest_atlante.suite.references import dangling_warnings
 from pytest_atlante.suite.variants import Arm, resolve_arms
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
@@ -120,6 +121,8 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> Re
         file = CONFIG_FILE if item.origin == "local" else _rel(item.base / CONFIG_FILE, project_root)
         claimed = _claimed(item.harness, item.origin, file, owners, out.problems)
         add_harness(adapter, Origin(file, item.base, project_root), claimed, out)
+    # After every layer: a path one part names may be another part's (a skill's, a pack's).
+    out.warnings += dangling_warnings(out.texts, out.outputs, host)
     return out
 
 

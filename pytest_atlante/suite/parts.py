@@ -19,12 +19,13 @@ from pathlib import Path
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.hosts.base import AgentSpec, CommandReader, Host, NativeSource, PartSpec, no_place
+from pytest_atlante.hosts.base import AgentSpec, CommandReader, Host, NativeSource, PartSpec, no_place, skill_roots
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite import frontmatter
 from pytest_atlante.suite.config import AgentSource, CommandSource, Harness, PerHost, SkillSource
 from pytest_atlante.suite.frontmatter import FrontmatterError, NativeFile
+from pytest_atlante.suite.references import ScannedText
 from pytest_atlante.suite.scenario import SLUG_PATTERN
 
 INVALID = "eval-harness-invalid"
@@ -45,6 +46,8 @@ class Rendered:
     # Harness agent → the name its host knows it by, where they differ: a file built for its own host
     # keeps its frontmatter ``name`` (``PatternAnalyst``), which the host selects it by.
     agent_names: dict[str, str] = field(default_factory=dict)
+    # The skill and memory files built, read for paths that would dangle (``suite/references.py``).
+    texts: list[ScannedText] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -364,6 +367,27 @@ def _command_path(rel: str, name: str, suffix: str = ".md") -> str:
     return f"{name}{suffix}"
 
 
+def skill_places(host: Host, name: str, rel: str, names_itself: bool) -> tuple[str, str | None]:
+    """(where ``host`` loads the skill from, where its files also go) in the build tree.
+
+    A skill kept in a folder ``host`` loads skills from (``.agents/skills/<dir>`` for Codex) stays
+    at its source path, so every path its text names keeps working; any other goes to the host's
+    own folder under its harness name and, when its text names its own source path
+    (``.agents/skills/release/scripts/run.sh``), is also copied there (docs/reference.md, "Where a
+    skill lands").  The copy is never in a folder ``host`` loads skills from: it loads once."""
+    parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+    if parent in skill_roots(host):
+        return rel, None
+    loaded = f"{host.owned_dir}/skills/{name}"
+    return loaded, rel if names_itself and rel != loaded else None
+
+
+def _names_path(rel: str, texts: list[str]) -> bool:
+    """A text names ``rel`` as a path (``rel`` or ``rel/…``), not as part of a longer one."""
+    pattern = re.compile(rf"(?<![\w./-]){re.escape(rel)}(?![\w.-])")
+    return any(pattern.search(text) for text in texts)
+
+
 def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Rendered) -> None:
     """SKILL.md rendered; every other file of the directory byte for byte, with its mode."""
     where = f"$.harness.skills.{name}"
@@ -379,14 +403,15 @@ def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Re
     rendered = host.skill_frontmatter(name, spec)
     out.warnings += rendered.dropped
     own = source_host == host.name
-    prefix = f"{host.owned_dir}/skills/{name}"
-    out.outputs[f"{prefix}/SKILL.md"] = frontmatter.render(native if own else None, rendered.fields, native.body).encode()
+    files: dict[str, bytes] = {"SKILL.md": frontmatter.render(native if own else None, rendered.fields,
+                                                             native.body).encode()}
+    executable: set[str] = set()
     try:
-        files = sorted(p for p in path.rglob("*") if not p.is_dir())
+        sources = sorted(p for p in path.rglob("*") if not p.is_dir())
     except OSError as exc:
         out.problems.append(Diagnostic(origin.file, f"{where}.dir", INVALID, f"the skill cannot be listed ({exc})", ""))
         return
-    for source in files:
+    for source in sources:
         inner = source.relative_to(path).as_posix()
         if inner == "SKILL.md":
             continue
@@ -397,10 +422,26 @@ def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Re
         data = _read(origin, source, f"{where}.dir", out)
         if data is None:
             continue
-        out.outputs[f"{prefix}/{inner}"] = data
+        files[inner] = data
         if os.stat(source).st_mode & stat.S_IXUSR:
-            out.executable.add(f"{prefix}/{inner}")
+            executable.add(inner)
             out.executable_sources.add(origin.rel(source))
+    texts = {inner: data.decode("utf-8", "replace") for inner, data in files.items() if b"\0" not in data}
+    loaded, also = skill_places(host, name, rel, _names_path(rel, list(texts.values())))
+    for prefix in (loaded, also):
+        if prefix is None:
+            continue
+        if any(key == prefix or key.startswith(prefix + "/") for key in out.outputs):
+            out.problems.append(Diagnostic(origin.file, f"{where}.dir", CONFLICT,
+                                           f"skill {name!r} would be written over other outputs at {prefix}",
+                                           "give the skills distinct directories"))
+            return
+        for inner, data in files.items():
+            out.outputs[f"{prefix}/{inner}"] = data
+            if inner in executable:
+                out.executable.add(f"{prefix}/{inner}")
+    out.texts += [ScannedText(origin.rel(path / inner), f"{loaded}/{inner}", text, memory=False)
+                  for inner, text in sorted(texts.items())]
 
 
 def add_instructions(host: Host, origin: Origin, value: PerHost, out: Rendered) -> None:
@@ -415,6 +456,8 @@ def add_instructions(host: Host, origin: Origin, value: PerHost, out: Rendered) 
     data = _read(origin, path, location, out) if path is not None else None
     if data is not None:
         out.outputs[host.instructions_file] = data
+        out.texts.append(ScannedText(origin.rel(path) if path is not None else chosen, host.instructions_file,
+                                     data.decode("utf-8", "replace"), memory=True))
 
 
 def add_harness(host: Host, origin: Origin, harness: Harness, out: Rendered) -> None:

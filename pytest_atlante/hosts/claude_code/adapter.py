@@ -236,6 +236,7 @@ class ClaudeCodeHost:
     stream_call_ids = True
     selects_agent = True
     owned_dir = ".claude"
+    skill_roots = (".claude/skills",)  # not .agents/skills: the binary names no such folder
     #: host-facts §5, §11: the project's .claude folder, and a plugin (its manifest beside the folders).
     native_layouts = (
         NativeLayout(".claude", {"agent": ("agents",), "skill": ("skills",), "command": ("commands",)},

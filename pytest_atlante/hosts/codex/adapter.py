@@ -138,6 +138,7 @@ class CodexHost:
     stream_call_ids = False  # Codex numbers its stream items itself (item_N): not the model's call ids
     selects_agent = False  # no --agent: the build warns, and so does a run (evalrun.unselected_agent_warnings)
     owned_dir = ".codex"
+    skill_roots = (".codex/skills", ".agents/skills")  # both load regardless of trust (host-facts-codex §6)
     #: host-facts-codex §6: AGENTS.md from the root, skills from .agents/skills and .codex/skills.
     native_layouts = (
         NativeLayout(".agents", {"skill": ("skills",)}, instructions="AGENTS.md"),

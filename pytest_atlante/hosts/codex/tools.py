@@ -9,8 +9,16 @@ from pathlib import Path
 #: Codex's tool names (host-facts-codex §3: ``-m gpt-5.5``, a catalog model).
 SHELL_TOOL = "exec_command"
 PATCH_TOOL = "apply_patch"
-#: Where ``atlante build`` puts a harness's skills for Codex (it loads ``<cwd>/.codex/skills``).
-SKILLS_DIR = ".codex/skills"
+#: Where Codex loads a project's skills from (host-facts-codex §6): ``atlante build`` puts a
+#: harness's skills in the first, and leaves one kept in the second where it is.
+SKILLS_DIRS = (".codex/skills", ".agents/skills")
+
+
+def skill_file(sandbox_root: Path, name: str) -> Path:
+    """The SKILL.md of skill ``name`` in the sandbox: in the first of Codex's skill folders that
+    has it (the first one when none does, so the read fails as Codex's own would)."""
+    found = (sandbox_root / folder / name / "SKILL.md" for folder in SKILLS_DIRS)
+    return next((path for path in found if path.is_file()), sandbox_root / SKILLS_DIRS[0] / name / "SKILL.md")
 
 
 def skill_read(command: str) -> str | None:

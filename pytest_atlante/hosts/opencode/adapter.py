@@ -289,6 +289,8 @@ class OpenCodeHost:
     stream_call_ids = True
     selects_agent = True
     owned_dir = ".opencode"
+    # .claude/skills only without OPENCODE_DISABLE_CLAUDE_CODE, which the trial sets (host-facts §8).
+    skill_roots = (".opencode/skills", ".opencode/skill", ".agents/skills")
     #: host-facts §8, §11: singular and plural folder names both load.
     native_layouts = (
         NativeLayout(".opencode", {"agent": ("agent", "agents"), "skill": ("skill", "skills"),

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atlante.hosts.codex.tools import PATCH_TOOL, SHELL_TOOL, SKILLS_DIR, skill_read
+from pytest_atlante.hosts.codex.tools import PATCH_TOOL, SHELL_TOOL, skill_file, skill_read
 from pytest_atlante.provider.wire.shared import (
     Action,
     LoadedSkill,
@@ -171,7 +171,7 @@ def action_call(action: Mapping[str, Any], sandbox_root: Path) -> tuple[str, dic
     if kind == "read":
         return SHELL_TOOL, {"cmd": f"cat {shlex.quote(str(sandbox_root / str(action['path'])))}"}
     if kind == "skill":
-        skill = sandbox_root / SKILLS_DIR / str(action["name"]) / "SKILL.md"
+        skill = skill_file(sandbox_root, str(action["name"]))
         return SHELL_TOOL, {"cmd": f"cat {shlex.quote(str(skill))}"}
     if kind == "bash":
         arguments: dict[str, Any] = {"cmd": str(action["command"])}

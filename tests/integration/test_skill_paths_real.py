@@ -1,0 +1,58 @@
+"""Skills that keep working where the build puts them, on the real CLIs against the scripted model
+(issue 37 items 4 and 5, docs/reference.md "Where a skill lands").
+
+- A skill kept in ``.agents/skills/<name>`` whose instructions run its script by that path: the
+  build leaves it there for Codex (which loads ``.agents/skills``), so the script the skill names
+  runs (before, the build moved it to ``.codex/skills`` and the command exited 127).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from conftest import Project, config_doc, scenario_doc
+from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS
+from trial_helpers import run_scripted_eval
+
+pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
+
+RUNNER_SKILL = """---
+name: runner
+description: Runs the project's release check.
+---
+Run the release check with its script:
+
+    .agents/skills/runner/scripts/run.sh
+
+It writes `checked.txt`.
+"""
+
+RUN_SH = "#!/bin/sh\necho checked-by-runner > checked.txt\n"
+
+
+def test_codex_runs_a_skill_script_by_the_path_its_instructions_use(
+        pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", hosts_path())
+    config = config_doc(host="codex")
+    config["harness"] = {"skills": {"runner": {"dir": ".agents/skills/runner"}}}
+    atlante_project.config(config)
+    atlante_project.write(".agents/skills/runner/SKILL.md", RUNNER_SKILL)
+    script = atlante_project.write(".agents/skills/runner/scripts/run.sh", RUN_SH)
+    script.chmod(0o755)
+    atlante_project.scenario(scenario_doc(version="0.2", **{"$schema": SCENARIO_SCHEMA_URIS["0.2"]}, checks=[
+        {"type": "file-contains", "path": "checked.txt", "pattern": "checked-by-runner"},
+        {"type": "skill-used", "skill": "runner", "min": 1},
+        {"type": "diff-allowlist", "allow": ["checked.txt"]},
+    ]))
+    atlante_project.script("writes-hello", [
+        {"text": "Loading the skill.", "actions": [{"type": "skill", "name": "runner"}]},
+        {"text": "Running its script.", "actions": [{"type": "bash", "command": ".agents/skills/runner/scripts/run.sh"}]},
+        {"text": "Done."},
+    ])
+    atlante_project.build()
+    status, report, text = run_scripted_eval(pytester, atlante_project)
+    [trial] = report.scenarios[0].trials
+    assert (trial.verdict, status) == ("pass", 0), text + "\n" + str([c.model_dump() for c in trial.checks])
