@@ -99,7 +99,10 @@ class TrialWiring:
     ``scripted``: the scripted model's endpoint (None for a real provider); ``proxy_url``: the
     metering proxy's base URL of a real-provider session whose ``provider_endpoint`` names no
     variable (the host takes its endpoint from a config file only), None otherwise;
-    ``user_home``/``parent_env``: where the user's stored login is found (real runs only)."""
+    ``user_home``/``parent_env``: where the user's stored login is found (real runs only);
+    ``stand_in``: the trial's metering proxy's stand-in maker when the session's model traffic goes
+    through it (a real provider): the login copied into the trial HOME then holds stand-ins, never the
+    real credential (``hosts/logins.py``)."""
 
     info: HostInfo
     sandbox_root: Path
@@ -109,6 +112,7 @@ class TrialWiring:
     model: str | None
     scripted: ScriptedEndpoint | None = None
     proxy_url: str | None = None
+    stand_in: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -347,6 +351,9 @@ class Host(Protocol):
     # JSON paths ("*" = any key) of the credential fields the host itself rewrites in its login file
     # (a token refresh): the only values a login read after the session may add to the secrets.
     refreshed_fields: tuple[tuple[str, ...], ...]
+    # JSON paths of every credential of its login file: what the copy's stand-ins replace where the
+    # session goes through the metering proxy, and what ``credentialExposed`` reads in the copy.
+    login_fields: tuple[tuple[str, ...], ...]
     forbidden_fixture_files: Mapping[str, str]  # fixture path → why the CLI would merge it
     # The stream's tool-call ids are the model's own (Claude Code, OpenCode echo the API's ids), so
     # the metering proxy can vouch for each call and mark a forged one (provider/served.py).  Codex and

@@ -457,7 +457,7 @@ class TrialRunner:
         parent_env = dict(os.environ)
         self.host.prepare(TrialWiring(self.info, sandbox_root=sb.root, home=sb.home, user_home=Path.home(),
                                       parent_env=parent_env, model=self.model, scripted=endpoint,
-                                      proxy_url=route.proxy_url))
+                                      proxy_url=route.proxy_url, stand_in=route.stand_in))
         if entry.scenario.task.setup:
             progress("setup")
             setup(entry, sb, parent_env)

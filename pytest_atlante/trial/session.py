@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_atlante.checks import SessionView
 from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.logins import exposed_fields
 from pytest_atlante.hosts.prices import estimate_cost
 from pytest_atlante.hosts.streams import stream_cost
 from pytest_atlante.provider.proxy import STAND_IN_PREFIX, Metering, MeteringProxy, Upstream
@@ -140,6 +141,13 @@ class ModelRoute:
             return None
         return self.metered.proxy.base_url
 
+    @property
+    def stand_in(self) -> Callable[[str], str] | None:
+        """The proxy's stand-in maker for a real-provider session it meters (``TrialWiring.stand_in``)."""
+        if self.endpoint is not None or self.metered is None:
+            return None
+        return self.metered.proxy.stand_in_for
+
 
 @dataclass(frozen=True)
 class SessionInputs:
@@ -222,10 +230,23 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
             capture.add(line)
         for path in logins:  # a token the host refreshed meanwhile, and nothing else the file now says
             secrets.add(refreshed_credentials(as_copied[path], path, host.refreshed_fields))
-    exposed = None if endpoint is not None else any(as_copied[path] is not None for path in logins) or any(
-        env.get(name) and not env[name].startswith(STAND_IN_PREFIX) for name in host.credential_env)
+    exposed = None if endpoint is not None else credential_exposed(host, env, [as_copied[path] for path in logins],
+                                                                    confined=confined is not None)
     return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None,
                        exposed)
+
+
+def credential_exposed(host: Host, env: Mapping[str, str], logins: list[object], *, confined: bool) -> bool:
+    """Whether a real-provider session's agent could read a real credential: without namespace
+    isolation it runs as the runner's user beside the runner (whose environment and the user's
+    logins it can read); else a credential variable of its session that holds no stand-in, or a
+    credential of a login copied into its HOME that is none (docs/integrity.md, "Credentials")."""
+    def is_stand_in(value: str) -> bool:
+        return value.startswith(STAND_IN_PREFIX)
+
+    return (not confined
+            or any(env.get(name) and not is_stand_in(env[name]) for name in host.credential_env)
+            or any(exposed_fields(login, host.login_fields, is_stand_in) for login in logins))
 
 
 def session_error(session: HostSession, budget: TrialBudget) -> str | None:

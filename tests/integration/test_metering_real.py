@@ -43,13 +43,16 @@ class TlsProvider:
         context.load_cert_chain(cert, key)
         self.authorizations: list[str | None] = []  # each POST's Authorization header, in order
         self.api_keys: list[str | None] = []  # each POST's x-api-key header, in order
+        # Each POST's credential as sent, whatever carries it: every header value and the query.
+        self.credentials: list[str] = []
         base = scripted._handler_for(self.model)
-        seen, keys = self.authorizations, self.api_keys
+        seen, keys, credentials = self.authorizations, self.api_keys, self.credentials
 
         class Recording(base):  # type: ignore[misc,valid-type]
             def do_POST(self) -> None:
                 seen.append(self.headers.get("Authorization"))
                 keys.append(self.headers.get("x-api-key"))
+                credentials.append("\n".join([self.path, *(f"{k}: {v}" for k, v in self.headers.items())]))
                 super().do_POST()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recording)
@@ -141,7 +144,7 @@ def test_an_opencode_session_of_a_real_provider_goes_through_the_proxy_and_model
     assert trial.usage is not None and trial.usage.total == 400 + 30 + 7 + 500 + 5  # the provider's figures
     turns = [r for r in server.model.requests if r.kind == "turn"]
     assert len(turns) == 2 and all(r.path.endswith("/v1/messages") for r in turns)
-    assert trial.credentialExposed is True  # OpenCode's auth.json is copied into the trial HOME
+    assert trial.credentialExposed is False  # the copied auth.json holds a stand-in (test_stand_ins_real)
 
 
 def test_a_codex_api_key_session_goes_through_the_proxy_to_the_user_s_endpoint(
@@ -171,7 +174,7 @@ def test_a_codex_api_key_session_goes_through_the_proxy_to_the_user_s_endpoint(
     turns = [r for r in server.model.requests if r.kind == "turn"]
     assert len(turns) == 2 and {r.path for r in turns} == {"/v1/responses"}
     assert set(server.authorizations) == {"Bearer sk-atlante-codex-5c1e"}
-    assert trial.credentialExposed is True  # Codex's auth.json is copied into the trial HOME
+    assert trial.credentialExposed is False  # the copied auth.json holds a stand-in (test_stand_ins_real)
     assert "sk-atlante-codex-5c1e" not in (pytester.path / "out" / "report.json").read_text()
 
 

@@ -35,7 +35,6 @@ from pytest_atlante.hosts.base import (
     StreamMonitor,
     TrialWiring,
     carried_fields,
-    copy_private_file,
     listed_tools,
     model_dropped,
     ordered_fields,
@@ -51,6 +50,7 @@ from pytest_atlante.hosts.claude_code.stream import (
     claude_model_usage,
     claude_usage,
 )
+from pytest_atlante.hosts.logins import copy_login
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.hosts.streams import _dict, _event, stream_cost
 from pytest_atlante.hosts.transcripts import (
@@ -246,9 +246,11 @@ class ClaudeCodeHost:
     )
     interrupt_signal = int(signal.SIGINT)  # graceful: kills the tool tree, prints `result` (host-facts §6)
     credential_env = CREDENTIAL_ENV
-    stand_in_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    # The OAuth token too: Claude Code sends it as the bearer of its model requests, to the base URL.
+    stand_in_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
     # .credentials.json: {"claudeAiOauth": {"accessToken", "refreshToken", ...}} (host-facts §4)
     refreshed_fields = (("claudeAiOauth", "accessToken"), ("claudeAiOauth", "refreshToken"))
+    login_fields = refreshed_fields
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
 
     def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
@@ -337,7 +339,9 @@ class ClaudeCodeHost:
             json.dumps({"projects": {trusted: {"hasTrustDialogAccepted": True}}}, indent=2) + "\n", encoding="utf-8"
         )
         if scripted is None:
-            copy_private_file(_credentials_file(parent_env, user_home), home / ".claude" / ".credentials.json")
+            # Through the proxy, only the Claude login (not an MCP server's tokens), holding stand-ins.
+            copy_login(_credentials_file(parent_env, user_home), home / ".claude" / ".credentials.json",
+                       wiring.stand_in, keep=("claudeAiOauth",), fields=self.login_fields)
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]:
         argv = [info.executable, "-p", prompt, "--output-format", "stream-json", "--verbose", "--setting-sources", "project"]

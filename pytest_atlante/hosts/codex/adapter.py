@@ -42,7 +42,6 @@ from pytest_atlante.hosts.base import (
     SessionOutcome,
     StreamMonitor,
     TrialWiring,
-    copy_private_file,
     part_frontmatter,
     probe_version,
     source_name,
@@ -60,6 +59,7 @@ from pytest_atlante.hosts.codex.rollout import (
     rollout_file,
     transcript_events,
 )
+from pytest_atlante.hosts.logins import copy_login
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.hosts.prices import estimate_cost, shipped_table
 from pytest_atlante.hosts.transcripts import TranscriptBuilder
@@ -150,6 +150,7 @@ class CodexHost:
     stand_in_env = ("CODEX_API_KEY",)
     # auth.json: {"auth_mode", "OPENAI_API_KEY"} or, logged in with ChatGPT, {"tokens": {...}}.
     refreshed_fields = (("tokens", "access_token"), ("tokens", "refresh_token"), ("tokens", "id_token"))
+    login_fields = (("OPENAI_API_KEY",), *refreshed_fields)
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
     instructions_file = "AGENTS.md"  # loaded from the cwd without trust; CLAUDE.md is not read
     unplaced_parts = UNPLACED_PARTS
@@ -209,7 +210,10 @@ class CodexHost:
         (target / "config.toml").write_text(config, encoding="utf-8")
         (target / "rules" / "atlante.rules").write_text(codex_rules(), encoding="utf-8")
         if scripted is None:
-            copy_private_file(user_codex_home(parent_env, user_home) / "auth.json", target / "auth.json")
+            # Through the proxy, an API-key login only (with a stand-in); a ChatGPT login beside
+            # CODEX_API_KEY is not copied: the session uses the key.
+            copy_login(user_codex_home(parent_env, user_home) / "auth.json", target / "auth.json", wiring.stand_in,
+                       keep=("auth_mode", "OPENAI_API_KEY"), fields=(("OPENAI_API_KEY",),))
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]:
         # --skip-git-repo-check: a sandbox is no git checkout; never --ephemeral (the rollout is read).

@@ -166,6 +166,7 @@ class GeminiCliHost(GeminiParts):
     stand_in_env = (API_KEY_ENV,)
     # oauth_creds.json: {"access_token", "refresh_token", "id_token", "expiry_date", ...}
     refreshed_fields = (("access_token",), ("refresh_token",), ("id_token",))
+    login_fields = refreshed_fields  # Login with Google is not metered by the proxy: copied as it is
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
     instructions_file = "AGENTS.md"
 

@@ -47,6 +47,7 @@ from pytest_atlante.hosts.base import (
     tool_dropped,
     unsupported_version,
 )
+from pytest_atlante.hosts.logins import copy_login
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.hosts.opencode.policy import OpenCodeDialect, opencode_permission
 from pytest_atlante.hosts.opencode.store import (
@@ -301,6 +302,7 @@ class OpenCodeHost:
     stand_in_env: tuple[str, ...] = ()
     # auth.json: {provider: {"type": "api", "key"} | {"type": "oauth", "access", "refresh", ...}} (host-facts §8)
     refreshed_fields = (("*", "key"), ("*", "access"), ("*", "refresh"))
+    login_fields = refreshed_fields
     forbidden_fixture_files = FORBIDDEN_FIXTURE_FILES
 
     def config_diagnostics(self, info: HostInfo, model: str | None) -> list[Diagnostic]:
@@ -417,7 +419,14 @@ class OpenCodeHost:
             return  # the scripted provider needs no login; the user's never reaches the trial
         source = data_dir(user_home, parent_env)
         target = data_dir(home)  # the trial's environment carries no XDG_DATA_HOME
-        copy_private_file(source / "auth.json", target / "auth.json")
+        # Through the proxy, only the model's provider's login, holding stand-ins (the proxy serves
+        # that provider alone; the user's other providers' keys have no business in the trial).
+        if upstream is not None and wiring.stand_in is not None:
+            provider = upstream[0]
+            copy_login(source / "auth.json", target / "auth.json", wiring.stand_in, keep=(provider,),
+                       fields=[(provider, name) for name in ("key", "access", "refresh")])
+        else:
+            copy_private_file(source / "auth.json", target / "auth.json")
         if _dialect(info) == "opencode-v2" and (source / "opencode.db").is_file():
             try:
                 copy_credential_database(source / "opencode.db", target / "opencode.db")

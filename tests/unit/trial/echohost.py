@@ -73,6 +73,7 @@ class EchoHost:
     credential_env: tuple[str, ...] = ()
     stand_in_env: tuple[str, ...] = ()
     refreshed_fields: tuple[tuple[str, ...], ...] = (("echo", "token"),)
+    login_fields: tuple[tuple[str, ...], ...] = (("echo", "token"),)
     forbidden_fixture_files: Mapping[str, str] = {".echo/config.json": "the echo host would merge it"}
     stream_call_ids = True
     selects_agent = True
