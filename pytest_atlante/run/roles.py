@@ -324,7 +324,21 @@ class Controller(TrialRole):
         self.terminal.isolation(warning_text(setting, self.isolation))
         if problem is None and network == "model-only" and not self.options.scripted:
             problem = model_only_problem(self.suite.eval.host, dict(os.environ), self.suite.eval.model)
+        if problem is None and not self.options.scripted:
+            problem = self._credential_exposures()
         return [problem] if problem is not None else []
+
+    def _credential_exposures(self) -> Diagnostic | None:
+        """Whose trials' agents could read a real credential: for the summary's warning, or the
+        refusal of a ``stand-in-only`` run before any session (run/credentials.py)."""
+        from pytest_atlante.run.credentials import run_exposures, stand_in_only_problem
+
+        assert self.suite is not None
+        arms = [(arm.host, arm.model) for arm in self.suite.arms] or [(self.suite.eval.host, self.suite.eval.model)]
+        exposures = run_exposures(arms, dict(os.environ), self.isolation)
+        self.terminal.credential_exposures = exposures
+        self.terminal.arm_hosts = {None: self.suite.eval.host, **{arm.name: arm.host for arm in self.suite.arms}}
+        return stand_in_only_problem(exposures) if self.suite.eval.credentials == "stand-in-only" else None
 
     def _fail_validation(self, problems: list[Diagnostic]) -> None:
         self.validation_failed = True

@@ -88,6 +88,10 @@ class EvalTerminalReporter:
         self.warnings: list[str] = []               # said at the start, and again in the summary
         self.stop_line: str | None = None           # a run that ended before any trial: why, once, at the end
         self.serial: SerialProgress | None = None   # the serial run's phases and live line, once asked for
+        # Why each host's trials of this run can read a real credential (run/credentials.py), and each
+        # record's arm → its host: the summary's one line for the exposed trials.
+        self.credential_exposures: dict[str, str] = {}
+        self.arm_hosts: dict[str | None, str] = {}
 
     # -- before any trial -----------------------------------------------------------------------
     def validation_failed(self, problems: Iterable[Diagnostic]) -> None:
@@ -205,7 +209,10 @@ class EvalTerminalReporter:
             # Its diagnostics (or forecast) were printed when it stopped: only the reason, once.
             terminalreporter.write_line(self.stop_line)
             return
-        lines = self.plan.summary(self.state.errors, self.warnings,
+        from pytest_atlante.run.credentials import exposure_warning
+
+        exposed = exposure_warning(self.state.finished(), self.credential_exposures, self.arm_hosts)
+        lines = self.plan.summary(self.state.errors, [*self.warnings, *([exposed] if exposed else [])],
                                   failures_shown=getattr(self.config.option, "tbstyle", "auto") != "no")
         if lines is None:
             return

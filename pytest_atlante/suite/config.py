@@ -26,6 +26,8 @@ CONFIG_SCHEMA_URIS = {
 }
 # The first configuration version that admits ``variants`` (suite/variants.py).
 VARIANTS_SINCE = "0.4"
+# The first configuration version that admits ``eval.credentials``.
+CREDENTIALS_SINCE = "0.4"
 MAX_TRIALS = 50
 # Run folders kept under .atlante/eval/ (eval.keepRuns): enough for a day's work to be compared
 # and viewed, few enough that the folder stays readable (report/runs.py).
@@ -66,6 +68,10 @@ class EvalSection(StrictModel):
     # How many run folders .atlante/eval/ keeps: at the end of each run the older ones go, never a
     # running one or one named as a baseline (report/runs.py).
     keepRuns: Annotated[int, Field(strict=True, ge=1)] = DEFAULT_KEEP_RUNS
+    # "stand-in-only": a real-provider run any of whose trials' agent could read a real credential
+    # (a provider mode the metering proxy cannot stand in for, no namespace isolation) is refused
+    # before any session (run/credentials.py; docs/integrity.md, "Credentials").  Version 0.4.
+    credentials: Literal["stand-in-only"] | None = None
 
     @model_validator(mode="after")
     def _scenarios_or_include(self) -> EvalSection:
@@ -202,6 +208,13 @@ def version_diagnostics(doc: LoadedDocument, config: ProjectConfig | PackConfig)
             Diagnostic(doc.display, "$.variants", "eval-config-invalid",
                        f"version {config.version} documents do not admit variants",
                        f"set \"version\": \"{VARIANTS_SINCE}\" to compare harness variants in one run")
+        )
+    if isinstance(config, ProjectConfig) and config.eval is not None and config.eval.credentials is not None \
+            and config.version < CREDENTIALS_SINCE:
+        found.append(
+            Diagnostic(doc.display, "$.eval.credentials", "eval-config-invalid",
+                       f"version {config.version} documents do not admit eval.credentials",
+                       f"set \"version\": \"{CREDENTIALS_SINCE}\" to require stand-in credentials")
         )
     for location, host in hosts:
         needed = min_config_version(host) if host else "0.1"

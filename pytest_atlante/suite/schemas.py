@@ -38,7 +38,7 @@ from pydantic.json_schema import models_json_schema
 from pytest_atlante.checks import TRAJECTORY_TYPES
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.hosts.names import HOST_NAMES, min_config_version
-from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, VARIANTS_SINCE, PackConfig, ProjectConfig
+from pytest_atlante.suite.config import CONFIG_SCHEMA_URIS, CREDENTIALS_SINCE, VARIANTS_SINCE, PackConfig, ProjectConfig
 from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS, Scenario
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -97,6 +97,8 @@ def _config_schema(entry: SchemaEntry, version: str) -> dict[str, Any]:
         properties["version"] = {"const": version, "description": "the document format's version"}
         properties["$schema"] = {"anyOf": [{"const": entry.uri}, {"type": "null"}], "description": "this schema's URI"}
     defs["EvalSection"]["properties"]["host"]["enum"] = admitted
+    if version < CREDENTIALS_SINCE:   # config.version_diagnostics: eval.credentials needs version 0.4
+        del defs["EvalSection"]["properties"]["credentials"]
     if version < VARIANTS_SINCE:   # config.version_diagnostics: variants need version 0.4
         del defs["ProjectConfig"]["properties"]["variants"]
         del defs["Variant"], defs["VariantEval"]

@@ -95,6 +95,9 @@ CONFIGS: list[tuple[str, dict[str, Any], bool]] = [
     ("a variant that sets the budget", {"version": "0.4", "eval": eval_section(),
                                         "variants": {"a": {"eval": {"budget": {"trials": 9}}}}}, False),
     ("a variant named control", {"version": "0.4", "eval": eval_section(), "variants": {"control": {"replicateOf": "x"}}}, False),
+    ("v0.4 with eval.credentials", {"version": "0.4", "eval": eval_section(credentials="stand-in-only")}, True),
+    ("eval.credentials in v0.3", {"version": "0.3", "eval": eval_section(credentials="stand-in-only")}, False),
+    ("an unknown eval.credentials", {"version": "0.4", "eval": eval_section(credentials="any")}, False),
     ("model for an unknown host", {"version": "0.2", "harness": {"agents": {"a": {"prompt": "a.md", "model": {"cursor": "x"}}}}}, False),
 ]
 
