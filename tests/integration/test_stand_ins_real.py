@@ -10,7 +10,8 @@ its own environment, every ``/proc/<pid>/environ`` it can see (the CLI's, the re
 output goes back to the model — the channel out that every network mode leaves open.  The upstream
 must see the real credential on each model request, and no request body (what the agent read) may
 hold it: the agent read a per-trial stand-in, which the metering proxy swaps for the real value on
-the way out.  Before the login stand-ins, the copied login files held the real value (Claude Code,
+the way out.  Four cases run under ``model-only`` (the relay, which runs in the session's
+environment, is among the processes read), two with the network shared.  Before the login stand-ins, the copied login files held the real value (Claude Code,
 Codex, OpenCode); Gemini CLI's key variable was stood in already.
 """
 
@@ -66,11 +67,12 @@ def _logins(base_url: str) -> dict[str, Login]:
                                        ".codex/config.toml": f'openai_base_url = "{base_url}/v1"\n'},
                              {}, {"model": "gpt-5.5", "isolation": "namespace", "network": "model-only"}),
         "gemini-key": Login("gemini-cli", {}, {"GEMINI_API_KEY": SECRET, "GOOGLE_GEMINI_BASE_URL": base_url},
-                            {"isolation": "namespace"}),
+                            {"isolation": "namespace", "network": "model-only"}),
         "opencode-login": Login("opencode", {".local/share/opencode/auth.json": json.dumps(
                                     {"anthropic": {"type": "api", "key": SECRET}})},
                                 {"ANTHROPIC_BASE_URL": f"{base_url}/v1"},
-                                {"model": "anthropic/claude-sonnet-4-5", "isolation": "namespace"}),
+                                {"model": "anthropic/claude-sonnet-4-5", "isolation": "namespace",
+                                 "network": "model-only"}),
     }
 
 
