@@ -277,6 +277,25 @@ def skill_roots(host: Host) -> tuple[str, ...]:
     return (f"{host.owned_dir}/skills",)
 
 
+#: A prompt that runs a slash command: ``/name`` first, then nothing or whitespace and the
+#: arguments.  ``/tmp/x is broken`` is no command (a ``/`` follows the name), as for the hosts.
+_SLASH_COMMAND = re.compile(r"/([A-Za-z0-9][A-Za-z0-9_.:-]*)(?:\s+(.*))?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """The command a prompt runs (``/name arguments``), as every host that expands commands reads it."""
+
+    name: str
+    arguments: str
+
+
+def slash_command(prompt: str) -> SlashCommand | None:
+    """The command ``prompt`` runs, or None when it is no ``/name`` prompt."""
+    found = _SLASH_COMMAND.fullmatch(prompt)
+    return SlashCommand(found.group(1), (found.group(2) or "").strip()) if found else None
+
+
 def no_place(host: object, kind: str) -> str | None:
     """Why ``host`` has nowhere to load a harness part of ``kind`` (``agent``, ``command``), or None.
 

@@ -477,7 +477,7 @@ class TrialRunner:
         inputs = SessionInputs(entry, sb, budget, parent_env, endpoint, confined, secrets, route.metered,
                                self.agent_names)
         session = host_session(self.host, self.info, self.model, inputs)
-        events = transcript_events(self.host, self.info, base, session, budget)
+        events = transcript_events(self.host, self.info, base, session, budget, entry.scenario.task.prompt)
         files = transcript_files(self.out_dir, base, session, events)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)

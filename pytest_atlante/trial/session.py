@@ -269,9 +269,10 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
 
 
 def transcript_events(host: Host, info: HostInfo, base: TrialRecord, session: HostSession,
-                      budget: TrialBudget) -> list[dict[str, Any]] | None:
+                      budget: TrialBudget, prompt: str | None = None) -> list[dict[str, Any]] | None:
     """The session's host-neutral transcript (header first), or None when it cannot be built (a
-    stream the host's reader chokes on makes the trajectory checks errors, not the trial a crash)."""
+    stream the host's reader chokes on makes the trajectory checks errors, not the trial a crash);
+    ``prompt``, the scenario's, makes the ``command`` event of a ``/name`` prompt."""
     process = session.process
     abort: dict[str, object] | None = None
     if process.timed_out:
@@ -284,7 +285,7 @@ def transcript_events(host: Host, info: HostInfo, base: TrialRecord, session: Ho
             abort |= {"meteredBy": "proxy", "cumulativeTokens": session.metering.tripped_at}
     try:
         events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
-                                  trial=base.trial, max_tokens=budget.maxTokens, abort=abort)
+                                  trial=base.trial, max_tokens=budget.maxTokens, abort=abort, prompt=prompt)
     except Exception:  # noqa: BLE001 - the host's stream is untrusted input; its reader must not end the trial
         return None
     if session.metering is not None and host.stream_call_ids:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.fsutil import atomic_write_bytes, read_capped
+from pytest_atlante.hosts.base import SlashCommand, no_place, slash_command
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.hosts.streams import (
     _event as _json,  # the monitors' junk-tolerant reader
@@ -114,15 +115,23 @@ class StreamCapture:
 
 
 def build_transcript(capture: StreamCapture, *, host: str, dialect: str, scenario: str, trial: int,
-                     max_tokens: int = 0, abort: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                     max_tokens: int = 0, abort: dict[str, Any] | None = None,
+                     prompt: str | None = None) -> list[dict[str, Any]]:
     """The transcript's lines: a header, then the events in stream order, then the abort if any.
 
     The events come from the host's own reader (``Host.transcript_events``); this function adds
-    what every host shares: the header, the truncation marker and the abort.
+    what every host shares: the header, the ``command`` event of a ``/name`` prompt
+    (:func:`command_event`), the truncation marker and the abort.
     """
     b = TranscriptBuilder(max_tokens=max_tokens)
     lines = capture.lines()
-    host_for(host).transcript_events(lines, b)
+    reading = host_for(host)
+    reading.transcript_events(lines, b)
+    command = slash_command(prompt) if prompt is not None else None
+    if command is not None and no_place(reading, "command") is None and expanded(b.events):
+        b.events[:0] = [command_event(command, b.events[0]["t"] if b.events else 0)]
+        for seq, event in enumerate(b.events, start=1):
+            event["seq"] = seq
     if capture.truncated:
         b.emit(b.events[-1]["t"] if b.events else 0, "truncated", droppedLines=capture.dropped_lines)
     if abort is not None:
@@ -131,6 +140,28 @@ def build_transcript(capture: StreamCapture, *, host: str, dialect: str, scenari
               "trial": trial, "startedAt": capture.started_at, "capBytes": capture.cap_bytes, "streamBytes": capture.total_bytes,
               "truncated": capture.truncated, "events": len(b.events)}
     return [header, *b.events]
+
+
+def expanded(events: Sequence[dict[str, Any]]) -> bool:
+    """Whether the host took the prompt's command: it asked the model (a main-session ``usage``
+    event) and did not answer that it has no such command (an ``error`` with ``unknownCommand``).
+
+    No host's stream names the expansion itself (docs/host-facts.md §13: Claude Code, OpenCode
+    and Gemini CLI each send the command's text as the first user message and stream nothing of
+    it), and each takes a ``/name`` prompt only as its command: Claude Code answers an unknown one
+    itself, OpenCode's ``run --command`` fails, Gemini CLI would send the text as it is, which
+    validation prevents (the harness must define the command)."""
+    if any(e.get("type") == "error" and e.get("unknownCommand") for e in events):
+        return False
+    return any(e.get("type") == "usage" and e.get("agent") is None for e in events)
+
+
+def command_event(command: SlashCommand, t: int) -> dict[str, Any]:
+    """The ``command`` event of the prompt's slash command: the first input of the session's first
+    turn, recorded by the runner, which knows the prompt (a line the agent writes into the stream
+    cannot make one: no reader turns a stream line into it)."""
+    return {"seq": 1, "t": t, "type": "command", "turn": 1, "name": command.name, "arguments": command.arguments,
+            "agent": None}
 
 
 def trial_dir(scenario: str, trial: int, variant: str | None = None) -> str:

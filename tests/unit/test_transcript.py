@@ -212,3 +212,66 @@ def test_each_host_names_its_own_spellings_of_a_trial_path() -> None:
     redact = Redactor(Secrets(), [odd], host_for("claude-code").stream_path_forms(odd))
     assert redact("memory in /h/.claude/projects/-work-t-1-m-x-y-z-q-sandbox/memory/") == \
         "memory in /h/.claude/projects/<sandbox>/memory/"
+
+
+# --------------------------------------------------------------------------- slash commands
+
+
+def command_transcript(name: str, host: str, prompt: str | None) -> list[dict[str, Any]]:
+    dialect = {"claude-code": "claude-code", "opencode": "opencode-v1", "gemini-cli": "gemini-cli"}[host]
+    return build_transcript(capture_of(name), host=host, dialect=dialect, scenario="s", trial=1, prompt=prompt)
+
+
+@pytest.mark.parametrize(("name", "host"), [
+    ("claude-2.1.197-command-stream.jsonl", "claude-code"),
+    ("opencode-1.18.33-command-stream.jsonl", "opencode"),
+    ("gemini-0.61.0-command-stream.jsonl", "gemini-cli"),
+])
+def test_a_command_the_host_took_is_the_first_event(name: str, host: str) -> None:
+    """Real sessions of ``/greet with args`` (the command's text reached the model; no host streams
+    anything of the expansion): the runner records it first, in turn 1, and numbers the rest after."""
+    transcript = command_transcript(name, host, "/greet with args")
+    assert transcript[1] == {"seq": 1, "t": transcript[2]["t"], "type": "command", "turn": 1, "name": "greet",
+                             "arguments": "with args", "agent": None}
+    assert [e["seq"] for e in transcript[1:]] == list(range(1, len(transcript)))
+    assert transcript[0]["events"] == len(transcript) - 1
+    assert [e["tool"] for e in of_type(transcript, "tool_call")] == ["write"]
+
+
+@pytest.mark.parametrize("prompt", [None, "Greet the user.", "/tmp/app is broken: fix it"])
+def test_a_prompt_that_runs_no_command_has_no_command_event(prompt: str | None) -> None:
+    assert not of_type(command_transcript("claude-2.1.197-command-stream.jsonl", "claude-code", prompt), "command")
+
+
+def test_claude_codes_unknown_command_answer_is_an_error_event_and_no_command() -> None:
+    """``claude -p "/nosuch with args"``: a synthetic "Unknown command: /nosuch" and a result of 0 turns."""
+    transcript = command_transcript("claude-2.1.197-unknown-command-stream.jsonl", "claude-code", "/nosuch with args")
+    assert not of_type(transcript, "command") and not of_type(transcript, "text")
+    (error,) = of_type(transcript, "error")
+    assert error["message"] == "Unknown command: /nosuch" and error["unknownCommand"] == "nosuch"
+    assert of_type(transcript, "result")[0]["turns"] == 0
+    monitor = ClaudeStreamMonitor()
+    for line in (SAMPLES / "claude-2.1.197-unknown-command-stream.jsonl").read_text().splitlines():
+        monitor.feed(line)
+    outcome = monitor.outcome()
+    assert outcome.is_error
+    assert outcome.error_message is not None and "'Unknown command: /nosuch'" in outcome.error_message
+    assert "0 turns" in outcome.error_message
+
+
+def test_a_command_the_host_refused_has_no_command_event() -> None:
+    """``opencode run --command nosuch``: an error event, no step (the model was never asked)."""
+    transcript = command_transcript("opencode-1.18.33-unknown-command-stream.jsonl", "opencode", "/nosuch")
+    assert not of_type(transcript, "command") and of_type(transcript, "error")
+
+
+def test_the_same_answer_text_from_the_model_is_no_unknown_command() -> None:
+    """Only Claude Code's own (synthetic) message is its answer: a model saying the words is text."""
+    lines = [line.replace('"model":"<synthetic>"', '"model":"claude-opus-4-8"')
+             for line in (SAMPLES / "claude-2.1.197-unknown-command-stream.jsonl").read_text().splitlines()]
+    capture = StreamCapture(Redactor(Secrets(), []))
+    for line in lines:
+        capture.add(line)
+    transcript = build_transcript(capture, host="claude-code", dialect="claude-code", scenario="s", trial=1)
+    assert [e["text"] for e in of_type(transcript, "text")] == ["Unknown command: /nosuch"]
+    assert not [e for e in of_type(transcript, "error") if "unknownCommand" in e]

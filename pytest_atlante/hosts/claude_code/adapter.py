@@ -49,6 +49,7 @@ from pytest_atlante.hosts.claude_code.stream import (
     ClaudeStreamMonitor,
     claude_model_usage,
     claude_usage,
+    unknown_command,
 )
 from pytest_atlante.hosts.logins import copy_login
 from pytest_atlante.hosts.names import HostName
@@ -453,7 +454,10 @@ def transcript_events(lines: Iterable[tuple[int, str]], b: TranscriptBuilder) ->
                     b.usage(t, claude_usage(usage), None, exact=False, agent=agent)
             for raw_block in message.get("content") or []:
                 block = _dict(raw_block)
-                if block.get("type") == "text" and block.get("text"):
+                if block.get("type") == "text" and message.get("model") == SYNTHETIC_MODEL \
+                        and (command := unknown_command(block.get("text"))) is not None:
+                    b.emit(t, "error", message=str(block["text"]).strip()[:200], unknownCommand=command.removeprefix("/"))
+                elif block.get("type") == "text" and block.get("text"):
                     b.emit(t, "text", agent=agent, **capped(str(block["text"]), TEXT_CAP_CHARS))
                 elif block.get("type") == "tool_use":
                     host_tool = str(block.get("name", ""))

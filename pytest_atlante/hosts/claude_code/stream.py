@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pytest_atlante.hosts.base import SessionOutcome
@@ -16,6 +17,21 @@ from pytest_atlante.hosts.streams import (
 from pytest_atlante.records import Usage
 
 SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's name for messages it made up itself (host-facts §2)
+#: Claude Code's own answer to a ``-p "/name"`` prompt naming no command or skill it has: a synthetic
+#: message and a ``result`` of 0 turns with ``is_error: false`` (docs/host-facts.md §13).
+UNKNOWN_COMMAND = re.compile(r"Unknown (?:command|skill): (/?\S+)")
+
+
+def unknown_command(text: object) -> str | None:
+    """The command Claude Code's "Unknown command: /x" answer names, or None for any other text."""
+    found = UNKNOWN_COMMAND.fullmatch(text.strip()) if isinstance(text, str) else None
+    return found.group(1) if found else None
+
+
+def unknown_command_error(answer: str) -> str:
+    return (f"Claude Code answered {answer!r} without asking the model (0 turns): it has no such command "
+            "or skill, so the trial tested nothing; check the harness's commands and how the host names "
+            "them (a command in a folder is /folder:name)")
 
 
 def claude_usage(raw: dict[str, Any], notes: StreamNotes | None = None) -> Usage:
@@ -118,6 +134,11 @@ class ClaudeStreamMonitor:
         cost = stream_cost(event.get("total_cost_usd"), self.notes)
         if cost is not None:
             self._cost = max(cost, self._cost or 0.0)
+        answer = event.get("result")
+        if event.get("num_turns") == 0 and unknown_command(answer) is not None and not self._is_error:
+            # The host refused the prompt's command itself and reports success: an infra-error.
+            self._is_error = True
+            self._error = unknown_command_error(str(answer).strip()[:200])
         if event.get("is_error") is True and not self._is_error:
             self._is_error = True  # an error stays an error: a later result cannot undo it
             text = event.get("result")

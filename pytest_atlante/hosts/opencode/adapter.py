@@ -43,6 +43,7 @@ from pytest_atlante.hosts.base import (
     part_frontmatter,
     prepare_failed,
     probe_version,
+    slash_command,
     source_name,
     tool_dropped,
     unsupported_version,
@@ -445,6 +446,12 @@ class OpenCodeHost:
             argv += ["--agent", agent]
         if model:
             argv += ["--model", model]
+        command = slash_command(prompt)
+        if command is not None:
+            # `opencode run "/name"` sends the text as it is; only --command expands a command
+            # (docs/host-facts.md §13).  Its arguments go one word each: OpenCode quotes a message
+            # argument that holds a space ("a b" reaches $ARGUMENTS with its quotes).
+            return [*argv, "--command", command.name, *command.arguments.split()]
         argv.append(prompt)
         return argv
 

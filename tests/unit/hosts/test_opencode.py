@@ -211,6 +211,12 @@ def test_v2_rendering_uses_v2_field_names() -> None:
 def test_command(info: HostInfo, head: list[str]) -> None:
     assert HOST.command(info, prompt="p", agent=None, model=None) == [*head, "p"]
     assert HOST.command(info, prompt="p", agent="rev", model="anthropic/x") == [*head, "--agent", "rev", "--model", "anthropic/x", "p"]
+    # `opencode run "/greet"` sends the text as it is: a command prompt runs through --command,
+    # its arguments one word each (OpenCode quotes a message argument holding a space).
+    assert HOST.command(info, prompt="/greet", agent=None, model=None) == [*head, "--command", "greet"]
+    assert HOST.command(info, prompt="/greet the  team", agent="rev", model=None) == \
+        [*head, "--agent", "rev", "--command", "greet", "the", "team"]
+    assert HOST.command(info, prompt="/tmp/x is broken", agent=None, model=None) == [*head, "/tmp/x is broken"]
 
 
 def test_environment_is_quiet_and_drops_config_layers(tmp_path: Path) -> None:
