@@ -66,10 +66,11 @@ class Usage(Record):
 
 
 class CountRecord(Record):
-    """What a counting check (skill-used, agent-used, tool-used) counted, and the bounds it held the
-    count to: the report's trigger rates are computed from these."""
+    """What a counting check (skill-used, agent-used, tool-used, command-used) counted, and the
+    bounds it held the count to: the report's trigger rates are computed from these (skills and
+    agents only)."""
 
-    kind: Literal["skill", "agent", "tool"]
+    kind: Literal["skill", "agent", "tool", "command"]
     name: str
     uses: int = Field(ge=0)
     min: int = Field(ge=0)

@@ -2,7 +2,7 @@
 
 A check type is one module in this package holding its model, its validation rules and its runner
 (``command``, ``presence`` for file-exists / file-absent, ``file_unchanged``, ``file_contains``,
-``diff_allowlist``, ``trajectory`` for skill-used / agent-used / tool-used, ``usage_within``); each describes itself with a ``base.CheckKind``.  This module lists them
+``diff_allowlist``, ``trajectory`` for skill-used / agent-used / tool-used / command-used, ``usage_within``); each describes itself with a ``base.CheckKind``.  This module lists them
 twice, once in the union (what pydantic parses) and once in ``_KINDS`` (what runs and validates),
 and :func:`check_table` compares the two at import: a model without a runner, or a runner without
 a place in the union, stops the package from importing instead of failing in some trial later.  So
@@ -40,7 +40,7 @@ from pytest_atlante.checks.diff_allowlist import DiffAllowlistCheck
 from pytest_atlante.checks.file_contains import FileContainsCheck
 from pytest_atlante.checks.file_unchanged import FileUnchangedCheck
 from pytest_atlante.checks.presence import FileAbsentCheck, FileExistsCheck
-from pytest_atlante.checks.trajectory import AgentUsedCheck, SkillUsedCheck, ToolUsedCheck
+from pytest_atlante.checks.trajectory import AgentUsedCheck, CommandUsedCheck, SkillUsedCheck, ToolUsedCheck
 from pytest_atlante.checks.usage_within import UsageWithinCheck
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.records import CheckResult
@@ -55,6 +55,7 @@ __all__ = [
     "Check",
     "CheckContext",
     "CommandCheck",
+    "CommandUsedCheck",
     "DiffAllowlistCheck",
     "FileAbsentCheck",
     "FileContainsCheck",
@@ -73,11 +74,11 @@ __all__ = [
 
 Check = Annotated[
     CommandCheck | FileExistsCheck | FileAbsentCheck | FileUnchangedCheck | FileContainsCheck | DiffAllowlistCheck
-    | SkillUsedCheck | AgentUsedCheck | ToolUsedCheck | UsageWithinCheck,
+    | SkillUsedCheck | AgentUsedCheck | ToolUsedCheck | CommandUsedCheck | UsageWithinCheck,
     Field(discriminator="type"),
 ]
 # The check types computed from the session's transcript and totals (scenario documents v0.2 on).
-TRAJECTORY_TYPES = frozenset({"skill-used", "agent-used", "tool-used", "usage-within"})
+TRAJECTORY_TYPES = frozenset({"skill-used", "agent-used", "tool-used", "command-used", "usage-within"})
 
 _KINDS: tuple[CheckKind[Any], ...] = (
     command.KIND,
@@ -89,6 +90,7 @@ _KINDS: tuple[CheckKind[Any], ...] = (
     trajectory.SKILL,
     trajectory.AGENT,
     trajectory.TOOL,
+    trajectory.COMMAND,
     usage_within.KIND,
 )
 

@@ -1,11 +1,13 @@
-"""The ``skill-used``, ``agent-used`` and ``tool-used`` checks: how often the session did something,
-counted on the trial's host-neutral transcript, so the same check means the same on every host.
+"""The ``skill-used``, ``agent-used``, ``tool-used`` and ``command-used`` checks: how often the
+session did something, counted on the trial's host-neutral transcript, so the same check means the
+same on every host.
 
-All three count the main session's ``tool_call`` events (``docs/transcripts.md``, "Skills and
+The first three count the main session's ``tool_call`` events (``docs/transcripts.md``, "Skills and
 sub-agents"): a skill load is a call of the neutral ``skill`` tool with ``input.name``, a delegation
 a call of ``task`` with ``input.agent``, and ``tool-used`` counts calls of one neutral tool,
 optionally only those with an input string that ``inputMatches`` (``re.search``, compiled at
-validation).
+validation).  ``command-used`` counts ``command`` events (``docs/transcripts.md``, "Slash
+commands"): the host expanded a slash command and its expansion went to the model.
 
 Rules chosen where the scenario reference leaves room:
 - only the main session's calls count (``agent: null``): Claude Code streams a sub-agent's own calls
@@ -72,7 +74,12 @@ class ToolUsedCheck(_Counted):
     inputMatches: NonEmpty | None = None
 
 
-TrajectoryCheck = SkillUsedCheck | AgentUsedCheck | ToolUsedCheck
+class CommandUsedCheck(_Counted):
+    type: Literal["command-used"]
+    command: NonEmpty
+
+
+TrajectoryCheck = SkillUsedCheck | AgentUsedCheck | ToolUsedCheck | CommandUsedCheck
 
 
 def rules(check: TrajectoryCheck, where: str, found: Rules) -> None:
@@ -106,6 +113,8 @@ def _succeeded(session: SessionView, calls: list[Mapping[str, Any]]) -> list[Map
 
 
 def _input(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    if event.get("type") == "command":
+        return {"arguments": event.get("arguments")} if event.get("arguments") else {}
     value = event.get("input")
     return value if isinstance(value, Mapping) else {}
 
@@ -138,6 +147,14 @@ def tool_matches(check: ToolUsedCheck, session: SessionView) -> list[Mapping[str
     return [e for e in _tool_calls(session, check.tool) if any(pattern.search(s) for s in _strings(_input(e)))]
 
 
+def command_matches(check: CommandUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
+    """The main session's expansions of the command (a leading ``/`` in the check's name is the
+    prompt's spelling of the same command)."""
+    name = check.command.removeprefix("/")
+    return [e for e in session.events or () if e.get("type") == "command" and e.get("name") == name
+            and e.get("agent") is None and _vouched(e)]
+
+
 def evidence(events: list[Mapping[str, Any]]) -> str:
     """One line per matched event (``#seq turn N: tool input``), capped like command output.  No
     times: two runs of the same session give the same evidence (the view links to the event)."""
@@ -146,12 +163,12 @@ def evidence(events: list[Mapping[str, Any]]) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in _input(event).items())
         if len(shown) > _SHOWN_INPUT:
             shown = shown[:_SHOWN_INPUT] + "…"
-        lines.append(f"#{event.get('seq')} turn {event.get('turn')}: "
-                     f"{event.get('tool')} {shown}")
+        what = event.get("tool") if event.get("type") == "tool_call" else f"/{event.get('name')}"
+        lines.append(f"#{event.get('seq')} turn {event.get('turn')}: {what} {shown}")
     return tail("\n".join(lines))
 
 
-def counted(index: int, check: TrajectoryCheck, counting: tuple[Literal["skill", "agent", "tool"], str],
+def counted(index: int, check: TrajectoryCheck, counting: tuple[Literal["skill", "agent", "tool", "command"], str],
             ctx: CheckContext, matches: list[Mapping[str, Any]]) -> CheckResult:
     """The verdict of a count against ``min``/``max``, shared by the three check types;
     ``counting`` is what is counted (kind and name), as the result's ``count`` records it."""
@@ -203,6 +220,11 @@ def run_tool(index: int, check: ToolUsedCheck, ctx: CheckContext) -> CheckResult
     return counted(index, check, ("tool", check.tool), ctx, tool_matches(check, ctx.session))
 
 
+def run_command(index: int, check: CommandUsedCheck, ctx: CheckContext) -> CheckResult:
+    return counted(index, check, ("command", check.command.removeprefix("/")), ctx, command_matches(check, ctx.session))
+
+
 SKILL: CheckKind[SkillUsedCheck] = CheckKind(SkillUsedCheck, run_skill, rules)
 AGENT: CheckKind[AgentUsedCheck] = CheckKind(AgentUsedCheck, run_agent, rules)
 TOOL: CheckKind[ToolUsedCheck] = CheckKind(ToolUsedCheck, run_tool, rules)
+COMMAND: CheckKind[CommandUsedCheck] = CheckKind(CommandUsedCheck, run_command, rules)

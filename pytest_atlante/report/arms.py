@@ -117,7 +117,7 @@ def used_split(scenarios: Sequence[ScenarioRecord]) -> list[UsedSplit]:
             seen: set[tuple[str, str]] = set()
             for check in trial.checks:
                 count = check.count
-                if count is None or count.kind == "tool" or (count.kind, count.name) in seen:
+                if count is None or count.kind not in ("skill", "agent") or (count.kind, count.name) in seen:
                     continue
                 seen.add((count.kind, count.name))
                 tally = tallies.setdefault((count.kind, count.name), [0, 0, 0, 0])

@@ -341,7 +341,7 @@ def trigger_counts(trials: Sequence[TrialRecord]) -> dict[tuple[TriggerKind, str
         seen: set[tuple[TriggerKind, str]] = set()
         for check in trial.checks:
             count = check.count
-            if count is None or count.kind == "tool":
+            if count is None or count.kind not in ("skill", "agent"):  # trigger rates: skills and agents
                 continue
             key: tuple[TriggerKind, str] = (count.kind, count.name)
             if key in seen:

@@ -12,11 +12,11 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_atlante.checks import AgentUsedCheck, SkillUsedCheck, ToolUsedCheck
+from pytest_atlante.checks import AgentUsedCheck, CommandUsedCheck, SkillUsedCheck, ToolUsedCheck
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import file_kind
-from pytest_atlante.hosts.base import no_place
+from pytest_atlante.hosts.base import no_place, slash_command
 from pytest_atlante.hosts.names import HostName, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
@@ -207,6 +207,7 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
         suite.diagnostics.extend(rule_diagnostics(scenario, display))
         suite.diagnostics.extend(harness_name_diagnostics(scenario, display, suite))
         suite.diagnostics.extend(impossible_check_diagnostics(scenario, display, suite, host))
+        suite.diagnostics.extend(command_prompt_diagnostics(scenario, display, suite, host))
         fixture = fixture_root / scenario.task.fixture
         safe = unsafe_path_reason(scenario.task.fixture) is None
         if safe:
@@ -231,13 +232,14 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
 
 
 def harness_names(suite: Suite) -> dict[str, set[str]]:
-    """The agents and skills the run's harness defines (local, in any arm, and every selected pack
-    layer): the names a ``agent-used`` / ``skill-used`` check may count.  A name only some arms
-    define counts zero uses in the others."""
+    """The agents, skills and commands the run's harness defines (local, in any arm, and every
+    selected pack layer): the names a ``agent-used`` / ``skill-used`` / ``command-used`` check may
+    count and a ``/name`` prompt may run.  A name only some arms define counts zero uses in the others."""
     layers = [suite.config.harness] if suite.config else []
     layers += [arm.harness for arm in suite.arms]
     layers += [harness for _origin, _base, harness in harness_layers(suite.packs)]
-    return {"agent": {name for h in layers for name in h.agents}, "skill": {name for h in layers for name in h.skills}}
+    return {"agent": {name for h in layers for name in h.agents}, "skill": {name for h in layers for name in h.skills},
+            "command": {name for h in layers for name in h.commands}}
 
 
 def harness_name_diagnostics(scenario: Scenario, display: str, suite: Suite) -> list[Diagnostic]:
@@ -246,8 +248,9 @@ def harness_name_diagnostics(scenario: Scenario, display: str, suite: Suite) -> 
     found = []
     known: dict[str, set[str]] | None = None
     for index, check in enumerate(scenario.checks):
-        if isinstance(check, SkillUsedCheck | AgentUsedCheck):
-            kind, name = ("skill", check.skill) if isinstance(check, SkillUsedCheck) else ("agent", check.agent)
+        if isinstance(check, SkillUsedCheck | AgentUsedCheck | CommandUsedCheck):
+            kind, name = ("skill", check.skill) if isinstance(check, SkillUsedCheck) else \
+                ("agent", check.agent) if isinstance(check, AgentUsedCheck) else ("command", check.command.removeprefix("/"))
             known = known if known is not None else harness_names(suite)
             if name not in known[kind]:
                 defined = ", ".join(sorted(known[kind])) or "none"
@@ -258,6 +261,52 @@ def harness_name_diagnostics(scenario: Scenario, display: str, suite: Suite) -> 
 
 
 IMPOSSIBLE_CHECK = "eval-check-impossible"
+UNKNOWN_COMMAND = "eval-command-unknown"
+
+
+def _run_hosts(suite: Suite, host: HostName) -> list[HostName]:
+    """The hosts the suite's scenarios run under: the run's, and each arm's."""
+    return list(dict.fromkeys([host, *(arm.host for arm in suite.arms)]))
+
+
+def command_prompt_diagnostics(scenario: Scenario, display: str, suite: Suite, host: HostName) -> list[Diagnostic]:
+    """A prompt that runs a slash command (``/name …``) must name a command of the harness, on
+    hosts that run commands: otherwise the host answers "Unknown command" without asking the model
+    (Claude Code), sends the text as it is (Gemini CLI, Codex), or fails (OpenCode), and the trial
+    means nothing (docs/reference.md, "Slash commands").  A validation error before any session
+    (``eval-command-unknown``), and ``command-used`` at least 1 on a host without commands is
+    ``eval-check-impossible``."""
+    found: list[Diagnostic] = []
+    command = slash_command(scenario.task.prompt)
+    if command is not None:
+        defined = harness_names(suite)["command"]
+        if command.name not in defined:
+            found.append(Diagnostic(
+                display, "$.task.prompt", UNKNOWN_COMMAND,
+                f"the prompt runs /{command.name}, which the harness does not define "
+                f"(it defines: {', '.join(f'/{n}' for n in sorted(defined)) or 'no command'})",
+                "add the command to the harness section of atlante.jsonc (harness.commands), name one it "
+                "defines, or start the prompt with something other than '/' if it is no command"))
+    counts = [(index, check) for index, check in enumerate(scenario.checks)
+              if isinstance(check, CommandUsedCheck) and check.least > 0]
+    for name in _run_hosts(suite, host):
+        why = no_place(host_for(name), "command")
+        if why is None:
+            continue
+        if command is not None:
+            found.append(Diagnostic(
+                display, "$.task.prompt", UNKNOWN_COMMAND,
+                f"the prompt runs /{command.name}, but {name} runs no slash commands ({why}): it would send "
+                "the text to the model as it is",
+                "run the scenario under a host that runs commands (eval.host, --atlante-host), or write the "
+                "command's instructions into the prompt"))
+        found += [Diagnostic(
+            display, f"$.checks[{index}]", IMPOSSIBLE_CHECK,
+            f"command-used: {name} runs no slash commands ({why}), so a count of /{check.command.removeprefix('/')} "
+            f"of at least {check.least} can never be reached on it",
+            "run the scenario under a host that runs commands (eval.host, --atlante-host), drop the check, "
+            "or make it {\"max\": 0}") for index, check in counts]
+    return found
 
 
 def impossible_check_diagnostics(scenario: Scenario, display: str, suite: Suite, host: HostName) -> list[Diagnostic]:
@@ -270,9 +319,8 @@ def impossible_check_diagnostics(scenario: Scenario, display: str, suite: Suite,
               and check.least > 0]
     if not counts:
         return []
-    hosts = dict.fromkeys([host, *(arm.host for arm in suite.arms)])
     found = []
-    for name in hosts:
+    for name in _run_hosts(suite, host):
         why = no_place(host_for(name), "agent")
         if why is None:
             continue

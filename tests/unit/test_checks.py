@@ -352,12 +352,12 @@ def test_every_check_runs_after_earlier_failures_and_errors(sb: Sandbox) -> None
 
 def test_the_dispatch_table_and_the_union_name_the_same_models() -> None:
     members = union_members(Check)
-    assert len(members) == 10
+    assert len(members) == 11
     assert set(TABLE) == set(members)
     assert all(kind.model is model for model, kind in TABLE.items())
     # Each model's discriminator names the check type its runner reports.
     assert sorted(get_args(kind.model.model_fields["type"].annotation)[0] for kind in TABLE.values()) == [
-        "agent-used", "command", "diff-allowlist", "file-absent", "file-contains", "file-exists", "file-unchanged",
+        "agent-used", "command", "command-used", "diff-allowlist", "file-absent", "file-contains", "file-exists", "file-unchanged",
         "skill-used", "tool-used", "usage-within",
     ]
 

@@ -177,3 +177,46 @@ def test_the_matched_event_list_is_capped() -> None:
     assert checked.events == list(range(1, MATCHED_EVENTS_CAP + 1))
     assert checked.output is not None and len(checked.output) <= 2000
     assert checked.message.startswith(f"tool-used bash: {MATCHED_EVENTS_CAP + 49} times")
+
+
+# --------------------------------------------------------------------------- command-used
+
+COMMAND = {"seq": 1, "t": 0, "type": "command", "turn": 1, "name": "review", "arguments": "src/app.py", "agent": None}
+COMMANDED = SessionView(had_session=True, events=(COMMAND, *({**e, "seq": e["seq"] + 1} for e in EVENTS)), usage=USAGE)
+
+
+def test_command_used_counts_the_command_events_of_the_main_session() -> None:
+    checked = judge({"type": "command-used", "command": "review"}, COMMANDED)
+    assert (checked.passed, checked.error, checked.events) == (True, False, [1])
+    assert checked.message == "command-used 'review': 1 time; wanted at least 1"
+    assert checked.count == CountRecord(kind="command", name="review", uses=1, min=1, max=None)
+    assert checked.output == "#1 turn 1: /review arguments='src/app.py'"
+    # The prompt's spelling names the same command.
+    assert judge({"type": "command-used", "command": "/review", "min": 1, "max": 1}, COMMANDED).passed
+
+
+@pytest.mark.parametrize("session", [SESSION, NO_SESSION], ids=["no-command-event", "no-op-trial"])
+def test_a_command_that_never_ran_fails_min_and_passes_max_zero(session: SessionView) -> None:
+    checked = judge({"type": "command-used", "command": "review"}, session)
+    assert (checked.passed, checked.error) == (False, False)
+    assert judge({"type": "command-used", "command": "review", "max": 0}, session).passed
+
+
+@pytest.mark.parametrize("event", [
+    {**COMMAND, "name": "other"},
+    {**COMMAND, "agent": "c6"},  # a sub-agent's: never the prompt's command
+    {**COMMAND, "unverified": True, "unverifiedReason": "not the host's own"},
+    {**call(1, "skill", name="review"), "type": "tool_call"},  # a skill of that name is no command
+])
+def test_only_the_main_sessions_own_command_event_of_that_name_counts(event: dict[str, Any]) -> None:
+    session = SessionView(had_session=True, events=(event,), usage=USAGE)
+    assert judge({"type": "command-used", "command": "review", "max": 0}, session).passed
+
+
+def test_command_used_needs_a_transcript_and_min_at_most_max() -> None:
+    lost = SessionView(had_session=True, events=None, usage=USAGE)
+    assert (judge({"type": "command-used", "command": "review"}, lost).error) is True
+    with pytest.raises(ValueError, match="command"):
+        CHECK.validate_python({"type": "command-used"})
+    with pytest.raises(ValueError, match="command"):
+        CHECK.validate_python({"type": "command-used", "command": ""})

@@ -75,6 +75,15 @@ def task(**values: Any) -> Mutation:
     return scen(task={k: v for k, v in base.items() if v is not None})
 
 
+def with_command(p: Project) -> None:
+    """The harness defines the command ``greet`` (a version 0.3 configuration: Codex may run it)."""
+    doc = config_doc()
+    doc["version"] = "0.3"
+    doc["harness"]["commands"] = {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}}
+    p.config(doc)
+    p.write("harness/commands/greet.md", "Greet the user.\n")
+
+
 def write(rel: str, text: str) -> Mutation:
     return lambda p: p.write(rel, text)
 
@@ -140,6 +149,11 @@ CASES: list[tuple[str, Mutation, list[str], str, str, str]] = [
     ("trajectory-min-over-max", v02({"type": "skill-used", "skill": "tidy", "min": 2, "max": 1}), [], "eval-scenario-invalid", S, "$.checks[0].min"),
     ("agent-used-on-a-host-without-sub-agents", both(cfg_top(version="0.3", eval={**config_doc()["eval"], "host": "codex"}), v02({"type": "agent-used", "agent": "helper"})), [], "eval-check-impossible", S, "$.checks[0]"),
     ("task-tool-used-on-a-host-without-sub-agents", both(cfg_top(version="0.3"), v02({"type": "tool-used", "tool": "task", "min": 2})), ["--atlante-host", "codex"], "eval-check-impossible", S, "$.checks[0]"),
+    ("prompt-runs-an-unknown-command", task(prompt="/nosuch the file"), [], "eval-command-unknown", S, "$.task.prompt"),
+    ("prompt-runs-a-command-on-a-host-without-commands", both(with_command, task(prompt="/greet")), ["--atlante-host", "codex"], "eval-command-unknown", S, "$.task.prompt"),
+    ("command-used-unknown-command", v02({"type": "command-used", "command": "nosuch"}), [], "eval-scenario-invalid", S, "$.checks[0].command"),
+    ("command-used-in-v01", both(with_command, checks({"type": "command-used", "command": "greet"})), [], "eval-scenario-invalid", S, "$.checks[0].type"),
+    ("command-used-on-a-host-without-commands", both(with_command, v02({"type": "command-used", "command": "greet"})), ["--atlante-host", "codex"], "eval-check-impossible", S, "$.checks[0]"),
     ("trajectory-tool-not-neutral", v02({"type": "tool-used", "tool": "Bash"}), [], "eval-scenario-invalid", S, "$.checks[0].tool"),
     ("pattern-input-matches-invalid", v02({"type": "tool-used", "tool": "bash", "inputMatches": "(rm"}), [], "eval-pattern-invalid", S, "$.checks[0].inputMatches"),
     ("usage-within-no-bound", v02({"type": "usage-within"}), [], "eval-scenario-invalid", S, "$.checks[0]"),
@@ -297,6 +311,20 @@ def test_a_shared_fixture_is_walked_once_and_its_problem_named_for_each_scenario
     found = [(d.file, d.location) for d in validate_as(atlante_project, []) if d.code == "eval-fixture-invalid"]
     assert sorted(found) == [(S, "$.task.fixture"), ("eval/scenarios/second.eval.json", "$.task.fixture")]
     assert len(walks) == 1
+
+
+@pytest.mark.parametrize("prompt", ["/greet", "/greet the team", "/tmp/app is broken: fix it", "Run /nosuch."])
+def test_a_prompt_that_runs_a_harness_command_or_none_is_no_problem(atlante_project: Project, prompt: str) -> None:
+    """A ``/name`` prompt must name a harness command; a path or a later ``/`` is no command."""
+    both(with_command, task(prompt=prompt), v02({"type": "command-used", "command": "greet", "max": 1}))(atlante_project)
+    found = validate_as(atlante_project, [])
+    assert not [d for d in found if d.code in ("eval-command-unknown", "eval-scenario-invalid")], found
+
+
+def test_command_used_max_zero_holds_on_a_host_without_commands(atlante_project: Project) -> None:
+    both(with_command, v02({"type": "command-used", "command": "greet", "max": 0}))(atlante_project)
+    assert not [d for d in validate_as(atlante_project, ["--atlante-host", "codex"])
+                if d.code in ("eval-check-impossible", "eval-command-unknown")]
 
 
 @pytest.mark.parametrize("check", [{"type": "agent-used", "agent": "helper", "max": 0},

@@ -1,0 +1,124 @@
+"""Slash commands on the real CLIs (docs/reference.md, "Slash commands"): a scenario whose prompt
+runs a harness command gets a ``command`` event first in its transcript, which ``command-used``
+counts, and the command's text reaches the model (the request log shows it); a prompt that runs no
+command counts none.  On Claude Code a ``/name`` the host does not know (a command built in a folder
+is ``/folder:name`` there) is answered "Unknown command" with 0 turns: the trial is an infra-error
+naming it, not a later check failure.  Codex runs no slash commands: validation refuses such a
+prompt there (tests/unit/foundation/test_validation_table.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Project, config_doc
+from pytest_atlante.hosts.base import no_place
+from pytest_atlante.hosts.names import HOST_NAMES
+from pytest_atlante.hosts.registry import host_for
+from trial_helpers import (
+    DONE,
+    FIXTURE_FILES,
+    HostName,
+    TrialCase,
+    expected_table,
+    logged_requests,
+    outcome_table,
+    run_eval,
+    with_request_log,
+    write_turn,
+)
+
+pytestmark = pytest.mark.hosts
+
+COMMAND_SENTINEL = "COMMAND-BODY-SENTINEL-5d2e: greet the user and write greeted.txt"
+COMMAND_HOSTS = [host for host in HOST_NAMES if no_place(host_for(host), "command") is None]
+WORK = [write_turn("greeted.txt", "hi\n"), DONE]
+
+
+def command_project(root: Path, host: HostName, cases: list[TrialCase], commands: dict[str, dict[str, str]],
+                    files: dict[str, str] | None = None) -> Path:
+    """A built project whose harness holds ``commands`` (name → source, ``files`` besides) beside
+    the usual agent and skill."""
+    project = Project(root)
+    root.mkdir(parents=True)
+    for rel, content in (files or {}).items():
+        project.write(rel, content)
+    config = config_doc(host)
+    config["harness"]["commands"] = commands
+    project.config(config)
+    project.write("harness/helper.md", "You write small files.\n")
+    project.write("harness/tidy/SKILL.md", "Keep files tidy.\n")
+    project.write("harness/commands/greet.md", f"---\ndescription: Greets.\n---\n{COMMAND_SENTINEL} ($ARGUMENTS)\n")
+    for rel, content in FIXTURE_FILES.items():
+        project.write(f"eval/fixtures/app/{rel}", content)
+    for case in cases:
+        project.scenario(case.document(), file=f"eval/scenarios/{case.name}.eval.json")
+        project.script(case.name, case.turns)
+    project.build()
+    return root
+
+
+def events_of(out: Path, transcript: str | None) -> list[dict[str, Any]]:
+    assert transcript is not None
+    return [json.loads(line) for line in (out / transcript).read_text().splitlines()][1:]
+
+
+@pytest.mark.parametrize("host", COMMAND_HOSTS)
+def test_command_used_counts_the_expansion_that_reached_the_model(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, monkeypatch: pytest.MonkeyPatch,
+    host: HostName,
+) -> None:
+    cases = [
+        TrialCase("runs-greet", WORK, [
+            {"type": "command-used", "command": "greet", "min": 1, "max": 1},
+            {"type": "command-used", "command": "/greet"},
+            {"type": "file-exists", "path": "greeted.txt"},
+        ], "pass", ("pass",) * 3, prompt="/greet the reviewers", version="0.2"),
+        TrialCase("runs-no-command", WORK, [
+            {"type": "command-used", "command": "greet"},
+            {"type": "command-used", "command": "greet", "max": 0},
+        ], "fail", ("fail", "pass"), prompt="Greet the user.", version="0.2"),
+    ]
+    project = command_project(tmp_path / "project", host, cases,
+                              {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}})
+    run = run_eval(pytester, project, tmp_path / "out", *with_request_log(monkeypatch, tmp_path / "requests"))
+    assert run.result.ret == 1, run.output()
+    assert outcome_table(run, cases) == expected_table(cases)
+    greet = events_of(run.out, run.trial("runs-greet").transcript)
+    assert greet[0] == {"seq": 1, "t": greet[0]["t"], "type": "command", "turn": 1, "name": "greet",
+                        "arguments": "the reviewers", "agent": None}
+    assert not [e for e in events_of(run.out, run.trial("runs-no-command").transcript) if e["type"] == "command"]
+    # The expansion (the command file's text, its arguments in place) is what the model was sent.
+    requests = logged_requests(tmp_path / "requests")
+    sent = {trial: json.dumps([r.get("body") for r in found]) for trial, found in requests.items()}
+    greet_trial = next(trial for trial in sent if trial.startswith("runs-greet"))
+    assert COMMAND_SENTINEL in sent[greet_trial]
+    at = sent[greet_trial].index(COMMAND_SENTINEL)
+    assert f"{COMMAND_SENTINEL} (the reviewers)" in sent[greet_trial], sent[greet_trial][at:at + 200]
+    assert not [trial for trial in sent if trial.startswith("runs-no-command") and COMMAND_SENTINEL in sent[trial]]
+
+
+def test_claude_codes_unknown_command_answer_makes_the_trial_an_infra_error(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None,
+) -> None:
+    """The harness defines ``component``, kept in its ``frontend/`` folder, where Claude Code names
+    it ``/frontend:component``: ``/component`` passes validation and Claude Code answers
+    "Unknown command: /component" without asking the model.  Before, the trial failed on the
+    file check alone."""
+    cases = [TrialCase("unknown-to-the-host", WORK, [{"type": "file-exists", "path": "greeted.txt"}], "infra-error",
+                       ("fail",), prompt="/component")]
+    project = command_project(tmp_path / "project", "claude-code", cases,
+                              {"component": {"file": ".claude/commands/frontend/component.md"}},
+                              {".claude/commands/frontend/component.md": f"{COMMAND_SENTINEL}\n"})
+    run = run_eval(pytester, project, tmp_path / "out")
+    assert run.result.ret == 1, run.output()
+    trial = run.trial("unknown-to-the-host")
+    assert trial.verdict == "infra-error", run.output()
+    assert "Unknown command: /component" in (trial.error or ""), trial.error
+    assert "0 turns" in (trial.error or "")
+    events = events_of(run.out, trial.transcript)
+    assert [e for e in events if e["type"] == "error" and e.get("unknownCommand") == "component"]
+    assert not [e for e in events if e["type"] == "command"]
