@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -231,6 +232,8 @@ class ScriptedModelServer(LoopbackService):
         else:
             kind, turn_index = "turn", assistant_turns
             turn = turns[turn_index]
+            if turn.think_ms:
+                time.sleep(turn.think_ms / 1000)   # this request's own handler thread: other sessions go on
             if turn.error is not None:
                 self._record(kind=kind, status=turn.error.status, turn_index=turn_index, **common)
                 error = wire.error(turn.error.status, turn.error.message)

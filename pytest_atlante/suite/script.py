@@ -119,6 +119,10 @@ class Usage(_Strict):
     cache_write: Annotated[int, Field(ge=0)] = 0
 
 
+#: The longest a turn may keep the host waiting (``think_ms``): a benchmark's "model", not a hang.
+MAX_THINK_MS = 60_000
+
+
 class TurnError(_Strict):
     """Answer this turn with an HTTP error instead of a model response."""
 
@@ -130,13 +134,17 @@ class Turn(_Strict):
     """One model response: text, then one tool call per action. No actions ends the session.
 
     ``empty``: the response says nothing at all (no text, no tool calls; its usage is reported), as
-    a provider sometimes answers — Gemini CLI reports it as an error, the other hosts end the turn."""
+    a provider sometimes answers — Gemini CLI reports it as an error, the other hosts end the turn.
+    ``think_ms``: the server waits this long before it answers the turn, as a real model does."""
 
     text: str = ""
     actions: list[Action] = Field(default_factory=list)
     usage: Usage | None = None
     error: TurnError | None = None
     empty: bool = False
+    # A real model keeps the host waiting for most of a session; the benchmarks of many trials at
+    # once (benchmarks/concurrency.py) need that wait, or every trial is CPU-bound start-up.
+    think_ms: Annotated[int, Field(ge=0, le=MAX_THINK_MS)] = 0
 
     @model_validator(mode="after")
     def _one_kind_of_answer(self) -> Turn:

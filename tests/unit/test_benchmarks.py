@@ -54,3 +54,15 @@ def test_history_benchmark_reads_the_reports_it_wrote() -> None:
     out = run_benchmark("history_read.py", "--reports", "5", "--scenarios", "2", "--rounds", "1")
     assert re.search(r"^reports: 5 \(2 scenarios x 3 trials each", out, re.M), out
     assert re.search(r"^read\+validate\+seal: [0-9]+ ms", out, re.M) and "cpu time of the whole" in out, out
+
+
+def test_concurrency_benchmark_prints_each_width_against_its_pool_and_the_fixed_cost() -> None:
+    # The /bin/sh fake host: the capture, the pool, the plain script and the eval runs take their
+    # real paths at the smallest size.
+    out = run_benchmark("concurrency.py", "--fake", "--trials", "2", "--widths", "1,2", "--rounds", "1",
+                        "--think-ms", "0", timeout=900)
+    for width in ("1", "2"):
+        assert re.search(rf"^ +{width} eval +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+$", out, re.M), out
+        assert re.search(rf"^ +{width} pool ", out, re.M), out
+        assert len(re.findall(RATIO, next(line for line in out.splitlines() if line.split()[:2] == [width, "ratio"]))) == 5
+    assert re.search(r"fixed cost per run \(1 trial, serial\): eval +[0-9]+ ms +plain script +-?[0-9]+ ms +eval-script [+-][0-9]+ ms", out), out
