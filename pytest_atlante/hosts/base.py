@@ -16,7 +16,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import UnreadableFile, read_capped
@@ -324,6 +324,12 @@ class SessionOutcome:
     # Lines the session appends to the captured stream after the host exited (redacted like it):
     # what the host wrote elsewhere that its transcript needs (Codex's rollout digest).
     transcript_lines: list[str] = field(default_factory=list)
+    # Set when the transcript comes from a file the host wrote with the model's own call ids, which
+    # the agent can rewrite (Codex's rollout): a model's call (tool name, parsed arguments) as the
+    # transcript's neutral (tool, input).  The session then checks the file against the metering
+    # proxy both ways — what it adds is marked unverified, a call it lacks is restored from the
+    # proxy's record (docs/integrity.md, "What is read back").
+    file_call: Callable[[str, Mapping[str, Any]], tuple[str, dict[str, Any]]] | None = None
 
 
 @runtime_checkable

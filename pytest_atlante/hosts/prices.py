@@ -11,12 +11,15 @@ counting the trial as free.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 PRICE_FILE = "prices.json"
+#: A dated snapshot's suffix, as providers' responses name the model that answered.
+_SNAPSHOT = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,12 @@ class PriceTable:
         return f"price-table v{self.version} ({self.date})"
 
     def price_for(self, model: str | None) -> ModelPrice | None:
-        """The entry for ``model``, also when the host names it with its provider (``openai/gpt-5.5``)."""
+        """The entry for ``model``, also when the host names it with its provider (``openai/gpt-5.5``)
+        or a provider's response names a dated snapshot of it (``gpt-5.5-2026-03-05``)."""
         if not model:
             return None
-        return self.models.get(model) or self.models.get(model.rsplit("/", 1)[-1])
+        name = model.rsplit("/", 1)[-1]
+        return self.models.get(model) or self.models.get(name) or self.models.get(_SNAPSHOT.sub("", name))
 
 
 def parse_table(document: dict[str, Any]) -> PriceTable:
@@ -76,3 +81,13 @@ def estimate_cost(model: str | None, input_tokens: int, cached_input_tokens: int
     uncached = max(input_tokens, 0) - cached
     return (uncached * price.input_per_mtok + cached * price.cached_input_per_mtok
             + max(output_tokens, 0) * price.output_per_mtok) / 1_000_000
+
+
+def ceiling_cost(input_tokens: int, cached_input_tokens: int, output_tokens: int,
+                 table: PriceTable | None = None) -> tuple[float, str]:
+    """The tokens priced at the listed model that makes them dearest, and that model: what a trial
+    whose cost cannot be established counts under ``--atlante-max-cost`` (never free)."""
+    table = table or shipped_table()
+    priced = [(cost, name) for name in table.models
+              if (cost := estimate_cost(name, input_tokens, cached_input_tokens, output_tokens, table)) is not None]
+    return max(priced, default=(0.0, ""))

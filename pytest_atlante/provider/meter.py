@@ -50,6 +50,22 @@ def _gemini_part_says(part: object) -> bool:
     return _has_content(part.get("text")) or any(key not in ("text", "thought", "thoughtSignature") for key in part)
 
 
+#: Characters of a model name kept (a provider's names are short; a longer one is junk).
+MAX_MODEL_CHARS = 200
+
+
+def served_model(body: dict[str, Any]) -> str | None:
+    """The model a response document says answered, in any of the four wire formats: Anthropic's
+    ``message_start.message.model`` (or a whole message's ``model``), OpenAI chat's ``model``,
+    Responses' ``response.model`` and Gemini's ``modelVersion``."""
+    for holder, key in ((body, "model"), (_dict(body.get("message")), "model"), (_dict(body.get("response")), "model"),
+                        (body, "modelVersion")):
+        value = holder.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:MAX_MODEL_CHARS]
+    return None
+
+
 def says_something(body: dict[str, Any]) -> bool:
     """One JSON document of a model response (a whole body or one SSE event) holds text, thinking or
     a tool call, in any of the four wire formats the meter reads."""
@@ -94,6 +110,7 @@ class ResponseMeter:
         self.said_something = False
         self._unread = False
         self.tool_calls = ToolCallReader()  # what the model called: the stream's claims are checked against it
+        self.model: str | None = None  # the model the provider says answered (its first document naming one)
 
     @property
     def usage(self) -> Usage:
@@ -148,6 +165,8 @@ class ResponseMeter:
         if not isinstance(body, dict):
             return
         self.tool_calls.read(body)
+        if self.model is None:
+            self.model = served_model(body)
         self.said_something = self.said_something or says_something(body)
         # The formats claim their documents in the table's order (Anthropic's typed events first).
         reading = next((found for wire in WIRE_FORMATS.values() if (found := wire.read_usage(body)) is not None), None)

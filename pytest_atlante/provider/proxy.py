@@ -147,6 +147,11 @@ class Metering:
     foreign: int = 0           # requests without the trial's key (refused before anything was read)
     off_route: tuple[str, ...] = ()  # the first requests refused as no model route ("METHOD /path: why")
     off_route_count: int = 0   # all of them
+    # Failed model requests the provider refused as the requester's own doing (a malformed request,
+    # an unknown route or model, a request without the trial's credential): any client of the proxy
+    # — the agent's tools too — can cause one, so it says nothing of the provider (:func:`requester_error`).
+    requester_errors: int = 0
+    response_models: tuple[str | None, ...] = ()  # the model each of ``responses`` says answered it
 
     @property
     def model_answers(self) -> Served:
@@ -154,11 +159,24 @@ class Metering:
         return Served(self.calls, self.responses, self.usage)
 
     @property
+    def provider_failures(self) -> int:
+        """Model requests that failed by the provider's (or the network's) doing, as the proxy saw
+        them: an upstream it could not reach, a status the provider decides (an authentication
+        refusal of the trial's own credential, a rate limit, a server error), an empty answer."""
+        return self.failed - self.requester_errors + self.empty
+
+    @property
     def vouches_for_the_model(self) -> bool:
-        """The model answered every request it got, and said something each time: a host's claim of
-        an API or login failure is not what happened (docs/design.md §10).  An empty answer is the
-        provider's failure (Gemini CLI reports it as an error and exits 0)."""
-        return self.answered > 0 and self.failed == 0 and self.empty == 0
+        """The model answered, and the provider failed no request: a host's claim of an API or login
+        failure is not what happened (docs/design.md §10).  A request the provider refused as
+        malformed does not count against this — the agent can send one itself through the proxy —
+        while an empty answer does (Gemini CLI reports it as an error and exits 0)."""
+        return self.answered > 0 and self.provider_failures == 0
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models the provider says answered, each once, in order of first answer."""
+        return tuple(dict.fromkeys(model for model in self.response_models if model is not None))
 
     def empty_answers(self) -> str | None:
         """The provider's empty answers, in words (None when there were none)."""
@@ -185,7 +203,7 @@ class MeteringProxy(LoopbackService):
         self._tripped_at: int | None = None
         self._cost: float | None = None
         self._counts = {"served": 0, "answered": 0, "failed": 0, "refused": 0, "unmetered": 0, "empty": 0,
-                        "foreign": 0, "off_route": 0}
+                        "foreign": 0, "off_route": 0, "requester": 0}
         self._off_route: list[str] = []
         # One model request in flight per trial: the crossing response is really the last one
         # served, and one request body at a time is held in memory.
@@ -194,6 +212,7 @@ class MeteringProxy(LoopbackService):
         self._problems: list[str] = []
         self._calls: list[ServedCall] = []
         self._reported: list[Usage] = []
+        self._models: list[str | None] = []  # beside ``_reported``: the model each response names
         self._abort_read, self._abort_write = os.pipe()
         # Only this trial's host knows it (loopback.py): another trial's agent that finds the port
         # in /proc/net/tcp is refused before anything reaches the model.
@@ -246,7 +265,7 @@ class MeteringProxy(LoopbackService):
                             self._counts["failed"], self._counts["refused"], self._counts["unmetered"],
                             self._tripped_at, tuple(self._problems), tuple(self._calls), tuple(self._reported),
                             self._counts["empty"], self._counts["foreign"], tuple(self._off_route),
-                            self._counts["off_route"])
+                            self._counts["off_route"], self._counts["requester"], tuple(self._models))
 
     def _total(self) -> Usage:
         return sum_usage([*self._done, *(meter.usage for meter in self._inflight.values())])
@@ -275,6 +294,11 @@ class MeteringProxy(LoopbackService):
         stand_in = f"{STAND_IN_PREFIX}{new_trial_key()}"
         self._stand_ins[stand_in] = real
         return stand_in
+
+    def carries_credential(self, texts: Iterable[str]) -> bool:
+        """Whether a request holds this trial's credential: one of its stand-ins (every request
+        does when the session holds the real credential itself, none standing in)."""
+        return not self._stand_ins or any(stand_in in text for text in texts for stand_in in self._stand_ins)
 
     def with_credentials(self, text: str) -> str:
         for stand_in, real in self._stand_ins.items():
@@ -328,7 +352,9 @@ class MeteringProxy(LoopbackService):
                     self._tripped_at, self._crossing = total, request_id
             return self._crossing in (None, request_id)
 
-    def finish(self, request_id: int, status: int, *, model_request: bool, problem: str | None = None) -> None:
+    def finish(self, request_id: int, status: int, *, model_request: bool, problem: str | None = None,
+               credentialed: bool = True) -> None:
+        """The response ended; ``credentialed``: the request held the trial's credential."""
         with self._lock:
             meter = self._inflight.pop(request_id, None)
             if meter is not None:
@@ -337,12 +363,14 @@ class MeteringProxy(LoopbackService):
                 self._calls.extend(meter.tool_calls.calls)
                 if meter.reported:
                     self._reported.append(meter.usage)
+                    self._models.append(meter.model)
                 if meter.cost_usd is not None:
                     self._cost = (self._cost or 0.0) + meter.cost_usd
             self._counts["served"] += 1
             if model_request:
                 if status >= 400:
                     self._counts["failed"] += 1
+                    self._counts["requester"] += requester_error(status, credentialed=credentialed)
                 elif meter is not None and meter.reported:
                     self._counts["answered"] += 1
                 else:
@@ -361,6 +389,20 @@ class MeteringProxy(LoopbackService):
     def _signal_abort(self) -> None:
         with contextlib.suppress(OSError):  # stopped already
             os.write(self._abort_write, b"x")
+
+
+#: Client-error statuses that are the provider's word on the trial, not on one request: an
+#: authentication or permission refusal (of a request holding the trial's credential), a request
+#: timeout, a rate limit.
+_PROVIDER_SAYS = frozenset({401, 403, 408, 429})
+
+
+def requester_error(status: int, *, credentialed: bool) -> bool:
+    """A failed status the requester caused itself: a 4xx other than :data:`_PROVIDER_SAYS`, or an
+    authentication refusal of a request that did not hold the trial's credential."""
+    if not 400 <= status < 500:
+        return False
+    return status not in _PROVIDER_SAYS or (status in (401, 403) and not credentialed)
 
 
 def _is_model_request(method: str, path: str) -> bool:
@@ -482,7 +524,9 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                 return
             upstream = proxy.upstream
             connection = upstream.connect()
-            headers = {name: proxy.with_credentials(value) for name, value in _forwarded(self.headers.items()).items()}
+            sent = _forwarded(self.headers.items())
+            credentialed = proxy.carries_credential([path, *sent.values()])
+            headers = {name: proxy.with_credentials(value) for name, value in sent.items()}
             headers["Accept-Encoding"] = "identity"
             try:
                 connection.request(self.command, upstream.base_path + proxy.with_credentials(path), body=body or None,
@@ -491,16 +535,17 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
             except (OSError, http.client.HTTPException) as exc:
                 connection.close()
                 why = f"{upstream.url}: {type(exc).__name__}: {exc}"
-                proxy.finish(request_id, 502, model_request=model_request, problem=why)
+                proxy.finish(request_id, 502, model_request=model_request, problem=why, credentialed=credentialed)
                 self._answer(502, json.dumps({"type": "error", "error": {
                     "type": "api_error", "message": f"atlante metering proxy: the model endpoint failed: {why}"}}).encode())
                 return
             try:
-                self._stream(request_id, response, model_request)
+                self._stream(request_id, response, model_request, credentialed)
             finally:
                 connection.close()
 
-        def _stream(self, request_id: int, response: http.client.HTTPResponse, model_request: bool) -> None:
+        def _stream(self, request_id: int, response: http.client.HTTPResponse, model_request: bool,
+                    credentialed: bool) -> None:
             length = response.getheader("Content-Length")
             meter = proxy.begin(request_id, response.getheader("Content-Type") or "",
                                 int(length) if length is not None and length.isdigit() else None)
@@ -536,7 +581,8 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
             except OSError:  # the upstream broke off
                 cut = True
             finally:
-                proxy.finish(request_id, response.status, model_request=model_request, problem=problem)
+                proxy.finish(request_id, response.status, model_request=model_request, problem=problem,
+                             credentialed=credentialed)
             if cut or client_gone:
                 self.close_connection = True
 

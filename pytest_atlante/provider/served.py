@@ -3,7 +3,8 @@
 The metering proxy (``provider/proxy.py``) sees every model response of a metered trial.  A
 :class:`ToolCallReader` reads, beside the usage the meter reads, the tool calls each response
 contains — Anthropic Messages (``tool_use`` blocks, streamed or whole), OpenAI chat completions
-(``tool_calls``, streamed or whole) and OpenAI Responses (``function_call`` output items).
+(``tool_calls``, streamed or whole) and OpenAI Responses (``function_call`` output items, and
+``custom_tool_call`` ones, whose free-form text is kept under ``input``).
 
 The host's stream is untrusted: a tool of the agent can write events into it (``/proc/<cli
 pid>/fd/1``, docs/design.md §10).  :func:`mark_unverified` compares the transcript with what was
@@ -25,7 +26,7 @@ served one is not.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +87,10 @@ class ToolCallReader:
             item = _dict(body.get("item"))
             if item.get("type") == "function_call":
                 self._add(item.get("call_id"), item.get("name"), _parsed(str(item.get("arguments") or "")))
+            elif item.get("type") == "custom_tool_call":  # free-form input (Codex's apply_patch)
+                raw = item.get("input")
+                self._add(item.get("call_id"), item.get("name"),
+                          {"input": raw} if isinstance(raw, str) and len(raw) <= MAX_ARGUMENT_CHARS else None)
         elif isinstance(body.get("choices"), list):
             for choice in body["choices"]:
                 self._choice(_dict(choice))
@@ -153,12 +158,23 @@ def _identity(arguments: Mapping[str, Any] | None) -> dict[str, object] | None:
     return {key: neutral.get(key) for key in IDENTITY_ARGUMENTS}
 
 
-def _call_problem(event: Mapping[str, Any], served: ServedCall | None, claimed: set[str]) -> str | None:
+#: A host's reading of a model's call (tool name, arguments) as the transcript's neutral (tool, input).
+Neutral = Callable[[str, Mapping[str, Any]], tuple[str, dict[str, Any]]]
+
+
+def _call_problem(event: Mapping[str, Any], served: ServedCall | None, claimed: set[str],
+                  neutral: Neutral | None) -> str | None:
     if served is None:
         return "no model response the metering proxy served holds this tool call"
     if str(event.get("hostTool") or event.get("tool") or "").lower() != served.name.lower():
         return f"the model called {served.name!r} under this id"
-    wanted = _identity(served.arguments)
+    if neutral is not None and served.arguments is not None:  # the host's own reading (a Codex skill is a cat)
+        tool, arguments = neutral(served.name, served.arguments)
+        if tool != event.get("tool"):
+            return f"the model's call is a {tool!r}"
+        wanted: dict[str, object] | None = {key: arguments.get(key) for key in IDENTITY_ARGUMENTS}
+    else:
+        wanted = _identity(served.arguments)
     shown = _dict(event.get("input"))
     if wanted is not None and any(shown.get(key) != value for key, value in wanted.items()):
         return "the model's call names another skill or agent"
@@ -219,12 +235,13 @@ class _Ledger:
         return None
 
 
-def mark_unverified(events: Sequence[dict[str, Any]], served: Served) -> int:
+def mark_unverified(events: Sequence[dict[str, Any]], served: Served, neutral: Neutral | None = None) -> int:
     """Mark, in place, the events (header excluded) the served responses do not vouch for; how many.
 
     A ``result`` is not vouched for when it states fewer tokens than the vouched usage events before
     it, or more than the proxy counted in all (OpenCode's ``result`` is the transcript's own sum of
-    its steps, so a forged step shows there too)."""
+    its steps, so a forged step shows there too).  ``neutral``: the host's reading of a model call,
+    where its transcript's neutral tool is not the call's name read generically (Codex)."""
     calls = {call.id: call for call in served.calls}
     ledger = _Ledger(served)
     claimed: set[str] = set()
@@ -236,7 +253,7 @@ def mark_unverified(events: Sequence[dict[str, Any]], served: Served) -> int:
         key = str(event.get("id"))
         problem: str | None = None
         if kind == "tool_call":
-            problem = _call_problem(event, calls.get(key), claimed)
+            problem = _call_problem(event, calls.get(key), claimed, neutral)
             if problem is None:
                 claimed.add(key)
         elif kind == "tool_result":
@@ -251,3 +268,11 @@ def mark_unverified(events: Sequence[dict[str, Any]], served: Served) -> int:
             _mark(event, problem)
             marked += 1
     return marked
+
+
+def unshown_calls(events: Sequence[Mapping[str, Any]], served: Served) -> list[ServedCall]:
+    """The served responses' tool calls no vouched-for ``tool_call`` event of the transcript shows:
+    what a transcript read from a file the agent can rewrite (Codex's rollout) left out."""
+    shown = {str(event.get("id")) for event in events
+             if event.get("type") == "tool_call" and event.get("unverified") is not True}
+    return [call for call in served.calls if call.id not in shown]

@@ -29,8 +29,10 @@ What is guaranteed (and documented in docs/reference.md):
   until the controller publishes again.  Workers must share the controller's temp directory (local
   ``-n``; remote xdist gateways are not covered).
 
-A trial whose host reported no cost adds nothing to the spend; the report counts such trials as
-``unpricedTrials`` so a cap that saw only part of the spend says so.
+A trial whose cost cannot be established (its host reported none, or named a model the price table
+does not list) counts its tokens at the most expensive listed model (:func:`charged`), never as
+free; the report still counts such trials as ``unpricedTrials``.  Only a trial with no counted
+token adds nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import sys
 from collections.abc import Iterable, Mapping
 
 from pytest_atlante.fsutil import UnreadableFile, atomic_write_text, read_capped
+from pytest_atlante.hosts.prices import ceiling_cost
 from pytest_atlante.records import TrialRecord
 from pytest_atlante.report.model import CostCapRecord
 from pytest_atlante.sandbox.trialdir import run_dir
@@ -53,22 +56,33 @@ from pytest_atlante.sandbox.trialdir import run_dir
 SPENT_FILE = "spent.json"
 
 
+def charged(record: TrialRecord) -> float | None:
+    """What a trial that ran counts against the cap: its recorded cost; without one, its metered
+    tokens at the most expensive listed model (``hosts/prices.ceiling_cost``: a trial whose model
+    cannot be priced — an unlisted model, or one the agent named in a file it can rewrite — is never
+    free); None only when it used no counted token."""
+    if record.costUsd is not None and math.isfinite(record.costUsd):
+        return record.costUsd
+    usage = record.usage
+    if usage is None or usage.total <= 0:
+        return None
+    return ceiling_cost(usage.inputTokens + usage.cacheReadTokens, usage.cacheReadTokens, usage.outputTokens)[0]
+
+
 def costs(records: Iterable[TrialRecord]) -> dict[str, float]:
-    """The recorded cost of every trial that ran and reported one, by node id."""
-    return {r.nodeId: r.costUsd for r in records
-            if r.verdict != "skipped-budget" and r.costUsd is not None and math.isfinite(r.costUsd)}
+    """What every trial that ran counts against the cap (:func:`charged`), by node id."""
+    return {r.nodeId: cost for r in records if r.verdict != "skipped-budget" and (cost := charged(r)) is not None}
 
 
 def spent(records: Iterable[TrialRecord]) -> tuple[float, int]:
-    """(recorded spend in USD, trials that ran but reported no cost)."""
+    """(spend counted against the cap in USD, trials that ran but reported no cost)."""
     total, unpriced = 0.0, 0
     for record in records:
         if record.verdict == "skipped-budget":
             continue
         if record.costUsd is None or not math.isfinite(record.costUsd):
             unpriced += 1
-        else:
-            total += record.costUsd
+        total += charged(record) or 0.0
     return total, unpriced
 
 

@@ -273,7 +273,6 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
            results: list[CheckResult], escapes: list[str], secrets: Secrets) -> TrialRecord:
     diff_text, truncated = cap_diff(secrets(diff.text))  # redacted before the cut: no half secret survives
     changed_paths, changed_total = cap_paths(diff.changed_paths)
-    outcome = session.outcome
     totals = session.totals
     usage, cost, unmonitored, notes = totals.usage, totals.cost_usd, totals.unmonitored, totals.notes
     return base.model_copy(update={
@@ -287,7 +286,7 @@ def record(base: TrialRecord, session: HostSession, budget: TrialBudget, diff: s
         "usage": usage,
         "costUsd": cost,
         "costBasis": totals.cost_basis,
-        "modelIdentity": outcome.model_identity,
+        "modelIdentity": totals.model_identity,
         "budgetUnmonitored": unmonitored,
         "streamNotes": notes,
         "meteredBy": "stream" if session.metering is None else "proxy",

@@ -4,6 +4,7 @@ totals and errors), for ``runner.py`` to turn into a verdict and a record."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -16,10 +17,10 @@ from typing import Any
 from pytest_atlante.checks import SessionView
 from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.hosts.logins import exposed_fields
-from pytest_atlante.hosts.prices import estimate_cost
+from pytest_atlante.hosts.prices import estimate_cost, shipped_table
 from pytest_atlante.hosts.streams import stream_cost
 from pytest_atlante.provider.proxy import STAND_IN_PREFIX, Metering, MeteringProxy, Upstream
-from pytest_atlante.provider.served import mark_unverified
+from pytest_atlante.provider.served import Served, mark_unverified, unshown_calls
 from pytest_atlante.records import (
     TrialRecord,
     Usage,
@@ -63,6 +64,9 @@ class HostSession:
     # The agent could read a real credential (a login copied into its HOME, a key in its
     # environment the proxy does not stand in for); None for a scripted run, which has none.
     credential_exposed: bool | None = None
+    # Tool calls of the served responses the host's transcript did not show, added to it from the
+    # proxy's record (``transcript_events``): "name id" each.
+    restored_calls: list[str] = field(default_factory=list)
 
     @cached_property
     def totals(self) -> SessionTotals:
@@ -288,11 +292,37 @@ def transcript_events(host: Host, info: HostInfo, base: TrialRecord, session: Ho
                                   trial=base.trial, max_tokens=budget.maxTokens, abort=abort, prompt=prompt)
     except Exception:  # noqa: BLE001 - the host's stream is untrusted input; its reader must not end the trial
         return None
-    if session.metering is not None and host.stream_call_ids:
+    file_call = session.outcome.file_call
+    if session.metering is not None and (host.stream_call_ids or file_call is not None):
         # The proxy saw every model response: an event none of them vouches for is not the host's own
         # (the agent can write into the stream), shown as such and not counted by the checks.
-        events[0]["unverifiedEvents"] = mark_unverified(events[1:], session.metering.model_answers)
+        events[0]["unverifiedEvents"] = mark_unverified(events[1:], session.metering.model_answers, file_call)
+        if file_call is not None:  # a file the agent can rewrite: what it left out is restored too
+            session.restored_calls = restore_calls(events, session.metering.model_answers, file_call,
+                                                   session.capture.redact)
     return events
+
+
+def restore_calls(events: list[dict[str, Any]], served: Served,
+                  file_call: Callable[[str, Mapping[str, Any]], tuple[str, dict[str, Any]]],
+                  redact: Callable[[str], str]) -> list[str]:
+    """Add to ``events`` (before its closing ``result``) every tool call of the served responses the
+    transcript does not show, from the proxy's record and redacted like the stream; "name id" each.
+    The trajectory checks count them: a rewritten rollout cannot hide a command the model ran."""
+    restored = []
+    at = len(events) - 1 if len(events) > 1 and events[-1].get("type") == "result" else len(events)
+    last_t = events[at - 1].get("t", 0) if at > 0 else 0
+    for call in unshown_calls(events[1:], served):
+        tool, arguments = file_call(call.name, call.arguments or {})
+        event = {"type": "tool_call", "t": last_t, "turn": events[at - 1].get("turn", 0) if at > 0 else 0,
+                 "id": call.id, "tool": tool, "hostTool": call.name, "input": arguments, "agent": None,
+                 "restored": True, "restoredReason": "the model made this call; the host's file does not show it"}
+        events.insert(at, json.loads(redact(json.dumps(event, ensure_ascii=False))))
+        at += 1
+        restored.append(f"{call.name} {call.id}"[:200])
+    for seq, event in enumerate(events[1:], start=1):
+        event["seq"] = seq
+    return restored
 
 
 def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSession,
@@ -326,6 +356,18 @@ class SessionTotals:
     unmonitored: bool
     notes: list[str]
     cost_basis: str | None = None  # the price table's label when ``cost_usd`` is its estimate
+    model_identity: str | None = None  # the provider's word (the proxy's) where it named one, else the host's
+
+
+def proxy_estimate(metered: Metering, usage: Usage | None) -> float | None:
+    """The record's usage priced at the model the provider says answered (at the dearest of them when
+    several did): None when no response named one or one is not in the price table."""
+    if usage is None or not metered.models:
+        return None
+    table = shipped_table()
+    priced = [estimate_cost(model, usage.inputTokens + usage.cacheReadTokens, usage.cacheReadTokens,
+                            usage.outputTokens, table) for model in metered.models]
+    return None if any(cost is None for cost in priced) else max(cost for cost in priced if cost is not None)
 
 
 def session_totals(session: HostSession) -> SessionTotals:
@@ -343,12 +385,21 @@ def session_totals(session: HostSession) -> SessionTotals:
         # Unmonitored when neither the provider's responses nor the stream reported any usage.
         unmonitored = not metered.answered and outcome.budget_unmonitored
         cost = metered.cost_usd if metered.cost_usd is not None else cost
+    identity = outcome.model_identity
     basis = outcome.cost_basis if metered is None or metered.cost_usd is None else None
-    if basis is not None:  # the host reports no cost: the estimate is priced from the counts the record keeps
-        cost = None if usage is None else estimate_cost(outcome.model_identity, usage.inputTokens + usage.cacheReadTokens,
+    if metered is not None and metered.models:
+        # The provider named the model that answered: that is the identity, and what a host that
+        # reports no cost of its own (an estimate, or none) is priced at — never a name the agent can
+        # write (Codex's rollout, a forged Gemini result).
+        identity = metered.models[0]
+        if metered.cost_usd is None and (basis is not None or cost is None):
+            cost = proxy_estimate(metered, usage)
+            basis = shipped_table().label if cost is not None else None
+    elif basis is not None:  # the host reports no cost: the estimate is priced from the counts the record keeps
+        cost = None if usage is None else estimate_cost(identity, usage.inputTokens + usage.cacheReadTokens,
                                                         usage.cacheReadTokens, usage.outputTokens)
         basis = basis if cost is not None else None
-    return SessionTotals(usage, cost, unmonitored, notes, basis)
+    return SessionTotals(usage, cost, unmonitored, notes, basis, identity)
 
 
 def disagreement(session: HostSession) -> str | None:
@@ -361,8 +412,19 @@ def disagreement(session: HostSession) -> str | None:
     if streamed != metered.usage.total:
         found.append(f"the host's stream reported {streamed} tokens, the proxy metered {metered.usage.total}")
     if outcome.is_error and session.process.returncode == 0 and metered.vouches_for_the_model:
+        answered = (f"answered all {metered.answered} request(s)" if not metered.requester_errors else
+                    f"answered {metered.answered} request(s) and the provider failed none (it refused "
+                    f"{metered.requester_errors} as the requester's own error: malformed, or without the trial's "
+                    "credential)")
         found.append(f"the host's stream reported an error ({(outcome.error_message or '')[:200]}) but the model "
-                     f"answered all {metered.answered} request(s) and the host exited 0")
+                     f"{answered} and the host exited 0")
+    named = outcome.model_identity
+    if metered.models and named is not None and named not in metered.models:
+        found.append(f"the host named the model {named[:200]!r}, the provider's responses name "
+                     f"{', '.join(repr(m) for m in metered.models[:3])}")
+    if session.restored_calls:
+        found.append(f"the host's transcript lacks {len(session.restored_calls)} tool call(s) the model made, "
+                     f"restored from the proxy's record: {', '.join(session.restored_calls[:5])}")
     return "; ".join(found) or None
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atlante.hosts.prices import ceiling_cost
 from pytest_atlante.records import CheckResult, TrialRecord, Usage, Verdict
 from pytest_atlante.report import selftest
 from pytest_atlante.report.model import BudgetRecord, HostIdentity, RunState, build_report, keyed, write_report
@@ -190,6 +191,19 @@ def test_the_cap_ledger_counts_each_trial_once(tmp_path: Path, monkeypatch: pyte
     skipped = costcap.skipped_record(trial("pass", node="e"), 0.5, 0.75)
     summary = costcap.summary(0.5, [*records, skipped])
     assert (summary.reached, summary.skippedTrials, summary.unpricedTrials, summary.spentUsd) == (True, 1, 1, 0.5)
+
+
+def test_a_trial_whose_cost_cannot_be_established_counts_at_the_dearest_listed_model() -> None:
+    # An unpriced trial with metered tokens is never free under the cap (issue 38: a rewritten rollout
+    # naming an unlisted model made the trial invisible to --atlante-max-cost).
+    unpriced = trial("pass", tokens=1_000_000, node="u")
+    ceiling, _ = ceiling_cost(1_000_000, 0, 0)
+    assert costcap.charged(unpriced) == pytest.approx(ceiling) and ceiling > 0
+    assert costcap.charged(trial("pass", node="none")) is None  # no counted token: nothing to charge
+    assert costcap.charged(trial("pass", cost=0.01, tokens=1_000_000)) == 0.01  # a cost of its own wins
+    assert costcap.costs([unpriced]) == {"u": pytest.approx(ceiling)}
+    total, unpriced_count = costcap.spent([unpriced, trial("pass", cost=0.5, node="a")])
+    assert (total, unpriced_count) == (pytest.approx(ceiling + 0.5), 1)
 
 
 # --------------------------------------------------------------------------- options, no host needed

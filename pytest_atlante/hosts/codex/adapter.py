@@ -56,6 +56,7 @@ from pytest_atlante.hosts.codex.config import (
 from pytest_atlante.hosts.codex.rollout import (
     CodexStreamMonitor,
     read_rollout,
+    rollout_call,
     rollout_file,
     transcript_events,
 )
@@ -273,6 +274,9 @@ class CodexHost:
         if digest is not None:
             outcome.model_identity = digest.get("model")
             outcome.transcript_lines.append(json.dumps(digest, ensure_ascii=False))
+            # The rollout's calls carry the model's own call ids: the session checks the file
+            # against the metering proxy's record both ways (the agent can rewrite it).
+            outcome.file_call = rollout_call
         table = shipped_table()
         if table.price_for(outcome.model_identity) is not None:
             # The session's cost_basis also lets the trial price the proxy's counts when they are

@@ -21,7 +21,7 @@ import contextlib
 import json
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -206,6 +206,15 @@ def neutral_call(name: str, raw_input: str) -> tuple[str, dict[str, Any]]:
             return "write", neutral_input({"path": adds[0], "content": content})
         return "edit", neutral_input({"path": (updates or adds or [""])[0], "patch": raw_input})
     return name.lower(), {"input": raw_input}
+
+
+def rollout_call(name: str, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A model's tool call (as the metering proxy read it: a free-form call's text under ``input``)
+    the way the rollout would show it."""
+    raw = arguments.get("input")
+    if name == PATCH_TOOL and isinstance(raw, str):
+        return neutral_call(name, raw)
+    return neutral_call(name, json.dumps(dict(arguments)))
 
 
 def output_failed(output: str) -> bool:

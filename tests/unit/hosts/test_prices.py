@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_atlante.hosts.prices import estimate_cost, parse_table, shipped_table
+from pytest_atlante.hosts.prices import ceiling_cost, estimate_cost, parse_table, shipped_table
 
 TABLE = parse_table({"version": 3, "date": "2026-11-30", "models": {
     "gpt-x": {"input": 2.0, "cachedInput": 0.5, "output": 10.0, "source": "https://example.invalid/pricing"}}})
@@ -38,3 +38,20 @@ def test_the_shipped_table_loads_and_names_a_source_for_every_model() -> None:
     assert table.version >= 1 and table.label.startswith("price-table v")
     assert all(price.source.startswith("https://") for price in table.models.values())
 
+
+
+def test_a_dated_snapshot_a_provider_answers_with_finds_its_entry() -> None:
+    # Responses name the snapshot that answered (gpt-x-2026-03-05, claude-…-20250929).
+    assert estimate_cost("gpt-x-2026-03-05", 1_000_000, 0, 0, TABLE) == pytest.approx(2.0)
+    assert estimate_cost("gpt-x-20260305", 1_000_000, 0, 0, TABLE) == pytest.approx(2.0)
+    assert estimate_cost("gpt-x-mini", 1_000_000, 0, 0, TABLE) is None
+
+
+def test_the_ceiling_prices_tokens_at_the_listed_model_that_makes_them_dearest() -> None:
+    table = parse_table({"version": 1, "date": "2026-12-01", "models": {
+        "cheap": {"input": 1.0, "cachedInput": 0.1, "output": 50.0, "source": "s"},
+        "dear-input": {"input": 10.0, "cachedInput": 1.0, "output": 10.0, "source": "s"}}})
+    assert ceiling_cost(1_000_000, 0, 0, table) == (10.0, "dear-input")
+    assert ceiling_cost(0, 0, 1_000_000, table) == (50.0, "cheap")
+    cost, model = ceiling_cost(1000, 0, 1000)  # the shipped table: never free
+    assert cost > 0 and model in shipped_table().models

@@ -353,3 +353,60 @@ def test_an_off_route_request_is_refused_counted_and_never_forwarded(provider: P
         seen = proxy.metering()
     assert seen.off_route_count == 1 and seen.off_route == ("POST /v1/messages/batches: not a model route",)
     assert [r["path"] for r in provider.requests] == ["/v1/messages"]
+
+
+class Refusing:
+    """A provider that refuses every request: 401 for a body that parses, 400 for one that does not."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                try:
+                    json.loads(raw)
+                    status = 401
+                except ValueError:
+                    status = 400
+                payload = b'{"error": {"message": "refused"}}'
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+
+def send(proxy: MeteringProxy, body: bytes, key: str) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+    connection.request("POST", urlsplit(proxy.base_url).path + "/v1/messages", body=body,
+                       headers={"Content-Type": "application/json", "x-api-key": key})
+    status = connection.getresponse().status
+    connection.close()
+    return status
+
+
+def test_only_a_refusal_of_the_trials_own_credential_is_the_providers_word() -> None:
+    # A malformed request, or one without the trial's credential, is the requester's own failure:
+    # the agent can send either through the proxy, so neither makes the host's error believed.
+    refusing = Refusing()
+    try:
+        with MeteringProxy(Upstream(f"http://127.0.0.1:{refusing.httpd.server_address[1]}"), max_tokens=100) as proxy:
+            stand_in = proxy.stand_in_for("the-real-key")
+            assert send(proxy, b"{not json", stand_in) == 400
+            assert send(proxy, b"{}", "a-key-of-the-agent") == 401
+            seen = proxy.metering()
+            assert (seen.failed, seen.requester_errors, seen.provider_failures) == (2, 2, 0)
+            assert send(proxy, b"{}", stand_in) == 401  # the provider refused the trial's credential
+            seen = proxy.metering()
+            assert (seen.failed, seen.requester_errors, seen.provider_failures) == (3, 2, 1)
+    finally:
+        refusing.httpd.shutdown()
+        refusing.httpd.server_close()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_atlante.provider.meter import ResponseMeter
-from pytest_atlante.provider.served import Served, ServedCall, mark_unverified
+from pytest_atlante.provider.served import Served, ServedCall, mark_unverified, unshown_calls
 from pytest_atlante.provider.wire.anthropic import anthropic_message, anthropic_stream
 from pytest_atlante.provider.wire.openai_chat import openai_completion, openai_stream
 from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, ToolCall
@@ -99,3 +99,21 @@ def test_a_result_whose_call_the_stream_cap_dropped_is_not_marked() -> None:
     # The cap keeps the head and the last lines: a result in the tail may have lost its call.
     events = [{"seq": 1, "type": "truncated", "droppedLines": 40}, result(2, "call_2")]
     assert mark_unverified(events, SERVED) == 0
+
+
+def test_a_call_a_file_left_out_is_unshown_and_a_hosts_reading_names_the_skill() -> None:
+    # Codex's rollout: the model's ids, its shell call read as a skill load by the host's own reading.
+    served = Served([ServedCall("c1", "exec_command", {"cmd": "cat .agents/skills/tidy/SKILL.md"}),
+                     ServedCall("c2", "exec_command", {"cmd": "rm -rf /"})], [], Usage())
+
+    def neutral(name: str, arguments: Any) -> tuple[str, dict[str, Any]]:
+        command = str(arguments.get("cmd"))
+        return ("skill", {"name": "tidy"}) if command.endswith("SKILL.md") else ("bash", {"command": command})
+
+    shown = [{"seq": 1, "type": "tool_call", "id": "c1", "tool": "skill", "hostTool": "exec_command",
+              "input": {"name": "tidy"}}]
+    assert mark_unverified(shown, served, neutral) == 0
+    assert unshown_calls(shown, served) == [served.calls[1]]  # the rewritten file dropped c2
+    other = [{"seq": 1, "type": "tool_call", "id": "c1", "tool": "skill", "hostTool": "exec_command",
+              "input": {"name": "secret"}}]
+    assert mark_unverified(other, served, neutral) == 1 and unshown_calls(other, served) == list(served.calls)

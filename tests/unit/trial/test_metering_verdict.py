@@ -8,7 +8,7 @@ import pytest
 
 from pytest_atlante.hosts.base import SessionOutcome
 from pytest_atlante.provider.meter import MAX_EVENT_BYTES, ResponseMeter
-from pytest_atlante.provider.proxy import Metering
+from pytest_atlante.provider.proxy import Metering, requester_error
 from pytest_atlante.provider.wire.anthropic import anthropic_message, anthropic_stream
 from pytest_atlante.provider.wire.gemini import gemini_response, gemini_stream
 from pytest_atlante.provider.wire.openai_chat import openai_completion, openai_stream
@@ -35,14 +35,16 @@ def session(*, returncode: int = 0, stream_error: bool = False, stream_tokens: i
 
 
 def seen(*, answered: int = 2, failed: int = 0, tokens: int = 100, tripped_at: int | None = None,
-         empty: int = 0) -> Metering:
+         empty: int = 0, requester: int = 0, models: tuple[str | None, ...] = ()) -> Metering:
     return Metering(Usage(inputTokens=tokens), None, answered + failed, answered, failed, 0, 0, tripped_at, (),
-                    empty=empty)
+                    empty=empty, requester_errors=requester, response_models=models)
 
 
 @pytest.mark.parametrize(("returncode", "metering", "believed"), [
     (0, seen(), False),                 # the model answered everything: a forged login failure
     (0, seen(failed=1), True),          # the proxy saw a failure too
+    (0, seen(failed=1, requester=1), False),  # a malformed request the agent sent: not the provider's failure
+    (0, seen(failed=2, requester=1), True),   # ... beside one the provider failed
     (0, seen(answered=0), True),        # the proxy saw no answer at all
     (0, seen(empty=1), True),           # the model answered once with nothing: the provider failed
     (0, None, True),                    # metered from the stream: nothing contradicts it
@@ -54,8 +56,10 @@ def test_a_stream_error_is_believed_unless_the_proxy_saw_the_model_answer(
     assert trial.host_failed is believed
     facts = session_facts(trial, [], [])
     assert verdict(facts) == ("infra-error" if believed else "pass")
-    if not believed:
+    if not believed and not metering.requester_errors:  # type: ignore[union-attr]
         assert "the model answered all 2 request(s)" in (disagreement(trial) or "")
+    elif not believed:
+        assert "the provider failed none (it refused 1 as the requester's own error" in (disagreement(trial) or "")
 
 
 def test_a_disagreement_in_tokens_is_recorded_and_agreement_is_not() -> None:
@@ -133,3 +137,38 @@ def test_gemini_thinking_alone_is_not_an_empty_answer_and_an_unread_response_is_
     meter.feed(b"data: " + b"x" * (MAX_EVENT_BYTES + 1))  # one event too long to read
     meter.finish()
     assert not meter.empty
+
+
+@pytest.mark.parametrize(("status", "credentialed", "requesters"), [
+    (400, True, True), (404, True, True), (413, True, True), (422, True, True),  # the request itself
+    (401, True, False), (403, True, False),   # the provider refused the trial's own credential
+    (401, False, True), (403, False, True),   # a request without it: whoever sent it caused that
+    (408, True, False), (429, True, False), (500, True, False), (502, False, False), (200, True, False),
+])
+def test_a_failed_status_is_the_requesters_own_only_where_any_client_could_cause_it(
+        status: int, credentialed: bool, requesters: bool) -> None:
+    assert requester_error(status, credentialed=credentialed) is requesters
+
+
+def test_the_model_identity_and_the_estimate_come_from_the_providers_responses() -> None:
+    from pytest_atlante.trial.session import session_totals
+
+    # The host's file named an unlisted model (a rewritten rollout, a forged result): the provider's
+    # responses name the one that answered, and the estimate is priced at it.
+    trial = session(metering=seen(tokens=1_000_000, models=("gpt-5.5-2026-03-05",)))
+    trial.outcome.model_identity = "forged-unlisted-model"
+    totals = session_totals(trial)
+    assert totals.model_identity == "gpt-5.5-2026-03-05"
+    assert totals.cost_usd == pytest.approx(5.0) and totals.cost_basis is not None
+    assert "the host named the model 'forged-unlisted-model'" in (disagreement(trial) or "")
+    # Two models answered: priced at the dearer.
+    both = session_totals(session(metering=seen(tokens=1_000_000, models=("gpt-5.4-mini", "gpt-5.5"))))
+    assert both.cost_usd == pytest.approx(5.0)
+    # A provider model the table does not list stays unpriced (the cost cap charges its ceiling).
+    assert session_totals(session(metering=seen(models=("unlisted",)))).cost_usd is None
+
+
+@pytest.mark.parametrize(("rendering", "model"), [(name, "scripted-model") for name in RENDERINGS])
+def test_the_meter_reads_the_model_each_wire_format_names(rendering: str, model: str) -> None:
+    content_type, render = RENDERINGS[rendering]
+    assert metered(content_type, render(SAYS)).model == model
