@@ -22,9 +22,16 @@ K: the trial's metering proxy counts 1,010 per turn from the model's responses (
 The run is in-process (``pytest.main``) with ``ScriptedModelServer`` wrapped so every served turn
 is counted; reported: turns served after turn K (the proxy's promise: none).
 
+Part 3 — the proxy's added latency.  A loopback model API answers every POST with one Anthropic
+stream (a fixed reply, ``--reply-kib`` of text); the same requests go to it directly and through a
+``MeteringProxy`` in front of it, interleaved (direct, proxied, direct, …) so both see the same
+load, each on a new connection as the proxy's upstream side makes one per request.  Reported: the
+median and p90 time to the last byte per request, the proxy's added milliseconds, and the ratio
+proxied / direct of the medians, within the same run.
+
 Nothing is asserted; the goal reported against is "abort within 1 usage event".
 
-    python benchmarks/token_abort.py [--trials 5] [--cross-at 20] [--no-real]
+    python benchmarks/token_abort.py [--trials 5] [--cross-at 20] [--no-real] [--latency-requests 200]
 """
 
 from __future__ import annotations
@@ -138,14 +145,99 @@ def real_cli_part(tmp: Path, trials: int, cross_at: int, host: str) -> list[int]
     return [sum(1 for index in indexes if index >= cross_at) for indexes in served]
 
 
+def latency_part(requests: int, reply_kib: int) -> tuple[list[float], list[float]]:
+    """Seconds to the last byte per request: (direct, through the metering proxy), interleaved."""
+    import http.client
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import urlsplit
+
+    from pytest_atlante.provider.proxy import MeteringProxy, Upstream
+    from pytest_atlante.provider.wire.anthropic import anthropic_stream
+    from pytest_atlante.provider.wire.shared import Reply, ReplyUsage
+
+    payload = anthropic_stream(Reply("msg_bench", "m", "x" * (reply_kib * 1024), (), ReplyUsage(100, 10)))
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    body = json.dumps({"model": "m", "stream": True, "max_tokens": 64,
+                       "messages": [{"role": "user", "content": "hi " * 2000}]}).encode()
+
+    def once(port: int, path: str) -> float:
+        start = time.perf_counter()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("POST", path, body=body, headers={"Content-Type": "application/json", "x-api-key": "k"})
+        response = connection.getresponse()
+        response.read()
+        connection.close()
+        if response.status != 200:
+            raise SystemExit(f"latency part: HTTP {response.status}")
+        return time.perf_counter() - start
+
+    direct, proxied = [], []
+    port = int(server.server_address[1])
+    try:
+        with MeteringProxy(Upstream(f"http://127.0.0.1:{port}"), max_tokens=10**12) as proxy:
+            prefix = urlsplit(proxy.base_url).path
+            for _ in range(5):  # warm both paths (imports, first connections)
+                once(port, "/v1/messages")
+                once(proxy.port, prefix + "/v1/messages")
+            for _ in range(requests):
+                direct.append(once(port, "/v1/messages"))
+                proxied.append(once(proxy.port, prefix + "/v1/messages"))
+            counted = proxy.metering().answered
+        if counted != requests + 5:
+            raise SystemExit(f"latency part: the proxy counted {counted} answers of {requests + 5}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    return direct, proxied
+
+
+def print_latency(requests: int, reply_kib: int) -> None:
+    direct, proxied = latency_part(requests, reply_kib)
+
+    def p90(values: list[float]) -> float:
+        return sorted(values)[int(0.9 * (len(values) - 1))]
+
+    d, p = statistics.median(direct) * 1000, statistics.median(proxied) * 1000
+    print(f"\nproxy latency: {requests} requests each way, interleaved, a {reply_kib} KiB streamed reply, "
+          "new connection per request")
+    print(f"  direct:  median {d:.2f} ms, p90 {p90(direct) * 1000:.2f} ms")
+    print(f"  proxied: median {p:.2f} ms, p90 {p90(proxied) * 1000:.2f} ms")
+    print(f"proxy: +{p - d:.2f} ms per request (median), ratio proxied/direct {p / d:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--cross-at", type=int, default=20, help="fake-host event K that crosses maxTokens")
     parser.add_argument("--real-cross-at", type=int, default=4, help="scripted turn K that crosses maxTokens (real CLI)")
     parser.add_argument("--no-real", action="store_true", help="skip the real-CLI part")
+    parser.add_argument("--latency-requests", type=int, default=200, help="requests each way (proxy latency part)")
+    parser.add_argument("--reply-kib", type=int, default=8, help="text in each reply (proxy latency part)")
+    parser.add_argument("--latency-only", action="store_true", help="run the proxy latency part only")
     args = parser.parse_args()
     print(f"machine: {machine_line()}")
+    if args.latency_only:
+        print_latency(args.latency_requests, args.reply_kib)
+        return
     with tempfile.TemporaryDirectory(prefix="atlante-bench-tokens-") as raw:
         tmp = Path(raw)
         rows = fake_host_part(tmp, args.trials, args.cross_at)
@@ -159,9 +251,7 @@ def main() -> None:
             goal = f"  (goal <= 1: {'met' if max(after) <= 1 else 'NOT met'})" if name != "sigint-ignored" else ""
             print(f"{name}: at most {max(after)} usage event(s) emitted after the crossing event{goal}")
             print(f"  trial error text: {errors[0] if len(errors) == 1 else errors}")
-        if args.no_real:
-            return
-        for host in ("claude-code", "opencode"):
+        for host in () if args.no_real else ("claude-code", "opencode"):
             real = real_cli_part(tmp, args.trials, args.real_cross_at, host)
             print(f"\nreal {host} CLI (scripted model): {REAL_INPUT} input tokens per turn, "
                   f"maxTokens={(REAL_INPUT + 1) * args.real_cross_at - 1} (crossed at turn {args.real_cross_at} of {REAL_TURNS})")
@@ -171,6 +261,7 @@ def main() -> None:
             print(f"  scripted turns served after the crossing turn, per trial: {real}")
             goal = "met" if max(real) == 0 else "NOT met"
             print(f"real {host}: at most {max(real)} scripted turn(s) served after the crossing turn  (goal 0: {goal})")
+    print_latency(args.latency_requests, args.reply_kib)
 
 
 if __name__ == "__main__":
