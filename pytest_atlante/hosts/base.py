@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import UnreadableFile, read_capped
-from pytest_atlante.hosts.names import HostName
+from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.probecache import cached_version, file_identity, remember_version
 
 if TYPE_CHECKING:
@@ -221,8 +221,9 @@ def tool_dropped(host: str, native: NativeSource | None, name: str, tool: str) -
 
 
 def model_dropped(host: str, native: NativeSource | None, name: str, model: str) -> str:
+    per_host = ", ".join(f'"{each}": …' for each in HOST_NAMES)  # every host's key, as the table lists them
     return (f"{source_name(native, name)}: model {model!r} dropped for {host} (not one of its models; "
-            "give one per host: {\"claude-code\": …, \"opencode\": …})")
+            f"give one per host: {{{per_host}}})")
 
 
 def ordered_fields(fields: dict[str, object], first: tuple[str, ...]) -> dict[str, object]:

@@ -68,6 +68,15 @@ def test_a_model_per_host(atlante_project: Project) -> None:
     assert warnings(atlante_project, "opencode") == []
 
 
+def test_a_dropped_model_names_every_host_in_its_hint(atlante_project: Project) -> None:
+    """A model one host cannot take is dropped with a hint to give one per host: the hint names
+    every host's key (from the table of hosts), not the first two hosts'."""
+    harness(atlante_project, {"agents": {"helper": {"description": "d", "prompt": "harness/helper.md", "model": "sonnet"}}})
+    build(atlante_project.root)
+    [dropped] = [w for w in warnings(atlante_project, "opencode") if "model 'sonnet' dropped" in w]
+    assert dropped.endswith('give one per host: {"claude-code": …, "opencode": …, "codex": …, "gemini-cli": …})'), dropped
+
+
 def test_host_specific_tools_are_kept_for_their_host_and_named_for_the_other(atlante_project: Project) -> None:
     harness(atlante_project, {"agents": {"helper": {
         "description": "d", "prompt": "harness/helper.md", "tools": ["read", "TodoWrite", "mcp__github__get_issue", "webfetch"]}}})
