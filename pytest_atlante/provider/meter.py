@@ -4,8 +4,8 @@ The proxy (``provider/proxy.py``) hands every response body to a :class:`Respons
 as it forwards it; the meter reads the usage the provider reports — Anthropic Messages
 (``message_start.message.usage`` and ``message_delta.usage``, streamed or whole), OpenAI chat
 completions (``usage`` of the whole body or of the last chunk of a stream), OpenAI Responses
-(``response.completed``'s ``response.usage``) and Gemini (``usageMetadata`` of each chunk,
-``provider/wire/gemini.py``) — without holding more
+(``response.completed``'s ``response.usage``) and Gemini (``usageMetadata`` of each chunk) — each
+format's module in ``provider/wire/`` reads its own documents — without holding more
 than one SSE event at a time.  Figures are bounded like the host stream's (docs/design.md §10): a
 provider's response is trusted more than the host's stdout, but a broken or hostile upstream still
 cannot crash the runner or lower a count.
@@ -40,16 +40,6 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _has_content(value: object) -> bool:
-    return bool(value) and (not isinstance(value, str) or bool(value.strip()))
-
-
-def _gemini_part_says(part: object) -> bool:
-    # A part is text (``thought: true`` for thinking), a function call, or another kind of content.
-    part = _dict(part)
-    return _has_content(part.get("text")) or any(key not in ("text", "thought", "thoughtSignature") for key in part)
-
-
 #: Characters of a model name kept (a provider's names are short; a longer one is junk).
 MAX_MODEL_CHARS = 200
 
@@ -68,25 +58,8 @@ def served_model(body: dict[str, Any]) -> str | None:
 
 def says_something(body: dict[str, Any]) -> bool:
     """One JSON document of a model response (a whole body or one SSE event) holds text, thinking or
-    a tool call, in any of the four wire formats the meter reads."""
-    kind = body.get("type")
-    if kind == "content_block_start" or kind in ("response.output_item.added", "response.output_item.done"):
-        return True  # Anthropic's blocks and Responses' items only exist to carry content
-    if kind == "message":
-        return _has_content(body.get("content"))
-    if body.get("object") == "response":  # a whole Responses body
-        return _has_content(body.get("output"))
-    choices = body.get("choices")
-    for choice in choices if isinstance(choices, list) else []:
-        message = {**_dict(_dict(choice).get("message")), **_dict(_dict(choice).get("delta"))}
-        if any(_has_content(message.get(key)) for key in ("content", "tool_calls", "reasoning_content", "reasoning")):
-            return True
-    candidates = body.get("candidates")
-    for candidate in candidates if isinstance(candidates, list) else []:
-        parts = _dict(_dict(candidate).get("content")).get("parts")
-        if isinstance(parts, list) and any(_gemini_part_says(part) for part in parts):
-            return True
-    return False
+    a tool call, as the first format of the table that decides on it says (``provider/wire/``)."""
+    return next((said for wire in WIRE_FORMATS.values() if (said := wire.says_something(body)) is not None), False)
 
 
 class ResponseMeter:

@@ -2,7 +2,8 @@
 
 The metering proxy (``provider/proxy.py``) sees every model response of a metered trial.  A
 :class:`ToolCallReader` reads, beside the usage the meter reads, the tool calls each response
-contains — Anthropic Messages (``tool_use`` blocks, streamed or whole), OpenAI chat completions
+contains, each wire format reading its own documents (``read_calls`` in ``provider/wire/``):
+Anthropic Messages (``tool_use`` blocks, streamed or whole), OpenAI chat completions
 (``tool_calls``, streamed or whole) and OpenAI Responses (``function_call`` output items, and
 ``custom_tool_call`` ones, whose free-form text is kept under ``input``).
 
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_atlante.hosts.transcripts import neutral_input
+from pytest_atlante.provider.wire import WIRE_FORMATS
+from pytest_atlante.provider.wire.shared import CallKey
 from pytest_atlante.records import Usage
 
 #: Tool calls kept per response, and argument characters assembled per call (beyond: not compared).
@@ -62,79 +65,55 @@ def _parsed(text: str) -> Mapping[str, Any] | None:
 
 
 class ToolCallReader:
-    """The tool calls of one response, read from its JSON documents (whole bodies or SSE events)."""
+    """The tool calls of one response, read from its JSON documents (whole bodies or SSE events) by
+    the first format of the table that reads each (``WireFormat.read_calls``); the reader is the
+    formats' ``CallSink``."""
 
     def __init__(self) -> None:
         self.calls: list[ServedCall] = []
-        # Streams assemble a call over several events: its id, name and argument text by index.
-        self._open: dict[tuple[str, object], list[str]] = {}
+        # Streams assemble a call over several events: its id, name and argument text by key.
+        self._open: dict[CallKey, list[str]] = {}
 
     def read(self, body: Mapping[str, Any]) -> None:
-        kind = body.get("type")
-        if kind == "message":
-            self._blocks(body.get("content"))
-        elif kind == "content_block_start":
-            block = _dict(body.get("content_block"))
-            if block.get("type") == "tool_use":
-                self._open[("anthropic", body.get("index"))] = [str(block.get("id")), str(block.get("name")), ""]
-        elif kind == "content_block_delta":
-            delta = _dict(body.get("delta"))
-            if delta.get("type") == "input_json_delta":
-                self._extend(("anthropic", body.get("index")), delta.get("partial_json"))
-        elif kind == "content_block_stop":
-            self._close(("anthropic", body.get("index")))
-        elif kind == "response.output_item.done":
-            item = _dict(body.get("item"))
-            if item.get("type") == "function_call":
-                self._add(item.get("call_id"), item.get("name"), _parsed(str(item.get("arguments") or "")))
-            elif item.get("type") == "custom_tool_call":  # free-form input (Codex's apply_patch)
-                raw = item.get("input")
-                self._add(item.get("call_id"), item.get("name"),
-                          {"input": raw} if isinstance(raw, str) and len(raw) <= MAX_ARGUMENT_CHARS else None)
-        elif isinstance(body.get("choices"), list):
-            for choice in body["choices"]:
-                self._choice(_dict(choice))
+        for wire in WIRE_FORMATS.values():
+            if wire.read_calls(body, self):
+                return
 
     def finish(self) -> None:
         """The response ended: a streamed chat call has no closing event."""
         for key in list(self._open):
-            self._close(key)
+            self.end(key)
 
-    def _blocks(self, content: object) -> None:
-        for raw in content if isinstance(content, list) else []:
-            block = _dict(raw)
-            if block.get("type") == "tool_use":
-                self._add(block.get("id"), block.get("name"), _dict(block.get("input")))
+    def add(self, call_id: object, name: object, arguments: Mapping[str, Any] | None) -> None:
+        if isinstance(call_id, str) and call_id and isinstance(name, str) and len(self.calls) < MAX_CALLS:
+            self.calls.append(ServedCall(call_id, name, arguments))
 
-    def _choice(self, choice: dict[str, Any]) -> None:
-        message = _dict(choice.get("message"))
-        for call in message.get("tool_calls") or []:
-            function = _dict(_dict(call).get("function"))
-            self._add(_dict(call).get("id"), function.get("name"), _parsed(str(function.get("arguments") or "")))
-        for raw in _dict(choice.get("delta")).get("tool_calls") or []:
-            call = _dict(raw)
-            key = ("openai", call.get("index"))
-            function = _dict(call.get("function"))
-            entry = self._open.setdefault(key, ["", "", ""])
-            entry[0] = str(call.get("id") or entry[0])
-            entry[1] = str(function.get("name") or entry[1])
-            self._extend(key, function.get("arguments"))
+    def add_json(self, call_id: object, name: object, text: object) -> None:
+        self.add(call_id, name, _parsed(str(text)))
 
-    def _extend(self, key: tuple[str, object], text: object) -> None:
+    def add_text(self, call_id: object, name: object, field: str, text: object) -> None:
+        self.add(call_id, name, {field: text} if isinstance(text, str) and len(text) <= MAX_ARGUMENT_CHARS else None)
+
+    def begin(self, key: CallKey, call_id: object, name: object) -> None:
+        self._open[key] = [str(call_id), str(name), ""]
+
+    def extend(self, key: CallKey, text: object) -> None:
         entry = self._open.get(key)
         if entry is not None and isinstance(text, str) and len(entry[2]) + len(text) <= MAX_ARGUMENT_CHARS:
             entry[2] += text
         elif entry is not None:
             entry[2] = "\0"  # too long to assemble: the arguments stay unread
 
-    def _close(self, key: tuple[str, object]) -> None:
+    def merge(self, key: CallKey, call_id: object, name: object, text: object) -> None:
+        entry = self._open.setdefault(key, ["", "", ""])
+        entry[0] = str(call_id or entry[0])
+        entry[1] = str(name or entry[1])
+        self.extend(key, text)
+
+    def end(self, key: CallKey) -> None:
         entry = self._open.pop(key, None)
         if entry is not None:
-            self._add(entry[0], entry[1], _parsed(entry[2]))
-
-    def _add(self, call_id: object, name: object, arguments: Mapping[str, Any] | None) -> None:
-        if isinstance(call_id, str) and call_id and isinstance(name, str) and len(self.calls) < MAX_CALLS:
-            self.calls.append(ServedCall(call_id, name, arguments))
+            self.add(entry[0], entry[1], _parsed(entry[2]))
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """The wire formats of the model APIs the hosts speak, one module each, and the one table of them.
 
 The scripted model answers in a format, the metering proxy recognises a model request by one; both
-look the format up here by the request's route (:func:`wire_for`, :func:`metered_wire`).  A new
-format is one module subclassing :class:`~pytest_atlante.provider.wire.shared.WireFormat` (or
-``MessageWire`` for a ``messages`` history) plus its line in ``WIRE_FORMATS``.
+look the format up here by the request's route (:func:`wire_for`, :func:`metered_wire`).  The
+proxy's allowlist (``provider/routes.py``) and its meter (``provider/meter.py``: usage, whether a
+response said anything, ``provider/served.py``: its tool calls) ask every format in this table's
+order, each reading only its own routes and documents.  A new format is one module subclassing
+:class:`~pytest_atlante.provider.wire.shared.WireFormat` (or ``MessageWire`` for a ``messages``
+history) plus its line in ``WIRE_FORMATS``.
 """
 
 from __future__ import annotations

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atlante.provider.wire.shared import MessageWire, Reply, ReplyUsage, UsageReading, _mapping, sse_event
+from pytest_atlante.provider.wire.shared import (
+    V1_MODEL_LIST,
+    CallSink,
+    MessageWire,
+    Reply,
+    ReplyUsage,
+    UsageReading,
+    _mapping,
+    has_content,
+    sse_event,
+)
 
 
 def _anthropic_usage(usage: ReplyUsage, output_tokens: int) -> dict[str, int]:
@@ -94,6 +105,9 @@ class AnthropicMessages(MessageWire):
     call_prefix = "toolu_scripted"
     routes = ("/v1/messages", "/v1/messages/count_tokens")
     suffixes = ("/messages",)
+    # A token count spends nothing; the proxy forwards it as it forwards the model call.
+    proxied_calls = re.compile(r"^(?:/v1)?/messages(?:/count_tokens)?$")
+    model_lists = V1_MODEL_LIST
 
     def side_answer(self, route: str) -> bytes | None:
         return b'{"input_tokens": 0}' if route.endswith("/count_tokens") else None
@@ -117,6 +131,34 @@ class AnthropicMessages(MessageWire):
         return UsageReading({"inputTokens": usage.get("input_tokens"), "cacheReadTokens": usage.get("cache_read_input_tokens"),
                              "cacheWriteTokens": usage.get("cache_creation_input_tokens"),
                              "outputTokens": usage.get("output_tokens")}, final_output=kind == "message_delta")
+
+    def says_something(self, body: Mapping[str, Any]) -> bool | None:
+        kind = body.get("type")
+        if kind == "content_block_start":
+            return True  # a block only exists to carry content
+        return has_content(body.get("content")) if kind == "message" else None
+
+    def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
+        kind = body.get("type")
+        key = ("anthropic", body.get("index"))
+        if kind == "message":
+            content = body.get("content")
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    calls.add(block.get("id"), block.get("name"), _mapping(block.get("input")))
+        elif kind == "content_block_start":
+            block = _mapping(body.get("content_block"))
+            if block.get("type") == "tool_use":
+                calls.begin(key, block.get("id"), block.get("name"))
+        elif kind == "content_block_delta":
+            delta = _mapping(body.get("delta"))
+            if delta.get("type") == "input_json_delta":
+                calls.extend(key, delta.get("partial_json"))
+        elif kind == "content_block_stop":
+            calls.end(key)
+        else:
+            return False
+        return True
 
 
 WIRE = AnthropicMessages()

@@ -21,8 +21,9 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qs
 
-from pytest_atlante.provider.wire.shared import MessageWire, Reply, ToolCall, UsageReading, sse_event
+from pytest_atlante.provider.wire.shared import MessageWire, Reply, ToolCall, UsageReading, has_content, sse_event
 
 #: ``/v1beta/models/gemini-2.5-pro:streamGenerateContent`` → model and method.
 ROUTE = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$")
@@ -43,6 +44,12 @@ def gemini_route(route: str) -> tuple[str, bool] | None:
 
 def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _part_says(part: object) -> bool:
+    # A part is text (``thought: true`` for thinking), a function call, or another kind of content.
+    part = _dict(part)
+    return has_content(part.get("text")) or any(key not in ("text", "thought", "thoughtSignature") for key in part)
 
 
 def _parts(content: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -192,6 +199,23 @@ class Gemini(MessageWire):
 
     name = "gemini"
     shape = "openai"
+    proxied_calls = re.compile(r"^/v1(?:beta|alpha)?/models/[^/:]+:(?:generateContent|streamGenerateContent|countTokens)$")
+    model_lists = re.compile(r"^/v1(?:beta|alpha)/models(?:/[^/:]+)?$")
+
+    def refused_call(self, route: str, query: str) -> str | None:
+        # Without alt=sse Gemini streams a JSON array, a framing the meter does not read: refused
+        # rather than served unmetered.
+        if route.endswith(":streamGenerateContent") and parse_qs(query).get("alt") != ["sse"]:
+            return "a Gemini stream not framed as server-sent events (alt=sse), which is not metered"
+        return None
+
+    def says_something(self, body: Mapping[str, Any]) -> bool | None:
+        candidates = body.get("candidates")
+        for candidate in candidates if isinstance(candidates, list) else []:
+            parts = _dict(_dict(candidate).get("content")).get("parts")
+            if isinstance(parts, list) and any(_part_says(part) for part in parts):
+                return True
+        return None
 
     def serves(self, route: str) -> bool:
         return gemini_route(route) is not None

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from pytest_atlante.provider.wire.shared import (
+    V1_MODEL_LIST,
+    CallSink,
     MessageWire,
     Reply,
     ReplyUsage,
     UsageReading,
     _mapping,
     cached_apart,
+    has_content,
     sse_event,
 )
 
@@ -95,6 +99,8 @@ class OpenAIChat(MessageWire):
     call_prefix = "call_scripted"
     routes = ("/v1/chat/completions",)
     suffixes = ("/completions",)
+    proxied_calls = re.compile(r"^(?:/v1)?/chat/completions$")
+    model_lists = V1_MODEL_LIST
 
     def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:
         created = int(time.time())
@@ -114,6 +120,31 @@ class OpenAIChat(MessageWire):
         # Cached tokens are inside prompt_tokens; gateways such as OpenRouter price the request themselves.
         fields = cached_apart(usage.get("prompt_tokens"), _mapping(usage.get("prompt_tokens_details")).get("cached_tokens"))
         return UsageReading({**fields, "outputTokens": usage.get("completion_tokens")}, cost=usage.get("cost"))
+
+    def says_something(self, body: Mapping[str, Any]) -> bool | None:
+        # A choice's whole message or a stream chunk's delta: text, reasoning or a tool call.
+        choices = body.get("choices")
+        for raw in choices if isinstance(choices, list) else []:
+            choice = _mapping(raw)
+            message = {**_mapping(choice.get("message")), **_mapping(choice.get("delta"))}
+            if any(has_content(message.get(key)) for key in ("content", "tool_calls", "reasoning_content", "reasoning")):
+                return True
+        return None  # nothing here: another format may read the document
+
+    def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
+        choices = body.get("choices")
+        if not isinstance(choices, list):
+            return False
+        for raw in choices:
+            choice = _mapping(raw)
+            for call in _mapping(choice.get("message")).get("tool_calls") or []:
+                function = _mapping(_mapping(call).get("function"))
+                calls.add_json(_mapping(call).get("id"), function.get("name"), str(function.get("arguments") or ""))
+            for delta_call in _mapping(choice.get("delta")).get("tool_calls") or []:
+                call = _mapping(delta_call)
+                function = _mapping(call.get("function"))
+                calls.merge(("openai", call.get("index")), call.get("id"), function.get("name"), function.get("arguments"))
+        return True
 
 
 WIRE = OpenAIChat()

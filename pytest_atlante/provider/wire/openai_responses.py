@@ -22,6 +22,7 @@ in ``input`` — a run of consecutive model-side items (message, function or cus
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,9 @@ from typing import Any
 
 from pytest_atlante.hosts.codex.tools import PATCH_TOOL, SHELL_TOOL, skill_file, skill_read
 from pytest_atlante.provider.wire.shared import (
+    V1_MODEL_LIST,
     Action,
+    CallSink,
     LoadedSkill,
     OfferedTool,
     Reply,
@@ -40,6 +43,7 @@ from pytest_atlante.provider.wire.shared import (
     WireFormat,
     _mapping,
     cached_apart,
+    has_content,
     sse_event,
 )
 
@@ -270,6 +274,9 @@ class OpenAIResponses(WireFormat):
     name = "responses"
     routes = ("/v1/responses",)
     suffixes = ("/responses",)
+    # Codex's built-in provider tries a WebSocket (GET /v1/responses) first: refused, it posts.
+    proxied_calls = re.compile(r"^(?:/v1)?/responses$")
+    model_lists = V1_MODEL_LIST
 
     def offered_tools(self, body: Mapping[str, Any]) -> tuple[OfferedTool, ...]:
         return responses_tools(body)
@@ -301,6 +308,21 @@ class OpenAIResponses(WireFormat):
             return UsageReading({}, reported=False)
         fields = cached_apart(usage.get("input_tokens"), _mapping(usage.get("input_tokens_details")).get("cached_tokens"))
         return UsageReading({**fields, "outputTokens": usage.get("output_tokens")})
+
+    def says_something(self, body: Mapping[str, Any]) -> bool | None:
+        if body.get("type") in ("response.output_item.added", "response.output_item.done"):
+            return True  # an output item only exists to carry content
+        return has_content(body.get("output")) if body.get("object") == "response" else None  # a whole body
+
+    def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
+        if body.get("type") != "response.output_item.done":
+            return False
+        item = _mapping(body.get("item"))
+        if item.get("type") == "function_call":
+            calls.add_json(item.get("call_id"), item.get("name"), str(item.get("arguments") or ""))
+        elif item.get("type") == "custom_tool_call":  # free-form input (Codex's apply_patch)
+            calls.add_text(item.get("call_id"), item.get("name"), CUSTOM_INPUT, item.get("input"))
+        return True
 
 
 WIRE = OpenAIResponses()

@@ -13,11 +13,12 @@ whichever wire format carries it, so key names are picked from the offered ``pro
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pytest_atlante.suite.script import BashAction, EditAction, ReadAction, SkillAction, TaskAction, WriteAction
 
@@ -361,17 +362,81 @@ def cached_apart(total: object, cached: object) -> dict[str, object]:
     return {"inputTokens": max(whole - kept, 0), "cacheReadTokens": kept}
 
 
+#: A route pattern that matches nothing (a format without routes of that kind).
+NO_ROUTE = re.compile(r"(?!)")
+#: The model list of the APIs under ``/v1`` (Anthropic's, OpenAI's): ``GET /v1/models``, one model's entry.
+V1_MODEL_LIST = re.compile(r"^(?:/v1)?/models(?:/[^/:]+)?$")
+
+CallKey = tuple[str, object]
+
+
+def has_content(value: object) -> bool:
+    """A response field that holds something (a blank string holds nothing)."""
+    return bool(value) and (not isinstance(value, str) or bool(value.strip()))
+
+
+class CallSink(Protocol):
+    """Where a format puts the tool calls of a served response as it reads them (the metering
+    proxy's ``provider/served.py`` ``ToolCallReader``): a whole call, or a streamed call assembled
+    over several events under a key of the format's own (its name and the call's index)."""
+
+    def add(self, call_id: object, name: object, arguments: Mapping[str, Any] | None) -> None:
+        """A whole call; ``arguments`` None: they could not be read."""
+
+    def add_json(self, call_id: object, name: object, text: object) -> None:
+        """A whole call whose arguments are JSON text."""
+
+    def add_text(self, call_id: object, name: object, field: str, text: object) -> None:
+        """A whole call whose free-form text is its one argument, kept under ``field`` (too long
+        or not text: its arguments could not be read)."""
+
+    def begin(self, key: CallKey, call_id: object, name: object) -> None:
+        """A streamed call starts under ``key``."""
+
+    def extend(self, key: CallKey, text: object) -> None:
+        """More argument text of the call open under ``key`` (none open: ignored)."""
+
+    def merge(self, key: CallKey, call_id: object, name: object, text: object) -> None:
+        """A stream that opens a call implicitly: open ``key`` unless open, take its id and name
+        when given, extend its arguments (a chat stream's call has no closing event)."""
+
+    def end(self, key: CallKey) -> None:
+        """The call under ``key`` is complete."""
+
+
 class WireFormat(ABC):
     """One model API as the scripted model serves it and the metering proxy recognises it.
 
     ``routes``: the exact paths the scripted model answers in this format; ``suffixes``: how the
-    proxy recognises a model request in it on any provider's path.
+    proxy recognises a model request in it on any provider's path; ``proxied_calls`` and
+    ``model_lists``: the metering proxy's allowlist for it (``provider/routes.py``, docs/design.md
+    §10), matched on the path after the trial's key relative to the base URL the host was given,
+    its model calls (``POST``) and its model list (``GET``/``HEAD``).
     """
 
     name: WireName
     call_prefix = "call_scripted"
     routes: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
+    proxied_calls: re.Pattern[str] = NO_ROUTE
+    model_lists: re.Pattern[str] = NO_ROUTE
+
+    def refused_call(self, route: str, query: str) -> str | None:
+        """Why the proxy refuses a ``POST`` on one of this format's ``proxied_calls`` after all
+        (``query``: the request's query string); None: it forwards it."""
+        return None
+
+    def says_something(self, body: Mapping[str, Any]) -> bool | None:
+        """Whether this JSON document of a response (a whole body or one SSE event) holds text,
+        thinking or a tool call; None: not a document this format decides on (the meter asks the
+        formats in the table's order, and the first answer counts)."""
+        return None
+
+    def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
+        """Put the tool calls this JSON document of a response holds into ``calls``; False: not one
+        of this format's documents (the reader asks the formats in the table's order, and the
+        first that reads a document is the only one)."""
+        return False
 
     def serves(self, route: str) -> bool:
         return route in self.routes

@@ -6,6 +6,7 @@ proxy's route test then serve and meter it with nothing else changed (docs/archi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,10 @@ import pytest
 from pytest_atlante.provider import wire
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.proxy import _is_model_request
+from pytest_atlante.provider.routes import refusal
 from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.provider.wire import WIRE_FORMATS, metered_wire, wire_for
-from pytest_atlante.provider.wire.shared import MessageWire, Reply, UsageReading
+from pytest_atlante.provider.wire.shared import CallSink, MessageWire, Reply, UsageReading
 from pytest_atlante.suite.script import Script
 
 ROUTES = [
@@ -54,6 +56,20 @@ class PlainText(MessageWire):
     shape = "openai"
     routes = ("/v1/plain",)
     suffixes = ("/plain",)
+    proxied_calls = re.compile(r"^(?:/v1)?/plain$")
+    model_lists = re.compile(r"^/v1/plain-models$")
+
+    def refused_call(self, route: str, query: str) -> str | None:
+        return "a plain call asking for a stream" if "stream" in query else None
+
+    def says_something(self, body: Mapping[str, Any]) -> bool | None:
+        return bool(body["plain_text"]) if "plain_text" in body else None
+
+    def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
+        if "plain_call" not in body:
+            return False
+        calls.add_json(body["plain_call"]["id"], body["plain_call"]["name"], body["plain_call"]["args"])
+        return True
 
     def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:
         calls = ",".join(f"{call.name}{json.dumps(call.arguments, sort_keys=True)}" for call in reply.tool_calls)
@@ -98,3 +114,36 @@ def test_the_meter_reads_usage_through_the_table(monkeypatch: pytest.MonkeyPatch
     meter.feed(body)
     meter.finish()
     assert meter.reported and (meter.usage.inputTokens, meter.usage.outputTokens) == (7, 3)
+
+
+def test_the_proxy_routes_a_new_format_through_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metering proxy's allowlist is the formats' own routes: a fifth format is served (and its
+    own refusal kept) with nothing changed in ``provider/routes.py``."""
+    assert refusal("POST", "/v1/plain") == refusal("GET", "/v1/plain-models") == "not a model route"
+    table: dict[str, Any] = wire.WIRE_FORMATS  # type: ignore[assignment]
+    monkeypatch.setitem(table, "plain", PlainText())
+    assert refusal("POST", "/v1/plain") is None and refusal("POST", "/plain/") is None
+    assert refusal("GET", "/v1/plain-models") is None and refusal("HEAD", "/v1/plain-models") is None
+    assert refusal("POST", "/v1/plain?stream=1") == "a plain call asking for a stream"
+    assert refusal("GET", "/v1/plain") == "not a model route"  # a model call is a POST
+
+
+def test_the_meter_reads_content_and_tool_calls_through_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a response said and which tools it called are read by the format the document is in."""
+
+    def metered(document: dict[str, Any]) -> ResponseMeter:
+        body = json.dumps(document).encode()
+        meter = ResponseMeter("application/json", len(body))
+        meter.feed(body)
+        meter.finish()
+        return meter
+
+    said = {"plain_text": "hello", "plain_call": {"id": "c1", "name": "write", "args": '{"path": "a"}'}}
+    before = metered(said)
+    assert before.empty and before.tool_calls.calls == []
+    table: dict[str, Any] = wire.WIRE_FORMATS  # type: ignore[assignment]
+    monkeypatch.setitem(table, "plain", PlainText())
+    after = metered(said)
+    assert not after.empty
+    assert [(c.id, c.name, c.arguments) for c in after.tool_calls.calls] == [("c1", "write", {"path": "a"})]
+    assert metered({"plain_text": ""}).empty
