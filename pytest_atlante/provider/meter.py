@@ -74,6 +74,7 @@ class ResponseMeter:
         self._sse = "text/event-stream" in content_type.lower()
         self._length = length  # a whole body is read as soon as it is complete, before it is relayed
         self._buffer = bytearray()
+        self._scanned = 0  # bytes of ``_buffer`` already searched for an event's end
         self._overflow = False
         self._fields: dict[str, int] = {}
         self.cost_usd: float | None = None
@@ -101,12 +102,17 @@ class ResponseMeter:
                 self._length = None
             return
         self._buffer.extend(chunk.replace(b"\r\n", b"\n"))
-        while (end := self._buffer.find(b"\n\n")) >= 0:
+        # Searched from where the last search ended (less the one byte a "\n\n" can straddle): a
+        # long event costs one pass over its bytes, not one per chunk.
+        while (end := self._buffer.find(b"\n\n", max(self._scanned - 1, 0))) >= 0:
             event = bytes(self._buffer[:end])
             del self._buffer[: end + 2]
+            self._scanned = 0
             self._event(event)
+        self._scanned = len(self._buffer)
         if len(self._buffer) > MAX_EVENT_BYTES:  # one event this long carries no usage we read
             self._buffer.clear()
+            self._scanned = 0
             self._unread = True
 
     @property

@@ -461,7 +461,8 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                 return None
             if length < 0 or length > MAX_REQUEST_BYTES:
                 return None
-            return self.rfile.read(length) if length else b""
+            body = self.rfile.read(length) if length else b""
+            return body if len(body) == length else None  # a client that hung up mid-body sent no request
 
         def _chunked_body(self) -> bytes | None:
             body = bytearray()
@@ -476,18 +477,22 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
                     return bytes(body)
                 if len(body) + size > MAX_REQUEST_BYTES:
                     return None
-                body += self.rfile.read(size)
+                chunk = self.rfile.read(size)
+                if len(chunk) != size:  # the client hung up mid-chunk
+                    return None
+                body += chunk
                 self.rfile.readline(1024)
 
         def _answer(self, status: int, payload: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(payload)
             self.close_connection = True
+            with contextlib.suppress(OSError):  # the client hung up: nothing to tell it
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
 
         def _relay(self) -> None:
             path = strip_trial_key(self.path, proxy.trial_key)
