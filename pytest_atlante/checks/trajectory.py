@@ -131,13 +131,28 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(item)
 
 
+def same_part(used: object, named: str) -> bool:
+    """A skill or agent name a session used is the one a check names: equal, or equal but for a
+    plugin namespace one side lacks (``review:lint`` and ``lint``, never ``a:lint`` and ``b:lint``):
+    a plugin's part loads as ``plugin:name`` where the host namespaces plugins and as ``name``
+    elsewhere (``suite/plugins.py``), and a check may name it either way."""
+    if not isinstance(used, str):
+        return False
+    if used == named:
+        return True
+    used_plugin, _, used_name = used.rpartition(":")
+    named_plugin, _, named_name = named.rpartition(":")
+    return used_name == named_name and not (used_plugin and named_plugin)
+
+
 def skill_matches(check: SkillUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
-    return _succeeded(session, [e for e in _tool_calls(session, "skill") if _input(e).get("name") == check.skill])
+    return _succeeded(session, [e for e in _tool_calls(session, "skill") if same_part(_input(e).get("name"), check.skill)])
 
 
 def agent_matches(check: AgentUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
     names = {check.agent, session.agent_names.get(check.agent, check.agent)}
-    return _succeeded(session, [e for e in _tool_calls(session, "task") if _input(e).get("agent") in names])
+    return _succeeded(session, [e for e in _tool_calls(session, "task")
+                                if any(same_part(_input(e).get("agent"), name) for name in names)])
 
 
 def tool_matches(check: ToolUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
@@ -149,9 +164,9 @@ def tool_matches(check: ToolUsedCheck, session: SessionView) -> list[Mapping[str
 
 def command_matches(check: CommandUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
     """The main session's expansions of the command (a leading ``/`` in the check's name is the
-    prompt's spelling of the same command)."""
+    prompt's spelling of the same command; a plugin's command is ``plugin:name`` or ``name``)."""
     name = check.command.removeprefix("/")
-    return [e for e in session.events or () if e.get("type") == "command" and e.get("name") == name
+    return [e for e in session.events or () if e.get("type") == "command" and same_part(e.get("name"), name)
             and e.get("agent") is None and _vouched(e)]
 
 

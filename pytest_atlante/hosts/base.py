@@ -81,7 +81,8 @@ class NativeLayout:
     ``command_glob``: the command files in a commands folder; ``instructions``: the memory file the
     host loads from the root; ``settings``: files of the host's own configuration, named as not
     evaluated; ``manifest``: a file that must exist at ``base`` for the layout to count (a plugin's
-    or an extension's manifest)."""
+    or an extension's manifest); ``code_plugins``: folders (under the project root) of plugins that
+    are code the host runs (OpenCode's JavaScript plugins), which eval cannot adopt: named by init."""
 
     base: str
     dirs: Mapping[str, tuple[str, ...]]
@@ -89,6 +90,7 @@ class NativeLayout:
     instructions: str | None = None
     settings: tuple[str, ...] = ()
     manifest: str | None = None
+    code_plugins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -331,6 +333,18 @@ class SessionOutcome:
     # proxy both ways — what it adds is marked unverified, a call it lacks is restored from the
     # proxy's record (docs/integrity.md, "What is read back").
     file_call: Callable[[str, Mapping[str, Any]], tuple[str, dict[str, Any]]] | None = None
+
+
+@runtime_checkable
+class PluginLoader(Protocol):
+    """A host that loads a harness's plugins under their namespaces (Claude Code: ``plugin:skill``).
+
+    ``plugin_dir``: the build-tree folder each plugin is written to (``<plugin_dir>/<plugin>/``);
+    ``plugin_args``: the command-line arguments that load the plugins found there in a sandbox."""
+
+    plugin_dir: str
+
+    def plugin_args(self, sandbox_root: Path) -> list[str]: ...
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ from pytest_atlante.projectroot import CONFIG_FILE
 from pytest_atlante.suite.config import Harness, ProjectConfig, load_project_config
 from pytest_atlante.suite.packs import harness_layers, resolve_packages
 from pytest_atlante.suite.parts import Origin, Rendered, add_harness
-from pytest_atlante.suite.references import dangling_warnings
+from pytest_atlante.suite.references import carry_named_skills, dangling_warnings, references
 from pytest_atlante.suite.variants import Arm, resolve_arms
 
 MANIFEST_SCHEMA = "atlante/build-manifest-v1"
@@ -122,7 +122,9 @@ def render(project_root: Path, host: HostName, inputs: list[HarnessInput]) -> Re
         claimed = _claimed(item.harness, item.origin, file, owners, out.problems)
         add_harness(adapter, Origin(file, item.base, project_root), claimed, out)
     # After every layer: a path one part names may be another part's (a skill's, a pack's).
-    out.warnings += dangling_warnings(out.texts, out.outputs, host)
+    found = references(out.texts)
+    carry_named_skills(found, out.skill_homes, out.outputs, out.executable)
+    out.warnings += dangling_warnings(found, out.outputs, host)
     return out
 
 

@@ -28,6 +28,7 @@ from pytest_atlante.suite.packs import (
     resolve_packages,
     suite_diagnostics,
 )
+from pytest_atlante.suite.plugins import plugin_of
 from pytest_atlante.suite.scenario import Scenario, rule_diagnostics
 from pytest_atlante.suite.script import Script, load_script
 from pytest_atlante.suite.variants import Arm, resolve_arms
@@ -234,12 +235,22 @@ def _load_scenarios(suite: Suite, documents: list[Path], source: str, fixture_ro
 def harness_names(suite: Suite) -> dict[str, set[str]]:
     """The agents, skills and commands the run's harness defines (local, in any arm, and every
     selected pack layer): the names a ``agent-used`` / ``skill-used`` / ``command-used`` check may
-    count and a ``/name`` prompt may run.  A name only some arms define counts zero uses in the others."""
-    layers = [suite.config.harness] if suite.config else []
-    layers += [arm.harness for arm in suite.arms]
-    layers += [harness for _origin, _base, harness in harness_layers(suite.packs)]
-    return {"agent": {name for h in layers for name in h.agents}, "skill": {name for h in layers for name in h.skills},
-            "command": {name for h in layers for name in h.commands}}
+    count and a ``/name`` prompt may run, a plugin's part also as ``plugin:name`` (suite/plugins.py).
+    A name only some arms define counts zero uses in the others."""
+    layers = [(suite.project_root, suite.config.harness)] if suite.config else []
+    layers += [(suite.project_root, arm.harness) for arm in suite.arms]
+    layers += [(base, harness) for _origin, base, harness in harness_layers(suite.packs)]
+    names: dict[str, set[str]] = {"agent": set(), "skill": set(), "command": set()}
+    for base, harness in layers:
+        for kind, parts in (("agent", {n: a.prompt for n, a in harness.agents.items()}),
+                            ("skill", {n: k.dir for n, k in harness.skills.items()}),
+                            ("command", {n: c.file for n, c in harness.commands.items()})):
+            for name, path in parts.items():
+                names[kind].add(name)
+                plugin = plugin_of(base / path, base) if not unsafe_path_reason(path) else None
+                if plugin is not None:
+                    names[kind].add(plugin.namespaced(name))
+    return names
 
 
 def harness_name_diagnostics(scenario: Scenario, display: str, suite: Suite) -> list[Diagnostic]:

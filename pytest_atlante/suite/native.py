@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.hosts.base import NativeLayout
+from pytest_atlante.hosts.base import NativeLayout, PluginLoader
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite import frontmatter
@@ -160,6 +160,48 @@ def _unsupported(root: Path) -> list[str]:
     return lines
 
 
+def _plugin_notes(root: Path, parts: list[NativePart]) -> list[str]:
+    """What init adopts of each plugin or extension at the root (its manifest, per host's layout),
+    and the plugins it cannot adopt: code the host runs (OpenCode's JavaScript plugins)."""
+    lines: list[str] = []
+    for host, layout in host_layouts():
+        if layout.manifest is not None and not layout.base and (root / layout.manifest).is_file():
+            lines += _manifest_notes(root, host, layout, parts)
+        for folder in layout.code_plugins:
+            found = _files(root / folder, "*")
+            if found:
+                shown = ", ".join(p.relative_to(root).as_posix() for p in found[:5])
+                lines.append(f"{folder}: {host} plugins are code the host runs ({shown}); eval cannot adopt "
+                             f"them and runs none")
+    return lines
+
+
+def _manifest_notes(root: Path, host: HostName, layout: NativeLayout, parts: list[NativePart]) -> list[str]:
+    """The parts adopted from one plugin or extension's folders (under whichever host's layout
+    claimed them first), its memory file, its namespace, and what of it is not evaluated."""
+    assert layout.manifest is not None
+    manifest = _json_object(root / layout.manifest) or {}
+    name = manifest.get("name")
+    folders = {d for names in layout.dirs.values() for d in names}
+    owned = [p for p in parts if p.kind != "instructions" and p.path.split("/", 1)[0] in folders]
+    kinds = ", ".join(sorted({f"{p.kind}s" for p in owned})) or "nothing"
+    others = sorted({p.host for p in owned} - {host})
+    claimed = f", as {' and '.join(others)} parts (the same files)" if others else ""
+    what = "plugin" if isinstance(host_for(host), PluginLoader) else "extension"
+    namespace = (f"; {host} loads them as '{name}:NAME', other hosts by their plain names (a build warning each)"
+                 if what == "plugin" and isinstance(name, str) else "")
+    lines = [f"{layout.manifest}: {host} {what} {name!r}: adopted its {kinds} ({len(owned)} parts{claimed}){namespace}"]
+    context = manifest.get("contextFileName")
+    if isinstance(context, str):
+        adopted = any(p.kind == "instructions" and p.path == context for p in parts)
+        lines.append(f"{layout.manifest}: its contextFileName {context} "
+                     + ("adopted as the instructions" if adopted else "is not adopted (not at the root)"))
+    for key in sorted(k for k in manifest if k in ("mcpServers", "hooks", "excludeTools", "settings")):
+        lines.append(f"{layout.manifest}: its {key} are not evaluated (eval runs no plugin hooks, "
+                     f"MCP servers or settings)")
+    return lines
+
+
 def discover_native_harness(root: Path) -> NativeHarness:
     """Every agent, skill, command and instruction file in ``root``'s native layouts.
 
@@ -174,7 +216,8 @@ def discover_native_harness(root: Path) -> NativeHarness:
         filename = layout.instructions
         if filename is not None and (root / filename).is_file() and not (root / filename).is_symlink():
             parts.append(NativePart("instructions", host, filename, host))
-    return NativeHarness(_unique(parts), tuple(_unsupported(root)))
+    kept = _unique(parts)
+    return NativeHarness(kept, tuple(_unsupported(root) + _plugin_notes(root, list(kept))))
 
 
 def harness_section_for(native: NativeHarness) -> dict[str, object]:

@@ -19,12 +19,22 @@ from pathlib import Path
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.fsutil import MAX_DOCUMENT_BYTES, UnreadableFile, read_capped
-from pytest_atlante.hosts.base import AgentSpec, CommandReader, Host, NativeSource, PartSpec, no_place, skill_roots
+from pytest_atlante.hosts.base import (
+    AgentSpec,
+    CommandReader,
+    Host,
+    NativeSource,
+    PartSpec,
+    PluginLoader,
+    no_place,
+    skill_roots,
+)
 from pytest_atlante.hosts.names import HOST_NAMES, HostName
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite import frontmatter
 from pytest_atlante.suite.config import AgentSource, CommandSource, Harness, PerHost, SkillSource
 from pytest_atlante.suite.frontmatter import FrontmatterError, NativeFile
+from pytest_atlante.suite.plugins import Plugin, built_manifest, plugin_of
 from pytest_atlante.suite.references import ScannedText
 from pytest_atlante.suite.scenario import SLUG_PATTERN
 
@@ -48,6 +58,8 @@ class Rendered:
     agent_names: dict[str, str] = field(default_factory=dict)
     # The skill and memory files built, read for paths that would dangle (``suite/references.py``).
     texts: list[ScannedText] = field(default_factory=list)
+    # A skill's source path → where this build put it (``references.carry_named_skills``).
+    skill_homes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -184,6 +196,7 @@ class _OpenedPart:
     rel: str              # ``path`` as the user wrote it, relative to the origin
     source_host: HostName | None
     agree: _Agreement
+    plugin: Plugin | None  # the plugin whose folder holds it
 
 
 def _open_part(origin: Origin, where: str, key: str, value: str, declared: HostName | None,
@@ -199,7 +212,30 @@ def _open_part(origin: Origin, where: str, key: str, value: str, declared: HostN
         return None
     rel = origin.rel(path)
     return _OpenedPart(path, native, rel, _source_host(declared, rel, origin.base, path),
-                       _Agreement(origin, where, native, markdown, out))
+                       _Agreement(origin, where, native, markdown, out), plugin_of(path, origin.base))
+
+
+def part_home(host: Host, part: _OpenedPart, kind: str, name: str, out: Rendered) -> tuple[str, str | None]:
+    """(the folder ``host`` loads the part from, its plugin's namespace there or None).
+
+    A plugin's part goes to the plugin's own folder on a host that loads that plugin format under
+    its namespace (its manifest written beside it); on any other host to the host's folder, where
+    it loads under its plain name: that loss is a warning (``suite/plugins.py``)."""
+    plugin = part.plugin
+    if plugin is None:
+        return host.owned_dir, None
+    if isinstance(host, PluginLoader) and plugin.host == host.name:
+        home = f"{host.plugin_dir}/{plugin.name}"
+        manifest, dropped = built_manifest(plugin)
+        out.outputs[f"{home}/{plugin.manifest}"] = manifest
+        if dropped:
+            out.warnings.append(f"{plugin.display}: {', '.join(dropped)} not evaluated "
+                                f"(the built plugin keeps its name, description and version)")
+        return home, plugin.name
+    out.warnings.append(f"{part.rel}: {kind} {name!r} of plugin {plugin.name!r} loads as {name!r} on {host.name}, "
+                        f"which has no plugin namespaces ({plugin.host} loads it as {plugin.namespaced(name)!r}); "
+                        f"a check may name it either way")
+    return host.owned_dir, None
 
 
 def _source(native: NativeFile, host: HostName | None, rel: str) -> NativeSource | None:
@@ -216,6 +252,9 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
         out.warnings.append(f"{rel}: agent {name!r} not rendered for {host.name} ({why})")
         return
     native_fields = _agent_name(native, name, rel, agree, out, own=source_host == host.name)
+    home, namespace = part_home(host, part, "agent", name, out)
+    if namespace is not None:  # the host selects it, and counts its delegations, as plugin:name
+        out.agent_names[name] = f"{namespace}:{out.agent_names.get(name, name)}"
     # A plain prompt needs its description from atlante.jsonc; a native file is built as it is.
     description = agree.text("description", agent.description, required=native.fields is None)
     model, dropped_model = _model(agree, agent.model, source_host, host)
@@ -233,7 +272,7 @@ def add_agent(host: Host, origin: Origin, name: str, agent: AgentSource, out: Re
     out.warnings += rendered.dropped
     own = source_host == host.name
     text = frontmatter.render(native if own else None, rendered.fields, native.body)
-    out.outputs[f"{host.owned_dir}/agents/{name}.md"] = text.encode()
+    out.outputs[f"{home}/agents/{name}.md"] = text.encode()
 
 
 def _model(agree: _Agreement, configured: PerHost | None, source_host: HostName | None,
@@ -298,6 +337,7 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
         out.warnings.append(f"{rel}: command {name!r} not rendered for {host.name} ({why})")
         return
     lost: list[str] = []
+    home = part_home(host, part, "command", name, out)[0]
     reader = _command_reader(rel)
     if reader is not None:  # a command in a host's own format other than Markdown (Gemini CLI's TOML)
         try:
@@ -310,7 +350,7 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
         source_host = reader.name
         agree = _Agreement(origin, where, native, part.path, out)
         if host.name == reader.name:  # its own host loads the file as it is
-            target = f"{host.owned_dir}/commands/{_command_path(rel, name, reader.command_suffix)}"
+            target = f"{home}/commands/{_command_path(rel, name, reader.command_suffix)}"
             agree.text("description", command.description, required=False)
             _add_command_output(origin, where, name, target, native.text, out)
             return
@@ -322,7 +362,7 @@ def add_command(host: Host, origin: Origin, name: str, command: CommandSource, o
     fields = rendered.fields
     own = source_host == host.name
     text = frontmatter.render(native if own else None, fields, native.body) if fields or native.fields else native.body
-    target = f"{host.owned_dir}/commands/{_command_path(rel, name)}"
+    target = f"{home}/commands/{_command_path(rel, name)}"
     # A host whose commands are no Markdown files writes its own format (Gemini CLI: TOML).
     command_document = getattr(host, "command_document", None)
     if command_document is not None:
@@ -367,18 +407,19 @@ def _command_path(rel: str, name: str, suffix: str = ".md") -> str:
     return f"{name}{suffix}"
 
 
-def skill_places(host: Host, name: str, rel: str, names_itself: bool) -> tuple[str, str | None]:
+def skill_places(host: Host, name: str, rel: str, names_itself: bool, home: str | None = None) -> tuple[str, str | None]:
     """(where ``host`` loads the skill from, where its files also go) in the build tree.
 
     A skill kept in a folder ``host`` loads skills from (``.agents/skills/<dir>`` for Codex) stays
     at its source path, so every path its text names keeps working; any other goes to the host's
     own folder under its harness name and, when its text names its own source path
     (``.agents/skills/release/scripts/run.sh``), is also copied there (docs/reference.md, "Where a
-    skill lands").  The copy is never in a folder ``host`` loads skills from: it loads once."""
+    skill lands").  The copy is never in a folder ``host`` loads skills from: it loads once.
+    ``home``: a plugin's folder (``part_home``), where the host loads the plugin's skills from."""
     parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
-    if parent in skill_roots(host):
+    if home is None and parent in skill_roots(host):
         return rel, None
-    loaded = f"{host.owned_dir}/skills/{name}"
+    loaded = f"{home or host.owned_dir}/skills/{name}"
     return loaded, rel if names_itself and rel != loaded else None
 
 
@@ -427,7 +468,9 @@ def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Re
             executable.add(inner)
             out.executable_sources.add(origin.rel(source))
     texts = {inner: data.decode("utf-8", "replace") for inner, data in files.items() if b"\0" not in data}
-    loaded, also = skill_places(host, name, rel, _names_path(rel, list(texts.values())))
+    home, namespace = part_home(host, part, "skill", name, out)
+    loaded, also = skill_places(host, name, rel, _names_path(rel, list(texts.values())),
+                                home if namespace is not None else None)
     for prefix in (loaded, also):
         if prefix is None:
             continue
@@ -440,6 +483,7 @@ def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Re
             out.outputs[f"{prefix}/{inner}"] = data
             if inner in executable:
                 out.executable.add(f"{prefix}/{inner}")
+    out.skill_homes[rel] = loaded
     out.texts += [ScannedText(origin.rel(path / inner), f"{loaded}/{inner}", text, memory=False)
                   for inner, text in sorted(texts.items())]
 

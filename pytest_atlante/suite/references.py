@@ -5,8 +5,9 @@ A skill's text often runs or reads its own files by their project path
 (``@./docs/style.md``: Gemini CLI's ``GEMINI.md``, Claude Code's ``CLAUDE.md``).  The trial's
 sandbox holds the fixture and the build tree only, so such a path works there only if the build
 carries the file to that path (``suite/parts.py`` puts a skill where its text says,
-docs/reference.md "Where a skill lands").  What the build does not carry is named here, one
-warning per reference: the source file, the line, the path and why it dangles.
+docs/reference.md "Where a skill lands"; a skill whose source path another text names is copied
+there too, ``carry_named_skills``).  What the build does not carry is named here, one warning per
+reference: the source file, the line, the path and why it dangles.
 
 Two kinds of references are read, so that ordinary prose is never taken for one:
 - ``@`` imports in a memory file (not inside code): ``@./x``, ``@../x``, ``@~/x``, ``@/x`` or a
@@ -88,44 +89,79 @@ def _prose_lines(text: str) -> Iterable[tuple[int, str]]:
             yield number, _CODE_SPAN.sub("", line)
 
 
-def _import_warnings(scanned: ScannedText, outputs: Mapping[str, bytes], host: str) -> list[str]:
-    warnings = []
+@dataclass(frozen=True)
+class Reference:
+    """One path a built text names: its file and line, and the tree path it resolves to (or, for an
+    import of a file outside the project, the path as written, ``outside``)."""
+
+    source: str
+    line: int
+    written: str       # as the text writes it (``@./docs/style.md``, ``.agents/skills/x/run.sh``)
+    path: str          # the build-tree path it names
+    outside: bool = False
+
+
+def _imports(scanned: ScannedText) -> Iterable[Reference]:
     base = posixpath.dirname(scanned.built)
     for number, line in _prose_lines(scanned.text):
         for match in _IMPORT.finditer(line):
             target = _import_target(match.group(1))
             if target is None:
                 continue
-            where = f"{scanned.source} line {number}: @{target}"
             if target.startswith(("~/", "/")):
-                warnings.append(f"{where} imports a file outside the project, which no trial of {host} has")
+                yield Reference(scanned.source, number, f"@{target}", target, outside=True)
                 continue
             resolved = posixpath.normpath(posixpath.join(base, target))
-            if resolved.startswith("../") or not _carried(resolved, outputs):
-                warnings.append(f"{where} is not in the build for {host}: the import would dangle in the "
-                                f"trial (make it a skill's file, put it in the fixture, or inline it)")
-    return warnings
+            yield Reference(scanned.source, number, f"@{target}", resolved, outside=resolved.startswith("../"))
 
 
-def _path_warnings(scanned: ScannedText, outputs: Mapping[str, bytes], host: str,
-                   pattern: re.Pattern[str]) -> list[str]:
-    warnings = []
+def _paths(scanned: ScannedText, pattern: re.Pattern[str]) -> Iterable[Reference]:
     for number, line in enumerate(scanned.text.splitlines(), start=1):
         for match in pattern.finditer(line):
             path = match.group(1).rstrip(".")
-            if not _carried(path, outputs):
-                warnings.append(f"{scanned.source} line {number}: {path} is not in the build for {host}: "
-                                f"the path would dangle in the trial (adopt the part it names in the harness "
-                                f"section, or change the path)")
-    return warnings
+            yield Reference(scanned.source, number, path, path)
 
 
-def dangling_warnings(texts: Iterable[ScannedText], outputs: Mapping[str, bytes], host: str) -> list[str]:
-    """One warning per import or harness path in ``texts`` that no output of the build is at."""
+def references(texts: Iterable[ScannedText]) -> list[Reference]:
+    """Every ``@`` import (memory files) and harness path (all) the texts name."""
     pattern = _harness_path_pattern()
-    warnings: list[str] = []
+    found: list[Reference] = []
     for scanned in texts:
         if scanned.memory:
-            warnings += _import_warnings(scanned, outputs, host)
-        warnings += _path_warnings(scanned, outputs, host, pattern)
+            found += _imports(scanned)
+        found += _paths(scanned, pattern)
+    return found
+
+
+def carry_named_skills(found: Iterable[Reference], skill_homes: Mapping[str, str], outputs: dict[str, bytes],
+                       executable: set[str]) -> None:
+    """A built skill's files, also at its source path where a text names a file there that the
+    build does not carry otherwise (``GEMINI.md``'s ``@./skills/x/SKILL.md`` once the skill is in
+    the host's folder): ``skill_homes`` maps a skill's source path to where it was built."""
+    for ref in found:
+        if ref.outside or _carried(ref.path, outputs):
+            continue
+        source = next((rel for rel in skill_homes if ref.path == rel or ref.path.startswith(rel + "/")), None)
+        if source is None:
+            continue
+        home = skill_homes[source]
+        for built in [key for key in outputs if key.startswith(home + "/")]:
+            copy = source + built[len(home):]
+            outputs.setdefault(copy, outputs[built])
+            if built in executable:
+                executable.add(copy)
+
+
+def dangling_warnings(found: Iterable[Reference], outputs: Mapping[str, bytes], host: str) -> list[str]:
+    """One warning per reference that no output of the build is at."""
+    warnings = []
+    for ref in found:
+        where = f"{ref.source} line {ref.line}: {ref.written}"
+        if ref.outside and ref.written.startswith("@") and ref.path.startswith(("~/", "/")):
+            warnings.append(f"{where} imports a file outside the project, which no trial of {host} has")
+        elif ref.outside or not _carried(ref.path, outputs):
+            what = "import" if ref.written.startswith("@") else "path"
+            fix = ("make it a skill's file, put it in the fixture, or inline it" if what == "import"
+                   else "adopt the part it names in the harness section, or change the path")
+            warnings.append(f"{where} is not in the build for {host}: the {what} would dangle in the trial ({fix})")
     return warnings

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.checks import SessionView
-from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, PluginLoader, ScriptedEndpoint, SessionOutcome
 from pytest_atlante.hosts.logins import exposed_fields
 from pytest_atlante.hosts.prices import estimate_cost, shipped_table
 from pytest_atlante.hosts.streams import stream_cost
@@ -218,6 +218,8 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     agent = entry.scenario.task.agent
     argv = host.command(info, prompt=entry.scenario.task.prompt, model=model,
                         agent=inputs.agent_names.get(agent, agent) if agent else agent)
+    if isinstance(host, PluginLoader):
+        argv += host.plugin_args(sb.root)
     if confined is not None and isinstance(host, IsolationAware):
         argv = host.isolated_command(argv)
     if confined is not None and confined.network == "model-only" and metered is not None \

@@ -56,3 +56,39 @@ def test_codex_runs_a_skill_script_by_the_path_its_instructions_use(
     status, report, text = run_scripted_eval(pytester, atlante_project)
     [trial] = report.scenarios[0].trials
     assert (trial.verdict, status) == ("pass", 0), text + "\n" + str([c.model_dump() for c in trial.checks])
+
+
+LINT_SKILL = """---
+name: lint
+description: Lints the project the team's way.
+---
+Write `linted.txt` holding LINT-BODY-REACHED, then use review:fix if anything is left.
+"""
+
+
+def test_claude_code_loads_a_plugin_skill_under_its_namespace_and_a_check_names_it_so(
+        pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", hosts_path())
+    config = config_doc(host="claude-code")
+    config["harness"] = {"skills": {"lint": {"dir": "skills/lint"}}}
+    atlante_project.config(config)
+    atlante_project.write(".claude-plugin/plugin.json", {"name": "review", "version": "1.0.0"})
+    atlante_project.write("skills/lint/SKILL.md", LINT_SKILL)
+    atlante_project.scenario(scenario_doc(version="0.2", **{"$schema": SCENARIO_SCHEMA_URIS["0.2"]}, checks=[
+        {"type": "file-contains", "path": "linted.txt", "pattern": "LINT-BODY-REACHED"},
+        {"type": "skill-used", "skill": "review:lint", "min": 1, "max": 1},
+        {"type": "skill-used", "skill": "lint", "min": 1, "max": 1},
+        {"type": "diff-allowlist", "allow": ["linted.txt"]},
+    ]))
+    atlante_project.script("writes-hello", [
+        {"text": "Loading the plugin's skill.", "actions": [{"type": "skill", "name": "review:lint"}]},
+        {"text": "Linting.", "actions": [{"type": "write", "path": "linted.txt", "content": "LINT-BODY-REACHED\n"}]},
+        {"text": "Done."},
+    ])
+    atlante_project.build()
+    status, report, text = run_scripted_eval(pytester, atlante_project)
+    [trial] = report.scenarios[0].trials
+    assert (trial.verdict, status) == ("pass", 0), text + "\n" + str([c.model_dump() for c in trial.checks])
+    # The host answered the namespaced call with the skill (no "Unknown skill"): no refused call.
+    assert "refused or errored" not in text, text

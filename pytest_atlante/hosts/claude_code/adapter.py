@@ -156,8 +156,13 @@ QUIET_ENV: dict[str, str] = {
 
 # Fixture files Claude Code would load or merge beside the generated settings (eval reference,
 # "Path containment").
+#: Where ``atlante build`` writes a Claude Code plugin's parts, one folder per plugin, loaded with
+#: ``--plugin-dir`` so they keep their ``plugin:name`` names.
+PLUGIN_DIR = ".claude/plugins"
+
 FORBIDDEN_FIXTURE_FILES: dict[str, str] = {
     ".mcp.json": "Claude Code would start its MCP servers in the trial",
+    PLUGIN_DIR: "Claude Code would load it as a plugin beside the harness's (atlante build writes that folder)",
     ".claude/settings.json": "Claude Code would merge it with the generated containment settings",
     ".claude/settings.local.json": "Claude Code would merge it with the generated containment settings",
 }
@@ -237,6 +242,7 @@ class ClaudeCodeHost:
     stream_call_ids = True
     selects_agent = True
     owned_dir = ".claude"
+    plugin_dir = PLUGIN_DIR
     skill_roots = (".claude/skills",)  # not .agents/skills: the binary names no such folder
     #: host-facts §5, §11: the project's .claude folder, and a plugin (its manifest beside the folders).
     native_layouts = (
@@ -343,6 +349,13 @@ class ClaudeCodeHost:
             # Through the proxy, only the Claude login (not an MCP server's tokens), holding stand-ins.
             copy_login(_credentials_file(parent_env, user_home), home / ".claude" / ".credentials.json",
                        wiring.stand_in, keep=("claudeAiOauth",), fields=self.login_fields)
+
+    def plugin_args(self, sandbox_root: Path) -> list[str]:
+        """``--plugin-dir`` for each plugin the build wrote (a fixture may bring none, so every one
+        found is the harness's): its skills, agents and commands load as ``plugin:name``
+        (host-facts §14)."""
+        found = sorted(p.parent.parent for p in (sandbox_root / PLUGIN_DIR).glob("*/.claude-plugin/plugin.json"))
+        return [arg for plugin in found for arg in ("--plugin-dir", str(plugin))]
 
     def command(self, info: HostInfo, *, prompt: str, agent: str | None, model: str | None) -> list[str]:
         argv = [info.executable, "-p", prompt, "--output-format", "stream-json", "--verbose", "--setting-sources", "project"]

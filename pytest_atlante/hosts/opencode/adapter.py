@@ -296,7 +296,9 @@ class OpenCodeHost:
     #: host-facts §8, §11: singular and plural folder names both load.
     native_layouts = (
         NativeLayout(".opencode", {"agent": ("agent", "agents"), "skill": ("skill", "skills"),
-                                   "command": ("command", "commands")}, instructions="AGENTS.md"),
+                                   "command": ("command", "commands")}, instructions="AGENTS.md",
+                     # JavaScript/TypeScript plugins it runs as hooks (host-facts §8, load order 5).
+                     code_plugins=(".opencode/plugin", ".opencode/plugins")),
     )
     interrupt_signal = int(signal.SIGINT)  # host-facts §10: it dies at once either way; the reaper cleans up
     credential_env: tuple[str, ...] = ()  # eval uses OpenCode's stored authentication only

@@ -108,3 +108,17 @@ def test_a_harness_path_a_skill_names_that_is_not_built_is_a_warning(tmp_path: P
     [line] = [line for line in warnings(tmp_path, "claude-code") if "dangle" in line]
     assert line.startswith("harness/uses/SKILL.md line 6: .claude/skills/missing/scripts/x.sh is not in the build "
                            "for claude-code")
+
+
+def test_a_skill_a_memory_file_imports_by_its_source_path_is_also_carried_there(tmp_path: Path) -> None:
+    """A Gemini CLI extension's GEMINI.md imports its skill by its source path (obra/superpowers):
+    wherever the host loads the skill from, the imported file is where the import says."""
+    write(tmp_path, "GEMINI.md", "@./skills/plain/SKILL.md\n@./skills/plain/notes/more.md\n")
+    write(tmp_path, "skills/plain/SKILL.md", PLAIN)
+    write(tmp_path, "skills/plain/notes/more.md", "More.\n")
+    project(tmp_path, {"instructions": "GEMINI.md", "skills": {"plain": {"dir": "skills/plain"}}})
+    build(tmp_path)
+    for host in ("gemini-cli", "claude-code", "codex", "opencode"):
+        built = outputs(tmp_path, host)
+        assert {"skills/plain/SKILL.md", "skills/plain/notes/more.md"} <= set(built), (host, built)
+        assert not any("dangle" in line for line in warnings(tmp_path, host)), warnings(tmp_path, host)
