@@ -55,6 +55,12 @@ MAX_RESPONSE_BYTES = MAX_EVENT_BYTES
 MAX_WAITING = 8
 #: What every stand-in credential starts with (``MeteringProxy.stand_in_for``).
 STAND_IN_PREFIX = "atlante-stand-in-"
+#: Where a host sends its model credential, and so the only places a stand-in becomes the real one:
+#: the API-key and bearer headers, and Gemini's ``key`` query parameter.  Anywhere else (an
+#: ``anthropic-beta`` value, a model name in the path, another parameter) a provider may echo the
+#: value back in an error, which would hand the agent the real credential.
+CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
+CREDENTIAL_PARAMETER = "key"
 #: How many refused requests a trial's record names (the count is whole).
 MAX_REFUSED_NAMED = 10
 _CHUNK = 64 * 1024
@@ -289,8 +295,8 @@ class MeteringProxy(LoopbackService):
 
     def stand_in_for(self, real: str) -> str:
         """A per-trial stand-in for the credential ``real``: what the session gets instead; the proxy
-        puts ``real`` back into the headers and query of the requests it forwards (model routes
-        only: nothing else is forwarded)."""
+        puts ``real`` back into the credential headers and ``key`` parameter of the requests it
+        forwards (model routes only: nothing else is forwarded)."""
         stand_in = f"{STAND_IN_PREFIX}{new_trial_key()}"
         self._stand_ins[stand_in] = real
         return stand_in
@@ -304,6 +310,20 @@ class MeteringProxy(LoopbackService):
         for stand_in, real in self._stand_ins.items():
             text = text.replace(stand_in, real)
         return text
+
+    def forwarded_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """``headers`` with the real credential in the credential headers only."""
+        return {name: self.with_credentials(value) if name.lower() in CREDENTIAL_HEADERS else value
+                for name, value in headers.items()}
+
+    def forwarded_path(self, path: str) -> str:
+        """``path`` with the real credential in its ``key`` query parameter only."""
+        route, mark, query = path.partition("?")
+        if not mark:
+            return path
+        parts = [self.with_credentials(part) if part.split("=", 1)[0] == CREDENTIAL_PARAMETER else part
+                 for part in query.split("&")]
+        return f"{route}?{'&'.join(parts)}"
 
     def note_off_route(self, method: str, path: str, why: str) -> None:
         """A request the proxy does not serve (``provider/routes.py``): refused, never forwarded."""
@@ -395,6 +415,14 @@ class MeteringProxy(LoopbackService):
 #: authentication or permission refusal (of a request holding the trial's credential), a request
 #: timeout, a rate limit.
 _PROVIDER_SAYS = frozenset({401, 403, 408, 429})
+
+
+def credential_places(path: str, headers: dict[str, str]) -> list[str]:
+    """What of a request a host's credential is read from: the credential headers' values and the
+    ``key`` query parameters (where a stand-in becomes the real credential)."""
+    query = path.partition("?")[2]
+    return [*(value for name, value in headers.items() if name.lower() in CREDENTIAL_HEADERS),
+            *(part for part in query.split("&") if part.split("=", 1)[0] == CREDENTIAL_PARAMETER)]
 
 
 def requester_error(status: int, *, credentialed: bool) -> bool:
@@ -530,11 +558,11 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
             upstream = proxy.upstream
             connection = upstream.connect()
             sent = _forwarded(self.headers.items())
-            credentialed = proxy.carries_credential([path, *sent.values()])
-            headers = {name: proxy.with_credentials(value) for name, value in sent.items()}
+            credentialed = proxy.carries_credential(credential_places(path, sent))
+            headers = proxy.forwarded_headers(sent)
             headers["Accept-Encoding"] = "identity"
             try:
-                connection.request(self.command, upstream.base_path + proxy.with_credentials(path), body=body or None,
+                connection.request(self.command, upstream.base_path + proxy.forwarded_path(path), body=body or None,
                                    headers=headers)
                 response = connection.getresponse()
             except (OSError, http.client.HTTPException) as exc:

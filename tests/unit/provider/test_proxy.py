@@ -410,3 +410,27 @@ def test_only_a_refusal_of_the_trials_own_credential_is_the_providers_word() -> 
     finally:
         refusing.httpd.shutdown()
         refusing.httpd.server_close()
+
+
+def test_a_stand_in_becomes_the_real_credential_only_where_a_host_sends_its_credential(provider: Provider) -> None:
+    """Issue 38, item 1: the proxy swaps the real credential in only in the credential headers and
+    Gemini's ``key`` parameter.  Anywhere else — an ``anthropic-beta`` value, a model name in the path,
+    another query parameter — a provider may echo it back in an error, handing the agent the real key:
+    there the stand-in goes to the provider as the agent wrote it."""
+    with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
+        stand_in = proxy.stand_in_for("real-credential-of-the-evaluator")
+        connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+        connection.request("POST", f"{urlsplit(proxy.base_url).path}/v1/messages?beta={stand_in}&key={stand_in}",
+                           body=json.dumps({"model": stand_in, "stream": True, "messages": []}),
+                           headers={"Content-Type": "application/json", "x-api-key": stand_in,
+                                    "Authorization": f"Bearer {stand_in}", "x-goog-api-key": stand_in,
+                                    "anthropic-beta": stand_in, "X-Echo": f"x {stand_in}"})
+        assert connection.getresponse().status == 200
+        connection.close()
+    [request] = provider.requests
+    headers = {name.lower(): value for name, value in request["headers"].items()}
+    assert headers["x-api-key"] == headers["x-goog-api-key"] == "real-credential-of-the-evaluator"
+    assert headers["authorization"] == "Bearer real-credential-of-the-evaluator"
+    assert headers["anthropic-beta"] == stand_in and headers["x-echo"] == f"x {stand_in}"
+    assert request["path"] == f"/v1/messages?beta={stand_in}&key=real-credential-of-the-evaluator"
+    assert request["body"]["model"] == stand_in
