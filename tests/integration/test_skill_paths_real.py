@@ -4,17 +4,23 @@
 - A skill kept in ``.agents/skills/<name>`` whose instructions run its script by that path: the
   build leaves it there for Codex (which loads ``.agents/skills``), so the script the skill names
   runs (before, the build moved it to ``.codex/skills`` and the command exited 127).
+- A Claude Code plugin's skill, agent and command, built as that plugin and loaded with
+  ``--plugin-dir``: Claude Code knows them as ``review:lint``, ``review:critic`` and
+  ``/review:ship``, and the checks name them that way (before, a scenario naming ``review:lint``
+  was refused: "the harness defines no skill 'review:lint'").
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from conftest import Project, config_doc, scenario_doc
 from pytest_atlante.suite.scenario import SCENARIO_SCHEMA_URIS
-from trial_helpers import run_scripted_eval
+from trial_helpers import logged_requests, run_scripted_eval, with_request_log
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(600)]
 
@@ -92,3 +98,64 @@ def test_claude_code_loads_a_plugin_skill_under_its_namespace_and_a_check_names_
     assert (trial.verdict, status) == ("pass", 0), text + "\n" + str([c.model_dump() for c in trial.checks])
     # The host answered the namespaced call with the skill (no "Unknown skill"): no refused call.
     assert "refused or errored" not in text, text
+
+
+CRITIC = """---
+name: critic
+description: Critiques a change.
+tools: Read, Write
+---
+You critique changes.
+"""
+
+
+def test_claude_code_delegates_to_a_plugin_agent_by_its_namespaced_name(
+        pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build records ``critic`` → ``review:critic`` (``agentNames``): the script's task naming the
+    harness agent reaches the plugin's agent, and ``agent-used`` counts it under either name."""
+    monkeypatch.setenv("PATH", hosts_path())
+    config = config_doc(host="claude-code")
+    config["harness"] = {"agents": {"critic": {"prompt": "agents/critic.md"}}}
+    atlante_project.config(config)
+    atlante_project.write(".claude-plugin/plugin.json", {"name": "review"})
+    atlante_project.write("agents/critic.md", CRITIC)
+    atlante_project.scenario(scenario_doc(version="0.2", **{"$schema": SCENARIO_SCHEMA_URIS["0.2"]}, checks=[
+        {"type": "agent-used", "agent": "review:critic", "min": 1, "max": 1},
+        {"type": "agent-used", "agent": "critic", "min": 1, "max": 1},
+    ]))
+    atlante_project.script("writes-hello", [
+        {"text": "Delegating.", "actions": [{"type": "task", "agent": "critic", "prompt": "Critique it.",
+                                             "turns": [{"text": "Looks fine."}]}]},
+        {"text": "Done."},
+    ])
+    atlante_project.build()
+    status, report, text = run_scripted_eval(pytester, atlante_project)
+    [trial] = report.scenarios[0].trials
+    assert (trial.verdict, status) == ("pass", 0), text + "\n" + str([c.model_dump() for c in trial.checks])
+
+
+def test_claude_code_runs_a_plugin_command_by_its_namespaced_name(
+        pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``/review:ship`` runs the plugin's command (its body reaches the model) and ``command-used``
+    counts it under either name."""
+    monkeypatch.setenv("PATH", hosts_path())
+    config = config_doc(host="claude-code")
+    config["harness"] = {"commands": {"ship": {"file": "commands/ship.md"}}}
+    atlante_project.config(config)
+    atlante_project.write(".claude-plugin/plugin.json", {"name": "review"})
+    atlante_project.write("commands/ship.md", "---\ndescription: Ships it.\n---\nSHIP-COMMAND-BODY: ship $ARGUMENTS.\n")
+    atlante_project.scenario(scenario_doc(version="0.2", **{"$schema": SCENARIO_SCHEMA_URIS["0.2"]},
+                                          task={"fixture": "eval/fixtures/app", "prompt": "/review:ship the release"},
+                                          checks=[{"type": "command-used", "command": "review:ship", "min": 1, "max": 1},
+                                                  {"type": "command-used", "command": "ship", "min": 1, "max": 1}]))
+    atlante_project.script("writes-hello", [{"text": "Shipped."}])
+    atlante_project.build()
+    log_dir = tmp_path / "requests"
+    args = with_request_log(monkeypatch, log_dir)
+    status, report, text = run_scripted_eval(pytester, atlante_project, *args)
+    [trial] = report.scenarios[0].trials
+    assert (trial.verdict, status) == ("pass", 0), text + "\n" + str([c.model_dump() for c in trial.checks])
+    served = [r for logged in logged_requests(log_dir).values() for r in logged if r["kind"] == "turn"]
+    assert any("SHIP-COMMAND-BODY: ship the release." in json.dumps(r["body"]) for r in served), served
