@@ -8,4 +8,5 @@ from pydantic import BaseModel, ConfigDict
 class StrictModel(BaseModel):
     """Unknown keys are errors, instances are immutable, field names match the JSON exactly."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+    # Built on first use (records.Record says why): a worker never validates most documents.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False, defer_build=True)

@@ -34,7 +34,10 @@ INTERRUPTED_ERROR = "interrupted (Ctrl-C or SIGTERM) while the trial ran"
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Schemas are built on first use, not at import: an xdist worker imports every report model
+    # (the engine's modules import each other) but validates only its trials' records, and the
+    # build of the rest was a third of each worker's start-up CPU (benchmarks/concurrency.py).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class OmitsUnsetArm(Record):
