@@ -2,8 +2,9 @@
 (issue 37 items 4 and 5, docs/reference.md "Where a skill lands").
 
 - A skill kept in ``.agents/skills/<name>`` whose instructions run its script by that path: the
-  build leaves it there for Codex (which loads ``.agents/skills``), so the script the skill names
-  runs (before, the build moved it to ``.codex/skills`` and the command exited 127).
+  build leaves it there for Codex, Gemini CLI and OpenCode (which load ``.agents/skills``), so the
+  script the skill names runs (before, the build moved it to ``.codex/skills`` and the command
+  exited 127 on Codex).
 - A Claude Code plugin's skill, agent and command, built as that plugin and loaded with
   ``--plugin-dir``: Claude Code knows them as ``review:lint``, ``review:critic`` and
   ``/review:ship``, and the checks name them that way (before, a scenario naming ``review:lint``
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,11 +40,13 @@ It writes `checked.txt`.
 RUN_SH = "#!/bin/sh\necho checked-by-runner > checked.txt\n"
 
 
-def test_codex_runs_a_skill_script_by_the_path_its_instructions_use(
+@pytest.mark.parametrize("host", ["codex", "gemini-cli", "opencode"])
+def test_a_skill_script_runs_by_the_path_its_instructions_use(
         pytester: pytest.Pytester, atlante_project: Project, hosts_path: Callable[[], str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    """Codex, Gemini CLI and OpenCode all load ``.agents/skills``: the skill stays there and loads."""
     monkeypatch.setenv("PATH", hosts_path())
-    config = config_doc(host="codex")
+    config = config_doc(host=host)
     config["harness"] = {"skills": {"runner": {"dir": ".agents/skills/runner"}}}
     atlante_project.config(config)
     atlante_project.write(".agents/skills/runner/SKILL.md", RUNNER_SKILL)
@@ -159,3 +163,46 @@ def test_claude_code_runs_a_plugin_command_by_its_namespaced_name(
     assert (trial.verdict, status) == ("pass", 0), text + "\n" + str([c.model_dump() for c in trial.checks])
     served = [r for logged in logged_requests(log_dir).values() for r in logged if r["kind"] == "turn"]
     assert any("SHIP-COMMAND-BODY: ship the release." in json.dumps(r["body"]) for r in served), served
+
+
+SUPERPOWERS = Path(__file__).parents[1] / "data" / "harnesses" / "obra-superpowers"
+IMPORTED = "If you think there is even a 1% chance a skill might apply"  # using-superpowers/SKILL.md
+
+
+@pytest.mark.parametrize("host", ["claude-code", "gemini-cli"])
+def test_the_superpowers_plugin_keeps_its_namespace_and_its_memory_imports(
+        pytester: pytest.Pytester, tmp_path: Path, hosts_path: Callable[[], str],
+        monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    """obra/superpowers, adopted by init as it is: on Claude Code a check names its skill
+    ``superpowers:executing-plans`` and the session loads it so; on both hosts the memory file's
+    ``@./skills/using-superpowers/SKILL.md`` import reaches the model (before, the build put the skill
+    in the host's folder and the import dangled)."""
+    from pytest_atlante.suite.init import init_project
+    from pytest_atlante.suite.jsonc import loads as jsonc_loads
+
+    monkeypatch.setenv("PATH", hosts_path())
+    root = tmp_path / "project"
+    shutil.copytree(SUPERPOWERS, root)
+    init_project(root)
+    project = Project(root)
+    harness = jsonc_loads((root / "atlante.jsonc").read_text())["harness"]
+    config = config_doc(host=host)
+    config["harness"] = harness
+    project.config(config)
+    project.write("eval/fixtures/app/README.md", "# app\n")
+    namespaced = host == "claude-code"
+    skill = "superpowers:executing-plans" if namespaced else "executing-plans"
+    project.scenario(scenario_doc(version="0.2", **{"$schema": SCENARIO_SCHEMA_URIS["0.2"]}, checks=[
+        {"type": "skill-used", "skill": "superpowers:executing-plans", "min": 1, "max": 1}]))
+    project.script("writes-hello", [{"text": "Loading the plan skill.", "actions": [{"type": "skill", "name": skill}]},
+                                    {"text": "Done."}])
+    project.build()
+    assert not any("dangle" in w for w in json.loads((root / f".atlante/build/{host}/manifest.json").read_text())["warnings"])
+    log_dir = tmp_path / "requests"
+    status, report, text = run_scripted_eval(pytester, project, *with_request_log(monkeypatch, log_dir))
+    [trial] = report.scenarios[0].trials
+    assert (trial.verdict, status) == ("pass", 0), text + "\n" + str([c.model_dump() for c in trial.checks])
+    served = [r for logged in logged_requests(log_dir).values() for r in logged if r["kind"] == "turn"]
+    assert served and IMPORTED in json.dumps(served[0]["body"]), "the imported skill text never reached the model"
+    assert any("writing-plans" in s["text"] or "executing" in s["text"].lower()
+               for r in served for s in r["skills_loaded"]), [r["skills_loaded"] for r in served]
