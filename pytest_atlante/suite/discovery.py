@@ -247,10 +247,25 @@ def harness_names(suite: Suite) -> dict[str, set[str]]:
                             ("command", {n: c.file for n, c in harness.commands.items()})):
             for name, path in parts.items():
                 names[kind].add(name)
+                if kind == "command":
+                    names[kind] |= command_spellings(name, path)
                 plugin = plugin_of(base / path, base) if not unsafe_path_reason(path) else None
                 if plugin is not None:
                     names[kind].add(plugin.namespaced(name))
     return names
+
+
+def command_spellings(name: str, file: str) -> set[str]:
+    """The names a harness command runs by: its harness name and, for a file kept in a folder of a
+    host's ``commands/`` tree (which the build keeps in place), the host's name for it — Claude Code
+    and Gemini CLI join the folders with ``:`` (``.claude/commands/frontend/component.md`` is
+    ``/frontend:component``, docs/host-facts.md §11)."""
+    parts = file.split("/")
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] in ("commands", "command") and len(parts) - index > 2:
+            nested = [*parts[index + 1:-1], parts[-1].removesuffix(".md").removesuffix(".toml")]
+            return {name, ":".join(nested)}
+    return {name}
 
 
 def harness_name_diagnostics(scenario: Scenario, display: str, suite: Suite) -> list[Diagnostic]:

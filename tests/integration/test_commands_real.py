@@ -105,11 +105,14 @@ def test_claude_codes_unknown_command_answer_makes_the_trial_an_infra_error(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None,
 ) -> None:
     """The harness defines ``component``, kept in its ``frontend/`` folder, where Claude Code names
-    it ``/frontend:component``: ``/component`` passes validation and Claude Code answers
-    "Unknown command: /component" without asking the model.  Before, the trial failed on the
-    file check alone."""
+    it ``/frontend:component`` (validation takes both names): ``/component`` passes validation and
+    Claude Code answers "Unknown command: /component" without asking the model.  Before, the trial
+    failed on the file check alone."""
     cases = [TrialCase("unknown-to-the-host", WORK, [{"type": "file-exists", "path": "greeted.txt"}], "infra-error",
-                       ("fail",), prompt="/component")]
+                       ("fail",), prompt="/component"),
+             TrialCase("runs-the-folder-name", WORK, [{"type": "command-used", "command": "frontend:component"},
+                                                      {"type": "file-exists", "path": "greeted.txt"}],
+                       "pass", ("pass", "pass"), prompt="/frontend:component", version="0.2")]
     project = command_project(tmp_path / "project", "claude-code", cases,
                               {"component": {"file": ".claude/commands/frontend/component.md"}},
                               {".claude/commands/frontend/component.md": f"{COMMAND_SENTINEL}\n"})
@@ -122,3 +125,5 @@ def test_claude_codes_unknown_command_answer_makes_the_trial_an_infra_error(
     events = events_of(run.out, trial.transcript)
     assert [e for e in events if e["type"] == "error" and e.get("unknownCommand") == "component"]
     assert not [e for e in events if e["type"] == "command"]
+    # The host's own name for it runs it.
+    assert outcome_table(run, cases[1:]) == expected_table(cases[1:])

@@ -321,6 +321,21 @@ def test_a_prompt_that_runs_a_harness_command_or_none_is_no_problem(atlante_proj
     assert not [d for d in found if d.code in ("eval-command-unknown", "eval-scenario-invalid")], found
 
 
+def test_a_command_kept_in_a_folder_runs_by_the_hosts_name_too(atlante_project: Project) -> None:
+    """``.claude/commands/frontend/component.md`` is ``/frontend:component`` on Claude Code (and a
+    folder of ``.gemini/commands`` the same on Gemini CLI): validation takes that name as well."""
+    doc = config_doc()
+    doc["harness"]["commands"] = {"component": {"file": ".claude/commands/frontend/component.md"}}
+    atlante_project.config(doc)
+    atlante_project.write(".claude/commands/frontend/component.md", "Make a component.\n")
+    for prompt, check in (("/frontend:component", "frontend:component"), ("/component x", "component")):
+        both(task(prompt=prompt), v02({"type": "command-used", "command": check}))(atlante_project)
+        found = validate_as(atlante_project, [])
+        assert not [d for d in found if d.code in ("eval-command-unknown", "eval-scenario-invalid")], found
+    task(prompt="/frontend:other")(atlante_project)
+    assert [d.location for d in validate_as(atlante_project, []) if d.code == "eval-command-unknown"] == ["$.task.prompt"]
+
+
 def test_command_used_max_zero_holds_on_a_host_without_commands(atlante_project: Project) -> None:
     both(with_command, v02({"type": "command-used", "command": "greet", "max": 0}))(atlante_project)
     assert not [d for d in validate_as(atlante_project, ["--atlante-host", "codex"])
