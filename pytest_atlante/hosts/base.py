@@ -299,6 +299,24 @@ def slash_command(prompt: str) -> SlashCommand | None:
     return SlashCommand(found.group(1), (found.group(2) or "").strip()) if found else None
 
 
+def command_names(host: object, name: str, file: str) -> set[str]:
+    """The names a ``/name`` prompt runs the harness command ``name`` (source ``file``) by on
+    ``host``.  A file kept in a folder of a ``commands/`` tree keeps its place in the build, and the
+    host names it by its folders joined with its ``command_folder_separator`` (Claude Code and
+    Gemini CLI ``:``, OpenCode ``/``: docs/host-facts.md §11, §13): ``.claude/commands/frontend/
+    component.md`` is ``frontend:component`` there, never ``component``; any other file runs by its
+    harness name.  None on a host without commands."""
+    if no_place(host, "command") is not None:
+        return set()
+    parts = file.split("/")
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] in ("commands", "command") and len(parts) - index > 2:
+            separator = getattr(host, "command_folder_separator", ":")
+            nested = [*parts[index + 1:-1], parts[-1].removesuffix(".md").removesuffix(".toml")]
+            return {separator.join(nested)}
+    return {name}
+
+
 def no_place(host: object, kind: str) -> str | None:
     """Why ``host`` has nowhere to load a harness part of ``kind`` (``agent``, ``command``), or None.
 

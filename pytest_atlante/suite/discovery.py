@@ -16,8 +16,8 @@ from pytest_atlante.checks import AgentUsedCheck, CommandUsedCheck, SkillUsedChe
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import file_kind
-from pytest_atlante.hosts.base import no_place, slash_command
-from pytest_atlante.hosts.names import HostName, min_config_version
+from pytest_atlante.hosts.base import command_names, no_place, slash_command
+from pytest_atlante.hosts.names import HOST_NAMES, HostName, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
 from pytest_atlante.suite.documents import load_document, validate_model
@@ -247,25 +247,29 @@ def harness_names(suite: Suite) -> dict[str, set[str]]:
                             ("command", {n: c.file for n, c in harness.commands.items()})):
             for name, path in parts.items():
                 names[kind].add(name)
-                if kind == "command":
-                    names[kind] |= command_spellings(name, path)
+                if kind == "command":  # and as each host runs it
+                    names[kind] |= {spelling for host in HOST_NAMES for spelling in command_names(host_for(host), name, path)}
                 plugin = plugin_of(base / path, base) if not unsafe_path_reason(path) else None
                 if plugin is not None:
                     names[kind].add(plugin.namespaced(name))
     return names
 
 
-def command_spellings(name: str, file: str) -> set[str]:
-    """The names a harness command runs by: its harness name and, for a file kept in a folder of a
-    host's ``commands/`` tree (which the build keeps in place), the host's name for it — Claude Code
-    and Gemini CLI join the folders with ``:`` (``.claude/commands/frontend/component.md`` is
-    ``/frontend:component``, docs/host-facts.md §11)."""
-    parts = file.split("/")
-    for index in range(len(parts) - 2, -1, -1):
-        if parts[index] in ("commands", "command") and len(parts) - index > 2:
-            nested = [*parts[index + 1:-1], parts[-1].removesuffix(".md").removesuffix(".toml")]
-            return {name, ":".join(nested)}
-    return {name}
+def host_command_names(suite: Suite, host: HostName) -> set[str]:
+    """The names a ``/name`` prompt may run on ``host``: each harness command (any layer, as
+    :func:`harness_names`) by the name ``host`` knows it by (``hosts.base.command_names``)."""
+    layers = [(suite.project_root, suite.config.harness)] if suite.config else []
+    layers += [(suite.project_root, arm.harness) for arm in suite.arms]
+    layers += [(base, harness) for _origin, base, harness in harness_layers(suite.packs)]
+    names: set[str] = set()
+    for base, harness in layers:
+        for name, source in harness.commands.items():
+            runs_as = command_names(host_for(host), name, source.file)
+            names |= runs_as
+            plugin = plugin_of(base / source.file, base) if runs_as and not unsafe_path_reason(source.file) else None
+            if plugin is not None:  # a plugin's command also runs namespaced (suite/plugins.py)
+                names.add(plugin.namespaced(name))
+    return names
 
 
 def harness_name_diagnostics(scenario: Scenario, display: str, suite: Suite) -> list[Diagnostic]:
@@ -304,15 +308,19 @@ def command_prompt_diagnostics(scenario: Scenario, display: str, suite: Suite, h
     ``eval-check-impossible``."""
     found: list[Diagnostic] = []
     command = slash_command(scenario.task.prompt)
+    hosts = [name for name in _run_hosts(suite, host) if no_place(host_for(name), "command") is None]
     if command is not None:
-        defined = harness_names(suite)["command"]
-        if command.name not in defined:
+        defined_on = {name: sorted(host_command_names(suite, name)) for name in hosts}
+        for name, defined in defined_on.items():
+            if command.name in defined:
+                continue
             found.append(Diagnostic(
                 display, "$.task.prompt", UNKNOWN_COMMAND,
-                f"the prompt runs /{command.name}, which the harness does not define "
-                f"(it defines: {', '.join(f'/{n}' for n in sorted(defined)) or 'no command'})",
+                f"the prompt runs /{command.name}, which the harness does not define for {name} "
+                f"(it defines: {', '.join(f'/{n}' for n in defined) or 'no command'})",
                 "add the command to the harness section of atlante.jsonc (harness.commands), name one it "
-                "defines, or start the prompt with something other than '/' if it is no command"))
+                "defines (a command kept in a folder runs as /folder:name), or start the prompt with "
+                "something other than '/' if it is no command"))
     counts = [(index, check) for index, check in enumerate(scenario.checks)
               if isinstance(check, CommandUsedCheck) and check.least > 0]
     for name in _run_hosts(suite, host):

@@ -1,9 +1,9 @@
 """Slash commands on the real CLIs (docs/reference.md, "Slash commands"): a scenario whose prompt
 runs a harness command gets a ``command`` event first in its transcript, which ``command-used``
 counts, and the command's text reaches the model (the request log shows it); a prompt that runs no
-command counts none.  On Claude Code a ``/name`` the host does not know (a command built in a folder
-is ``/folder:name`` there) is answered "Unknown command" with 0 turns: the trial is an infra-error
-naming it, not a later check failure.  Codex runs no slash commands: validation refuses such a
+command counts none; a command kept in a folder runs as ``/folder:name``.  On Claude Code a
+``/name`` the host does not have is answered "Unknown command" with 0 turns: the trial is an
+infra-error naming it, not a later check failure.  Codex runs no slash commands: validation refuses such a
 prompt there (tests/unit/foundation/test_validation_table.py)."""
 
 from __future__ import annotations
@@ -101,29 +101,43 @@ def test_command_used_counts_the_expansion_that_reached_the_model(
     assert not [trial for trial in sent if trial.startswith("runs-no-command") and COMMAND_SENTINEL in sent[trial]]
 
 
+@pytest.mark.parametrize("host", ["claude-code", "gemini-cli"])
+def test_a_command_kept_in_a_folder_runs_by_the_hosts_folder_name(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, monkeypatch: pytest.MonkeyPatch,
+    host: HostName,
+) -> None:
+    """``.claude/commands/frontend/component.md`` stays in its folder in the build; Claude Code and
+    Gemini CLI (``.gemini/commands/frontend/component.toml``) run it as ``/frontend:component``."""
+    cases = [TrialCase("runs-the-folder-name", WORK, [{"type": "command-used", "command": "frontend:component"},
+                                                      {"type": "file-exists", "path": "greeted.txt"}],
+                       "pass", ("pass", "pass"), prompt="/frontend:component", version="0.2")]
+    project = command_project(tmp_path / "project", host, cases,
+                              {"component": {"file": ".claude/commands/frontend/component.md"}},
+                              {".claude/commands/frontend/component.md": f"{COMMAND_SENTINEL}\n"})
+    run = run_eval(pytester, project, tmp_path / "out", *with_request_log(monkeypatch, tmp_path / "requests"))
+    assert run.result.ret == 0, run.output()
+    assert outcome_table(run, cases) == expected_table(cases)
+    assert COMMAND_SENTINEL in json.dumps([r.get("body") for found in logged_requests(tmp_path / "requests").values()
+                                           for r in found])
+
+
 def test_claude_codes_unknown_command_answer_makes_the_trial_an_infra_error(
     pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None,
 ) -> None:
-    """The harness defines ``component``, kept in its ``frontend/`` folder, where Claude Code names
-    it ``/frontend:component`` (validation takes both names): ``/component`` passes validation and
-    Claude Code answers "Unknown command: /component" without asking the model.  Before, the trial
-    failed on the file check alone."""
+    """Validation knows the build defines ``/greet``; a setup step then removes the built file from
+    the trial's sandbox, so Claude Code answers "Unknown command: /greet" without asking the model.
+    Before, such a trial failed on its file check alone (issue 37's measured bug)."""
+    remove = ["python3", "-c", "import os; os.remove('.claude/commands/greet.md')"]
     cases = [TrialCase("unknown-to-the-host", WORK, [{"type": "file-exists", "path": "greeted.txt"}], "infra-error",
-                       ("fail",), prompt="/component"),
-             TrialCase("runs-the-folder-name", WORK, [{"type": "command-used", "command": "frontend:component"},
-                                                      {"type": "file-exists", "path": "greeted.txt"}],
-                       "pass", ("pass", "pass"), prompt="/frontend:component", version="0.2")]
+                       ("fail",), prompt="/greet", setup=remove)]
     project = command_project(tmp_path / "project", "claude-code", cases,
-                              {"component": {"file": ".claude/commands/frontend/component.md"}},
-                              {".claude/commands/frontend/component.md": f"{COMMAND_SENTINEL}\n"})
+                              {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}})
     run = run_eval(pytester, project, tmp_path / "out")
     assert run.result.ret == 1, run.output()
     trial = run.trial("unknown-to-the-host")
     assert trial.verdict == "infra-error", run.output()
-    assert "Unknown command: /component" in (trial.error or ""), trial.error
+    assert "Unknown command: /greet" in (trial.error or ""), trial.error
     assert "0 turns" in (trial.error or "")
     events = events_of(run.out, trial.transcript)
-    assert [e for e in events if e["type"] == "error" and e.get("unknownCommand") == "component"]
+    assert [e for e in events if e["type"] == "error" and e.get("unknownCommand") == "greet"]
     assert not [e for e in events if e["type"] == "command"]
-    # The host's own name for it runs it.
-    assert outcome_table(run, cases[1:]) == expected_table(cases[1:])

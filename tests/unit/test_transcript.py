@@ -243,19 +243,24 @@ def test_a_prompt_that_runs_no_command_has_no_command_event(prompt: str | None) 
     assert not of_type(command_transcript("claude-2.1.197-command-stream.jsonl", "claude-code", prompt), "command")
 
 
-def test_claude_codes_unknown_command_answer_is_an_error_event_and_no_command() -> None:
+@pytest.mark.parametrize(("name", "answer", "command"), [
+    ("claude-2.1.197-unknown-command-stream.jsonl", "Unknown command: /nosuch", "nosuch"),
+    # With a command of a similar name it suggests one.
+    ("claude-2.1.197-unknown-command-suggestion-stream.jsonl", "Unknown command: /greet. Did you mean /reset?", "greet"),
+])
+def test_claude_codes_unknown_command_answer_is_an_error_event_and_no_command(name: str, answer: str, command: str) -> None:
     """``claude -p "/nosuch with args"``: a synthetic "Unknown command: /nosuch" and a result of 0 turns."""
-    transcript = command_transcript("claude-2.1.197-unknown-command-stream.jsonl", "claude-code", "/nosuch with args")
+    transcript = command_transcript(name, "claude-code", f"/{command} with args")
     assert not of_type(transcript, "command") and not of_type(transcript, "text")
     (error,) = of_type(transcript, "error")
-    assert error["message"] == "Unknown command: /nosuch" and error["unknownCommand"] == "nosuch"
+    assert error["message"] == answer and error["unknownCommand"] == command
     assert of_type(transcript, "result")[0]["turns"] == 0
     monitor = ClaudeStreamMonitor()
-    for line in (SAMPLES / "claude-2.1.197-unknown-command-stream.jsonl").read_text().splitlines():
+    for line in (SAMPLES / name).read_text().splitlines():
         monitor.feed(line)
     outcome = monitor.outcome()
     assert outcome.is_error
-    assert outcome.error_message is not None and "'Unknown command: /nosuch'" in outcome.error_message
+    assert outcome.error_message is not None and repr(answer) in outcome.error_message
     assert "0 turns" in outcome.error_message
 
 

@@ -19,12 +19,13 @@ from pytest_atlante.records import Usage
 SYNTHETIC_MODEL = "<synthetic>"  # Claude Code's name for messages it made up itself (host-facts §2)
 #: Claude Code's own answer to a ``-p "/name"`` prompt naming no command or skill it has: a synthetic
 #: message and a ``result`` of 0 turns with ``is_error: false`` (docs/host-facts.md §13).
-UNKNOWN_COMMAND = re.compile(r"Unknown (?:command|skill): (/?\S+)")
+#: It may suggest another: ``Unknown command: /greet. Did you mean /reset?``.
+UNKNOWN_COMMAND = re.compile(r"Unknown (?:command|skill): (/?\S+?)\.?(?:\s|$)")
 
 
 def unknown_command(text: object) -> str | None:
     """The command Claude Code's "Unknown command: /x" answer names, or None for any other text."""
-    found = UNKNOWN_COMMAND.fullmatch(text.strip()) if isinstance(text, str) else None
+    found = UNKNOWN_COMMAND.match(text.strip()) if isinstance(text, str) else None
     return found.group(1) if found else None
 
 

@@ -151,6 +151,7 @@ class GeminiCliHost(GeminiParts):
     stream_call_ids = False
     selects_agent = False  # no flag starts a session as a sub-agent
     owned_dir = ".gemini"
+    command_folder_separator = ":"  # a command in a folder of commands/: folders joined by it (host-facts §11, §13)
     skill_roots = (".gemini/skills", ".agents/skills")  # not .claude/skills (host-facts-gemini §15)
     #: host-facts-gemini §15: .gemini's agents, skills and TOML commands, GEMINI.md; an extension
     #: (gemini-extension.json beside its commands/ and skills/).

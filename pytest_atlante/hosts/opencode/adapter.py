@@ -291,6 +291,7 @@ class OpenCodeHost:
     stream_call_ids = True
     selects_agent = True
     owned_dir = ".opencode"
+    command_folder_separator = "/"  # a command in a folder of commands/: folders joined by it (host-facts §11, §13)
     # .claude/skills only without OPENCODE_DISABLE_CLAUDE_CODE, which the trial sets (host-facts §8).
     skill_roots = (".opencode/skills", ".opencode/skill", ".agents/skills")
     #: host-facts §8, §11: singular and plural folder names both load.

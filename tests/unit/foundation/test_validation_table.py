@@ -321,19 +321,26 @@ def test_a_prompt_that_runs_a_harness_command_or_none_is_no_problem(atlante_proj
     assert not [d for d in found if d.code in ("eval-command-unknown", "eval-scenario-invalid")], found
 
 
-def test_a_command_kept_in_a_folder_runs_by_the_hosts_name_too(atlante_project: Project) -> None:
-    """``.claude/commands/frontend/component.md`` is ``/frontend:component`` on Claude Code (and a
-    folder of ``.gemini/commands`` the same on Gemini CLI): validation takes that name as well."""
+def test_a_command_kept_in_a_folder_runs_by_the_hosts_name_only(atlante_project: Project) -> None:
+    """``.claude/commands/frontend/component.md`` is ``/frontend:component`` on Claude Code and
+    Gemini CLI (the build keeps it in its folder), never ``/component``, which those hosts would
+    answer "Unknown command" or send as text; OpenCode names it ``frontend/component``, which no
+    ``/name`` prompt can say.  A ``command-used`` check may name it either way."""
     doc = config_doc()
     doc["harness"]["commands"] = {"component": {"file": ".claude/commands/frontend/component.md"}}
     atlante_project.config(doc)
     atlante_project.write(".claude/commands/frontend/component.md", "Make a component.\n")
-    for prompt, check in (("/frontend:component", "frontend:component"), ("/component x", "component")):
-        both(task(prompt=prompt), v02({"type": "command-used", "command": check}))(atlante_project)
-        found = validate_as(atlante_project, [])
-        assert not [d for d in found if d.code in ("eval-command-unknown", "eval-scenario-invalid")], found
-    task(prompt="/frontend:other")(atlante_project)
-    assert [d.location for d in validate_as(atlante_project, []) if d.code == "eval-command-unknown"] == ["$.task.prompt"]
+    both(task(prompt="/frontend:component now"), v02({"type": "command-used", "command": "frontend:component"},
+                                                     {"type": "command-used", "command": "component"}))(atlante_project)
+    found = validate_as(atlante_project, [])
+    assert not [d for d in found if d.code in ("eval-command-unknown", "eval-scenario-invalid")], found
+    task(prompt="/component")(atlante_project)
+    (refused,) = [d for d in validate_as(atlante_project, []) if d.code == "eval-command-unknown"]
+    assert refused.location == "$.task.prompt"
+    assert "for claude-code (it defines: /frontend:component)" in refused.message
+    task(prompt="/frontend:component")(atlante_project)
+    (refused,) = [d for d in validate_as(atlante_project, ["--atlante-host", "opencode"]) if d.code == "eval-command-unknown"]
+    assert "for opencode (it defines: /frontend/component)" in refused.message
 
 
 def test_command_used_max_zero_holds_on_a_host_without_commands(atlante_project: Project) -> None:
