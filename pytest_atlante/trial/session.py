@@ -208,6 +208,8 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     logins = host.credential_files(sb.home, {})
     secrets.add(secrets_in_env(env))
     as_copied = {path: login_document(path) for path in logins}
+    # Decided on what the session starts with (the host writes its own files into HOME meanwhile).
+    exposed = None if endpoint is not None else credential_exposed(host, env, as_copied, confined=confined is not None)
     for path in logins:
         secrets.add(secrets_in_file(path))
     # The transcript's redactor uses the trial's own secrets (the one definition the report uses):
@@ -236,23 +238,24 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
             capture.add(line)
         for path in logins:  # a token the host refreshed meanwhile, and nothing else the file now says
             secrets.add(refreshed_credentials(as_copied[path], path, host.refreshed_fields))
-    exposed = None if endpoint is not None else credential_exposed(host, env, [as_copied[path] for path in logins],
-                                                                    confined=confined is not None)
     return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None,
                        exposed)
 
 
-def credential_exposed(host: Host, env: Mapping[str, str], logins: list[object], *, confined: bool) -> bool:
+def credential_exposed(host: Host, env: Mapping[str, str], logins: Mapping[Path, object], *, confined: bool) -> bool:
     """Whether a real-provider session's agent could read a real credential: without namespace
     isolation it runs as the runner's user beside the runner (whose environment and the user's
-    logins it can read); else a credential variable of its session that holds no stand-in, or a
-    credential of a login copied into its HOME that is none (docs/integrity.md, "Credentials")."""
+    logins it can read); else a credential variable of its session that holds no stand-in, a
+    credential of a login copied into its HOME (``logins``: each as parsed before the session) that
+    is none, or a copied login that is no JSON document (OpenCode V2's credential tables), whose
+    credentials cannot be stood in (docs/integrity.md, "Credentials")."""
     def is_stand_in(value: str) -> bool:
         return value.startswith(STAND_IN_PREFIX)
 
     return (not confined
             or any(env.get(name) and not is_stand_in(env[name]) for name in host.credential_env)
-            or any(exposed_fields(login, host.login_fields, is_stand_in) for login in logins))
+            or any(exposed_fields(login, host.login_fields, is_stand_in) if login is not None else os.path.lexists(path)
+                   for path, login in logins.items()))
 
 
 def session_error(session: HostSession, budget: TrialBudget) -> str | None:

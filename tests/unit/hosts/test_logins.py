@@ -104,3 +104,21 @@ def test_opencode_s_copied_login_holds_only_the_model_s_provider_as_a_stand_in(t
     OpenCodeHost().prepare(wiring(tmp_path, "opencode", "anthropic/claude-sonnet-4-5"))
     copied = json.loads((tmp_path / "home" / ".local" / "share" / "opencode" / "auth.json").read_text())
     assert copied == {"anthropic": {"type": "api", "key": stand_in(REAL)}}
+
+
+def test_a_session_is_exposed_by_a_real_value_where_its_credentials_are(tmp_path: Path) -> None:
+    """``credentialExposed`` (trial/session.py): a login as copied, the session's variables, the isolation."""
+    from pytest_atlante.trial.session import credential_exposed
+
+    host = ClaudeCodeHost()
+    stood = {"claudeAiOauth": {"accessToken": "atlante-stand-in-a", "refreshToken": "atlante-stand-in-b", "scopes": ["x"]}}
+    login = tmp_path / ".credentials.json"
+    env = {"ANTHROPIC_API_KEY": "atlante-stand-in-c"}
+    assert not credential_exposed(host, env, {login: stood}, confined=True)
+    assert not credential_exposed(host, env, {login: None}, confined=True)  # nothing was copied
+    assert credential_exposed(host, env, {login: stood}, confined=False)  # beside the runner, as its user
+    assert credential_exposed(host, {**env, "CLAUDE_CODE_USE_BEDROCK": "1"}, {login: stood}, confined=True)
+    assert credential_exposed(host, env, {login: {"claudeAiOauth": {"accessToken": REAL}}}, confined=True)
+    database = tmp_path / "opencode.db"
+    database.write_bytes(b"SQLite format 3\x00")  # OpenCode V2's credential tables: no JSON to stand in
+    assert credential_exposed(OpenCodeHost(), {}, {database: None}, confined=True)
