@@ -27,7 +27,7 @@ import pytest
 
 from conftest import EVERY_HOST, HARNESSES
 from pytest_atlante.hosts import host_for
-from pytest_atlante.hosts.base import no_place
+from pytest_atlante.hosts.base import PluginLoader, no_place
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.jsonc import loads as jsonc_loads
@@ -52,11 +52,19 @@ class RealHarness:
     command_args: str = ""
     command_text: str = ""               # a sentence of the command as the host expands it
     instructions_text: str | None = None  # a sentence of the memory file
+    plugin: str | None = None            # the Claude Code plugin the parts are in (its manifest's name)
+
+    def command_on(self, host: HostName) -> str | None:
+        """The command as ``host`` names it: ``plugin:command`` where the host keeps plugin
+        namespaces (Claude Code answers ``Unknown command`` to the plain name); None: no command
+        there (Codex runs no slash commands)."""
+        if self.command is None or no_place(host_for(host), "command") is not None:
+            return None
+        return f"{self.plugin}:{self.command}" if self.plugin and isinstance(host_for(host), PluginLoader) else self.command
 
     def prompt(self, host: HostName) -> str:
-        if self.command is not None and no_place(host_for(host), "command") is None:
-            return f"/{self.command} {self.command_args}"
-        return f"Use the {self.skill} skill, then write done.txt."
+        command = self.command_on(host)
+        return f"/{command} {self.command_args}" if command else f"Use the {self.skill} skill, then write done.txt."
 
 
 HARNESS_SETS = [
@@ -68,7 +76,7 @@ HARNESS_SETS = [
         skill="writing-plans",
         skill_text="Write comprehensive implementation plans assuming the engineer has zero context",
         command="write-plan", command_args="for a farewell message",
-        command_text="Tell your human partner that this command is deprecated"),
+        command_text="Tell your human partner that this command is deprecated", plugin="superpowers"),
     RealHarness(
         "LibPDF-js-core", "opencode",
         adopted=("adopted skill conventional-commit (.opencode/skills/conventional-commit, opencode layout)",
@@ -137,8 +145,8 @@ def write_scenario(project: Path, harness: RealHarness, host: HostName) -> None:
     checks: list[dict[str, Any]] = [{"type": "file-exists", "path": "done.txt"},
                                     {"type": "diff-allowlist", "allow": ["done.txt"]},
                                     {"type": "skill-used", "skill": harness.skill, "min": 1, "max": 1}]
-    if harness.prompt(host).startswith("/"):
-        checks.append({"type": "command-used", "command": harness.command, "min": 1, "max": 1})
+    if harness.command_on(host):
+        checks.append({"type": "command-used", "command": harness.command_on(host), "min": 1, "max": 1})
     scenario = {"$schema": "https://atlante.sh/schema/v0.2/eval-scenario.json", "version": "0.2", "name": SCENARIO,
                 "task": {"fixture": "eval/fixtures/app", "prompt": harness.prompt(host)}, "checks": checks}
     (project / f"eval/scenarios/{SCENARIO}.eval.json").write_text(json.dumps(scenario, indent=2))
