@@ -22,6 +22,7 @@ URL = re.compile(r"http://127\.0\.0\.1:[0-9]+")
 # The engine's server answers only under a per-trial path key (``provider/loopback.py``): the
 # captured base URL carries one, and the floor's server is started with the same key.
 KEYED_URL = re.compile(r"http://127\.0\.0\.1:[0-9]+/([A-Za-z0-9_-]+)")
+FINISHED = ('"result"', '"step_finish"', '"turn.completed"')
 GIT = ["git", "-c", "user.name=floor", "-c", "user.email=floor@example.invalid", "-c", "commit.gpgsign=false"]
 
 
@@ -51,7 +52,9 @@ def run_trial(plan: dict[str, Any], trial: int, new: Path) -> dict[str, Any]:
     old = plan["trialDir"]
     sandbox = Path(plan["cwd"].replace(old, str(new)))
     home = Path(plan["home"].replace(old, str(new)))
-    keys = {m.group(1) for value in plan["env"].values() for m in KEYED_URL.finditer(value)}
+    # The key is in the environment (Claude Code, OpenCode) or a configuration file in HOME (Codex).
+    texts = [*plan["env"].values(), *plan["homeFiles"].values(), *plan["sandbox"].values()]
+    keys = {m.group(1) for text in texts for m in KEYED_URL.finditer(text)}
     server = ScriptedModelServer(load_script(Path(plan["script"])), sandbox_root=sandbox,
                                  trial_key=keys.pop() if len(keys) == 1 else None)
     with server:
@@ -71,7 +74,9 @@ def run_trial(plan: dict[str, Any], trial: int, new: Path) -> dict[str, Any]:
             stream = host.stdout.read().decode("utf-8", "replace").splitlines()
             host.stderr.read()
         host_ms = (time.perf_counter() - host_started) * 1000
-    assert host.returncode == 0 and any('"result"' in line or '"step_finish"' in line for line in stream), stream[-3:]
+    # The stream's last event of a completed session: Claude Code's and Gemini CLI's "result",
+    # OpenCode's "step_finish", Codex's "turn.completed".
+    assert host.returncode == 0 and any(end in line for line in stream for end in FINISHED), stream[-3:]
     assert (sandbox / plan["fileCheck"]).exists()
     check = subprocess.run(plan["commandCheck"], cwd=sandbox, capture_output=True, text=True, check=False)
     assert check.returncode == 0

@@ -62,6 +62,8 @@ from floor_trial import EXECUTABLES, QUIET, REAL_BIN, add_command_check, capture
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+# The pinned CLI of each host, in hosts-npm/node_modules/.bin.
+EXECUTABLE = {**EXECUTABLES, "codex": "codex", "gemini-cli": "gemini"}
 QUICK = {"trials": 4, "widths": "1,2", "think_ms": 500, "rounds": 1, "turns": 2}
 
 POOL = '''\
@@ -326,7 +328,7 @@ def bench_project(root: Path, host: str, trials: int, args: argparse.Namespace) 
 
 def measure(tmp: Path, host: str, args: argparse.Namespace) -> None:
     """Print the host's table, width by width, then its fixed cost per run."""
-    executable = EXECUTABLES.get(host, host)
+    executable = EXECUTABLE[host]
     if args.fake:
         real_bin = tmp / "fake-bin"
         install_quick_claude(real_bin, sleep_s=args.think_ms * args.turns / 1000)
@@ -370,7 +372,7 @@ def measure(tmp: Path, host: str, args: argparse.Namespace) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--hosts", default="claude-code", help="comma-separated: claude-code, opencode")
+    parser.add_argument("--hosts", default="claude-code", help=f"comma-separated, of: {', '.join(EXECUTABLE)} (default claude-code)")
     parser.add_argument("--trials", type=int, default=32, help="trials per run (default 32)")
     parser.add_argument("--widths", default="1,4,8,16,32", help="xdist -n and pool widths (default 1,4,8,16,32)")
     parser.add_argument("--turns", type=int, default=2, help="scripted model turns per trial (default 2)")
