@@ -157,7 +157,7 @@ def _call_problem(event: Mapping[str, Any], served: ServedCall | None, claimed: 
     shown = _dict(event.get("input"))
     if wanted is not None and any(shown.get(key) != value for key, value in wanted.items()):
         return "the model's call names another skill or agent"
-    if served.id in claimed:
+    if str(event.get("id")) in claimed:  # the stream's id: the model's own, or matched to it in order
         return "repeats a tool call the stream already showed"
     return None
 
@@ -166,9 +166,10 @@ def _result_problem(event: Mapping[str, Any], served: ServedCall | None, claimed
                     answered: set[str], cut: bool) -> str | None:
     if served is None:
         return "answers no tool call the model made"
-    if served.id not in claimed and not cut:  # a cut stream may have lost the call's line
+    key = str(event.get("id"))
+    if key not in claimed and not cut:  # a cut stream may have lost the call's line
         return "comes before the stream showed its tool call"
-    if served.id in answered:
+    if key in answered:
         return "a second result for one tool call"
     return None
 
@@ -214,14 +215,41 @@ class _Ledger:
         return None
 
 
-def mark_unverified(events: Sequence[dict[str, Any]], served: Served, neutral: Neutral | None = None) -> int:
+def _same_call(event: Mapping[str, Any], served: ServedCall, neutral: Neutral | None) -> bool:
+    """The event shows this served call, up to the arguments the transcript's checks count on."""
+    return _call_problem(event, served, set(), neutral) is None
+
+
+def _matched_in_order(events: Sequence[Mapping[str, Any]], served: Served,
+                      neutral: Neutral | None) -> dict[str, ServedCall]:
+    """For a host whose stream numbers its calls itself (Gemini CLI): each ``tool_call`` event's id
+    → the first served call not matched yet of the same tool, skill and agent.  A forged event can
+    take a real call's place (that call's own event is then unmatched), never add one: the matched
+    events never outnumber the model's calls of a tool."""
+    pending = list(served.calls)
+    matched: dict[str, ServedCall] = {}
+    for event in events:
+        key = str(event.get("id"))
+        if event.get("type") != "tool_call" or key in matched:
+            continue
+        found = next((call for call in pending if _same_call(event, call, neutral)), None)
+        if found is not None:
+            pending.remove(found)
+            matched[key] = found
+    return matched
+
+
+def mark_unverified(events: Sequence[dict[str, Any]], served: Served, neutral: Neutral | None = None,
+                    *, by_order: bool = False) -> int:
     """Mark, in place, the events (header excluded) the served responses do not vouch for; how many.
 
     A ``result`` is not vouched for when it states fewer tokens than the vouched usage events before
     it, or more than the proxy counted in all (OpenCode's ``result`` is the transcript's own sum of
     its steps, so a forged step shows there too).  ``neutral``: the host's reading of a model call,
-    where its transcript's neutral tool is not the call's name read generically (Codex)."""
-    calls = {call.id: call for call in served.calls}
+    where its transcript's neutral tool is not the call's name read generically (Codex).
+    ``by_order``: the stream's call ids are the host's own, so calls are matched by tool and order
+    (:func:`_matched_in_order`) and results by the stream's ids."""
+    calls = _matched_in_order(events, served, neutral) if by_order else {call.id: call for call in served.calls}
     ledger = _Ledger(served)
     claimed: set[str] = set()
     answered: set[str] = set()

@@ -298,10 +298,13 @@ def transcript_events(host: Host, info: HostInfo, base: TrialRecord, session: Ho
     except Exception:  # noqa: BLE001 - the host's stream is untrusted input; its reader must not end the trial
         return None
     file_call = session.outcome.file_call
-    if session.metering is not None and (host.stream_call_ids or file_call is not None):
+    if session.metering is not None:
         # The proxy saw every model response: an event none of them vouches for is not the host's own
-        # (the agent can write into the stream), shown as such and not counted by the checks.
-        events[0]["unverifiedEvents"] = mark_unverified(events[1:], session.metering.model_answers, file_call)
+        # (the agent can write into the stream), shown as such and not counted by the checks.  A host
+        # whose stream numbers its calls itself (Gemini CLI) has them matched by tool and order.
+        by_order = not host.stream_call_ids and file_call is None
+        events[0]["unverifiedEvents"] = mark_unverified(events[1:], session.metering.model_answers, file_call,
+                                                        by_order=by_order)
         if file_call is not None:  # a file the agent can rewrite: what it left out is restored too
             session.restored_calls = restore_calls(events, session.metering.model_answers, file_call,
                                                    session.capture.redact)

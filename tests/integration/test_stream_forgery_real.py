@@ -223,9 +223,9 @@ FORGED_USAGE: dict[str, dict[str, Any]] = {
 }
 
 
-#: Only a host whose stream carries the model's own call ids can have a forged call told apart:
-#: Codex and Gemini CLI number their stream's tool calls themselves (``Host.stream_call_ids`` is
-#: False), so their transcripts are not marked unverified (docs/design.md §10).
+#: The hosts whose stream carries the model's own call ids (a forged call of a real id is told
+#: apart); Gemini CLI's calls are matched by tool and order (test_readback_real.py), Codex's rollout
+#: both ways (the same file).
 CALL_IDS_HOSTS = [host for host in EVERY_HOST if host_for(host).stream_call_ids]
 
 

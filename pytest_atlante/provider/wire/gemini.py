@@ -23,7 +23,15 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from pytest_atlante.provider.wire.shared import MessageWire, Reply, ToolCall, UsageReading, has_content, sse_event
+from pytest_atlante.provider.wire.shared import (
+    CallSink,
+    MessageWire,
+    Reply,
+    ToolCall,
+    UsageReading,
+    has_content,
+    sse_event,
+)
 
 #: ``/v1beta/models/gemini-2.5-pro:streamGenerateContent`` → model and method.
 ROUTE = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)$")
@@ -234,6 +242,24 @@ class Gemini(MessageWire):
 
     def error(self, status: int, message: str) -> dict[str, Any]:
         return gemini_error(status, message)
+
+    def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
+        """``functionCall`` parts, each whole in one chunk.  Gemini's API names a call by an ``id``
+        only sometimes; without one the call is ``gemini-call-<part index>``: Gemini CLI's stream
+        numbers its calls itself, so they are matched by tool and order, not id (``served.py``)."""
+        candidates = body.get("candidates")
+        if not isinstance(candidates, list):
+            return False
+        for candidate in candidates:
+            content = candidate.get("content") if isinstance(candidate, Mapping) else None
+            parts = content.get("parts") if isinstance(content, Mapping) else None
+            for index, part in enumerate(parts if isinstance(parts, list) else []):
+                call = part.get("functionCall") if isinstance(part, Mapping) else None
+                if isinstance(call, Mapping):
+                    args = call.get("args")
+                    calls.add(call.get("id") or f"gemini-call-{index}", call.get("name"),
+                              args if isinstance(args, Mapping) else {} if args is None else None)
+        return True
 
     def read_usage(self, body: Mapping[str, Any]) -> UsageReading | None:
         # Each chunk of a Gemini stream states the response's counts so far: the largest is final.

@@ -117,3 +117,30 @@ def test_a_call_a_file_left_out_is_unshown_and_a_hosts_reading_names_the_skill()
     other = [{"seq": 1, "type": "tool_call", "id": "c1", "tool": "skill", "hostTool": "exec_command",
               "input": {"name": "secret"}}]
     assert mark_unverified(other, served, neutral) == 1 and unshown_calls(other, served) == list(served.calls)
+
+
+def test_gemini_calls_are_read_and_a_stream_that_numbers_its_own_calls_is_matched_in_order() -> None:
+    from pytest_atlante.provider.wire.gemini import gemini_stream
+    from pytest_atlante.provider.wire.shared import Reply, ReplyUsage, ToolCall
+
+    reply = Reply("m1", "gemini-2.5-flash", "", (ToolCall("c", "activate_skill", {"name": "tidy"}),
+                                                 ToolCall("d", "run_shell_command", {"command": "ls"})),
+                  ReplyUsage(10, 2))
+    meter = ResponseMeter("text/event-stream")
+    meter.feed(gemini_stream(reply))
+    meter.finish()
+    assert [(c.name, c.arguments) for c in meter.tool_calls.calls] == [
+        ("activate_skill", {"name": "tidy"}), ("run_shell_command", {"command": "ls"})]
+    served = Served(meter.tool_calls.calls, [], Usage())
+
+    def gemini(seq: int, tool_id: str, host_tool: str, tool: str, **inputs: Any) -> dict[str, Any]:
+        return {"seq": seq, "type": "tool_call", "id": tool_id, "tool": tool, "hostTool": host_tool, "input": inputs}
+
+    events = [gemini(1, "activate_skill__1", "activate_skill", "skill", name="tidy"), result(2, "activate_skill__1"),
+              gemini(3, "forged_skill", "activate_skill", "skill", name="tidy"), result(4, "forged_skill"),
+              gemini(5, "forged_other", "activate_skill", "skill", name="secret"),
+              gemini(6, "run__2", "run_shell_command", "bash", command="ls"), result(7, "run__2"),
+              gemini(8, "forged_shell", "run_shell_command", "bash", command="make test")]
+    assert mark_unverified(events, served, by_order=True) == 4
+    marked = [e["seq"] for e in events if e.get("unverified")]
+    assert marked == [3, 4, 5, 8]  # the model made one skill load and one shell call: no more count
