@@ -99,12 +99,16 @@ def real_project(atlante_project: Project, hosts_path: Callable[[], str], monkey
     return atlante_project
 
 
-@pytest.mark.parametrize("host", READBACK_HOSTS)
+@pytest.mark.parametrize(("host", "isolation", "network"), [
+    *((host, "namespace", "shared") for host in READBACK_HOSTS),
+    ("codex", "namespace", "model-only"),  # the malformed request goes through the relay to the proxy
+    ("gemini-cli", "off", "shared"),
+])
 def test_a_forged_login_failure_and_a_malformed_request_leave_the_agents_failure_a_fail(
-        pytester: pytest.Pytester, real_project: Project, host: str) -> None:
+        pytester: pytest.Pytester, real_project: Project, host: str, isolation: str, network: str) -> None:
     # Before: infra-error (the proxy's failed request made the stream's forged 401 believed), so the
     # agent's failed check was hidden as the machine's failure.
-    real_project.config(config_doc(host=host, isolation="namespace", budget={"trials": 1}))
+    real_project.config(config_doc(host=host, isolation=isolation, budget={"trials": 1}))
     real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "never-written.txt"}]))
     real_project.script("writes-hello", [
         turn("preparing", write("forge.sh", forging_script([FORGED_AUTH[host]])), write("send.py", MALFORMED_REQUEST)),
@@ -112,7 +116,7 @@ def test_a_forged_login_failure_and_a_malformed_request_leave_the_agents_failure
         DONE,
     ])
     real_project.build()
-    status, report, text = run_scripted_eval(pytester, real_project)
+    status, report, text = run_scripted_eval(pytester, real_project, "--atlante-network", network)
     [trial] = report.scenarios[0].trials
     assert "refused" in (trial.meteringDisagreement or ""), (trial, text)  # the malformed request reached the provider
     assert "the provider failed none" in (trial.meteringDisagreement or ""), trial
