@@ -36,24 +36,12 @@ def _count(value: object) -> int | None:
     return None
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-#: Characters of a model name kept (a provider's names are short; a longer one is junk).
-MAX_MODEL_CHARS = 200
-
-
 def served_model(body: dict[str, Any]) -> str | None:
-    """The model a response document says answered, in any of the four wire formats: Anthropic's
-    ``message_start.message.model`` (or a whole message's ``model``), OpenAI chat's ``model``,
-    Responses' ``response.model`` and Gemini's ``modelVersion``."""
-    for holder, key in ((body, "model"), (_dict(body.get("message")), "model"), (_dict(body.get("response")), "model"),
-                        (body, "modelVersion")):
-        value = holder.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()[:MAX_MODEL_CHARS]
-    return None
+    """The model a response document says answered, as the first format of the table that finds a
+    name in it reads it (``provider/wire/``): Anthropic's ``message_start.message.model`` (or a whole
+    message's ``model``), OpenAI chat's ``model``, Responses' ``response.model``, Gemini's
+    ``modelVersion``."""
+    return next((model for wire in WIRE_FORMATS.values() if (model := wire.served_model(body)) is not None), None)
 
 
 def says_something(body: dict[str, Any]) -> bool:

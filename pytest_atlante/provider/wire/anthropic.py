@@ -16,6 +16,7 @@ from pytest_atlante.provider.wire.shared import (
     UsageReading,
     _mapping,
     has_content,
+    model_name,
     sse_event,
 )
 
@@ -137,6 +138,10 @@ class AnthropicMessages(MessageWire):
         if kind == "content_block_start":
             return True  # a block only exists to carry content
         return has_content(body.get("content")) if kind == "message" else None
+
+    def served_model(self, body: Mapping[str, Any]) -> str | None:
+        # message_start names it in its message; a whole (non-streamed) message names it itself.
+        return model_name(body.get("model")) or model_name(_mapping(body.get("message")).get("model"))
 
     def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
         kind = body.get("type")

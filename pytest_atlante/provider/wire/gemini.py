@@ -30,6 +30,7 @@ from pytest_atlante.provider.wire.shared import (
     ToolCall,
     UsageReading,
     has_content,
+    model_name,
     sse_event,
 )
 
@@ -216,6 +217,9 @@ class Gemini(MessageWire):
         if route.endswith(":streamGenerateContent") and parse_qs(query).get("alt") != ["sse"]:
             return "a Gemini stream not framed as server-sent events (alt=sse), which is not metered"
         return None
+
+    def served_model(self, body: Mapping[str, Any]) -> str | None:
+        return model_name(body.get("modelVersion"))  # each chunk names the model that answered
 
     def says_something(self, body: Mapping[str, Any]) -> bool | None:
         candidates = body.get("candidates")

@@ -18,6 +18,7 @@ from pytest_atlante.provider.wire.shared import (
     _mapping,
     cached_apart,
     has_content,
+    model_name,
     sse_event,
 )
 
@@ -130,6 +131,9 @@ class OpenAIChat(MessageWire):
             if any(has_content(message.get(key)) for key in ("content", "tool_calls", "reasoning_content", "reasoning")):
                 return True
         return None  # nothing here: another format may read the document
+
+    def served_model(self, body: Mapping[str, Any]) -> str | None:
+        return model_name(body.get("model"))  # a whole completion and every chunk of a stream
 
     def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
         choices = body.get("choices")

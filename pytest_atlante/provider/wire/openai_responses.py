@@ -44,6 +44,7 @@ from pytest_atlante.provider.wire.shared import (
     _mapping,
     cached_apart,
     has_content,
+    model_name,
     sse_event,
 )
 
@@ -313,6 +314,10 @@ class OpenAIResponses(WireFormat):
         if body.get("type") in ("response.output_item.added", "response.output_item.done"):
             return True  # an output item only exists to carry content
         return has_content(body.get("output")) if body.get("object") == "response" else None  # a whole body
+
+    def served_model(self, body: Mapping[str, Any]) -> str | None:
+        # response.created / .completed carry the response; a whole body is the response itself.
+        return model_name(body.get("model")) or model_name(_mapping(body.get("response")).get("model"))
 
     def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
         if body.get("type") != "response.output_item.done":

@@ -370,6 +370,15 @@ V1_MODEL_LIST = re.compile(r"^(?:/v1)?/models(?:/[^/:]+)?$")
 CallKey = tuple[str, object]
 
 
+#: Characters of a model name kept (a provider's names are short; a longer one is junk).
+MAX_MODEL_CHARS = 200
+
+
+def model_name(value: object) -> str | None:
+    """A model name a response states, trimmed and bounded; None: not a name."""
+    return value.strip()[:MAX_MODEL_CHARS] if isinstance(value, str) and value.strip() else None
+
+
 def has_content(value: object) -> bool:
     """A response field that holds something (a blank string holds nothing)."""
     return bool(value) and (not isinstance(value, str) or bool(value.strip()))
@@ -430,6 +439,11 @@ class WireFormat(ABC):
         """Whether this JSON document of a response (a whole body or one SSE event) holds text,
         thinking or a tool call; None: not a document this format decides on (the meter asks the
         formats in the table's order, and the first answer counts)."""
+        return None
+
+    def served_model(self, body: Mapping[str, Any]) -> str | None:
+        """The model this JSON document of a response says answered, if it is one of this format's
+        documents that names it (the meter asks the formats in the table's order)."""
         return None
 
     def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:

@@ -65,6 +65,9 @@ class PlainText(MessageWire):
     def says_something(self, body: Mapping[str, Any]) -> bool | None:
         return bool(body["plain_text"]) if "plain_text" in body else None
 
+    def served_model(self, body: Mapping[str, Any]) -> str | None:
+        return str(body["plain_model"]) if "plain_model" in body else None
+
     def read_calls(self, body: Mapping[str, Any], calls: CallSink) -> bool:
         if "plain_call" not in body:
             return False
@@ -128,8 +131,9 @@ def test_the_proxy_routes_a_new_format_through_the_table(monkeypatch: pytest.Mon
     assert refusal("GET", "/v1/plain") == "not a model route"  # a model call is a POST
 
 
-def test_the_meter_reads_content_and_tool_calls_through_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What a response said and which tools it called are read by the format the document is in."""
+def test_the_meter_reads_content_model_and_tool_calls_through_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a response said, the model it names and the tools it called are read by the format the
+    document is in."""
 
     def metered(document: dict[str, Any]) -> ResponseMeter:
         body = json.dumps(document).encode()
@@ -138,12 +142,13 @@ def test_the_meter_reads_content_and_tool_calls_through_the_table(monkeypatch: p
         meter.finish()
         return meter
 
-    said = {"plain_text": "hello", "plain_call": {"id": "c1", "name": "write", "args": '{"path": "a"}'}}
+    said = {"plain_text": "hello", "plain_call": {"id": "c1", "name": "write", "args": '{"path": "a"}'},
+            "plain_model": "plain-1"}
     before = metered(said)
-    assert before.empty and before.tool_calls.calls == []
+    assert before.empty and before.tool_calls.calls == [] and before.model is None
     table: dict[str, Any] = wire.WIRE_FORMATS  # type: ignore[assignment]
     monkeypatch.setitem(table, "plain", PlainText())
     after = metered(said)
-    assert not after.empty
+    assert not after.empty and after.model == "plain-1"
     assert [(c.id, c.name, c.arguments) for c in after.tool_calls.calls] == [("c1", "write", {"path": "a"})]
     assert metered({"plain_text": ""}).empty
