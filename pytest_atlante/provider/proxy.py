@@ -158,6 +158,9 @@ class Metering:
     # — the agent's tools too — can cause one, so it says nothing of the provider (:func:`requester_error`).
     requester_errors: int = 0
     response_models: tuple[str | None, ...] = ()  # the model each of ``responses`` says answered it
+    # A request held the prompt as typed, as one whole JSON string (``MeteringProxy.watch_for_verbatim``):
+    # the host sent a ``/name`` prompt to the model as text instead of expanding the command.
+    verbatim_prompt: bool = False
 
     @property
     def model_answers(self) -> Served:
@@ -224,6 +227,8 @@ class MeteringProxy(LoopbackService):
         # in /proc/net/tcp is refused before anything reaches the model.
         self.trial_key = new_trial_key()
         self._stand_ins: dict[str, str] = {}  # stand-in → the real credential (swapped in on the way out)
+        self._verbatim: tuple[bytes, ...] = ()
+        self._verbatim_seen = False
         self._server = LoopbackServer("atlante-metering-proxy")
         self._unix_server = LoopbackServer("atlante-metering-proxy-unix")
 
@@ -271,7 +276,8 @@ class MeteringProxy(LoopbackService):
                             self._counts["failed"], self._counts["refused"], self._counts["unmetered"],
                             self._tripped_at, tuple(self._problems), tuple(self._calls), tuple(self._reported),
                             self._counts["empty"], self._counts["foreign"], tuple(self._off_route),
-                            self._counts["off_route"], self._counts["requester"], tuple(self._models))
+                            self._counts["off_route"], self._counts["requester"], tuple(self._models),
+                            verbatim_prompt=self._verbatim_seen)
 
     def _total(self) -> Usage:
         return sum_usage([*self._done, *(meter.usage for meter in self._inflight.values())])
@@ -287,6 +293,18 @@ class MeteringProxy(LoopbackService):
             self._next_id += 1
             self._inflight[self._next_id] = ResponseMeter("")
             return self._next_id
+
+    def watch_for_verbatim(self, text: str) -> None:
+        """Note whether a request body holds ``text`` as one whole JSON string: a host that expands a
+        ``/name`` prompt sends the command's text, one that does not (Gemini CLI without the command)
+        sends the prompt as typed (docs/host-facts.md §13).  Set before the session starts."""
+        with self._lock:
+            self._verbatim = tuple({json.dumps(text).encode(), json.dumps(text, ensure_ascii=False).encode()})
+
+    def note_body(self, body: bytes) -> None:
+        if self._verbatim and not self._verbatim_seen and any(marker in body for marker in self._verbatim):
+            with self._lock:
+                self._verbatim_seen = True
 
     def note_foreign(self) -> None:
         """A request without this trial's key (another trial's agent, a port scan): refused."""
@@ -551,6 +569,8 @@ def _handler_for(proxy: MeteringProxy) -> type[BaseHTTPRequestHandler]:
             if body is None:
                 self._answer(400, b'{"error": {"message": "atlante metering proxy: unreadable request body"}}')
                 return
+            if model_request:
+                proxy.note_body(body)
             request_id = proxy.admit()
             if request_id is None:
                 self._answer(400, _refusal(proxy.max_tokens))

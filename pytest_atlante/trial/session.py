@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atlante.checks import SessionView
-from pytest_atlante.hosts.base import Host, HostInfo, IsolationAware, PluginLoader, ScriptedEndpoint, SessionOutcome
+from pytest_atlante.hosts.base import (
+    Host,
+    HostInfo,
+    IsolationAware,
+    PluginLoader,
+    ScriptedEndpoint,
+    SessionOutcome,
+    SlashCommand,
+    slash_command,
+)
 from pytest_atlante.hosts.logins import exposed_fields
 from pytest_atlante.hosts.prices import estimate_cost, shipped_table
 from pytest_atlante.hosts.streams import stream_cost
@@ -67,6 +76,8 @@ class HostSession:
     # Tool calls of the served responses the host's transcript did not show, added to it from the
     # proxy's record (``transcript_events``): "name id" each.
     restored_calls: list[str] = field(default_factory=list)
+    # The slash command the prompt ran (``/name …``), which a failure before any model turn names.
+    command: SlashCommand | None = None
 
     @cached_property
     def totals(self) -> SessionTotals:
@@ -218,6 +229,8 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
     roots = [str(sb.root), str(sb.trial_dir), str(sb.home)]
     capture = StreamCapture(Redactor(secrets, roots, [form for root in roots for form in host.stream_path_forms(root)]))
     agent = entry.scenario.task.agent
+    if metered is not None and slash_command(entry.scenario.task.prompt) is not None:
+        metered.proxy.watch_for_verbatim(entry.scenario.task.prompt)  # the command's text, or the prompt as typed?
     argv = host.command(info, prompt=entry.scenario.task.prompt, model=model,
                         agent=inputs.agent_names.get(agent, agent) if agent else agent)
     if isinstance(host, PluginLoader):
@@ -239,7 +252,7 @@ def host_session(host: Host, info: HostInfo, model: str | None, inputs: SessionI
         for path in logins:  # a token the host refreshed meanwhile, and nothing else the file now says
             secrets.add(refreshed_credentials(as_copied[path], path, host.refreshed_fields))
     return HostSession(process, outcome, gate, env, capture, metered.proxy.metering() if metered is not None else None,
-                       exposed)
+                       exposed, command=slash_command(entry.scenario.task.prompt))
 
 
 def credential_exposed(host: Host, env: Mapping[str, str], logins: Mapping[Path, object], *, confined: bool) -> bool:
@@ -273,7 +286,10 @@ def session_error(session: HostSession, budget: TrialBudget) -> str | None:
     if session.host_failed:
         detail = session.outcome.error_message or tail(process.stderr, 500).strip() or "no error text"
         empty = session.metering.empty_answers() if session.metering is not None else None
-        return f"host session failed (exit {process.returncode}): {detail}" + (f"; {empty}" if empty else "")
+        unknown = (f"; the prompt runs /{session.command.name} and the host failed before asking the model: "
+                   "it may not have that command") if session.command is not None and not session.outcome.usage_events \
+            and "/" + session.command.name not in detail else ""
+        return f"host session failed (exit {process.returncode}): {detail}" + (f"; {empty}" if empty else "") + unknown
     return None
 
 
@@ -294,7 +310,10 @@ def transcript_events(host: Host, info: HostInfo, base: TrialRecord, session: Ho
             abort |= {"meteredBy": "proxy", "cumulativeTokens": session.metering.tripped_at}
     try:
         events = build_transcript(session.capture, host=info.name, dialect=info.dialect, scenario=base.scenario,
-                                  trial=base.trial, max_tokens=budget.maxTokens, abort=abort, prompt=prompt)
+                                  trial=base.trial, max_tokens=budget.maxTokens, abort=abort,
+                                  # a host that sent the /name prompt as typed expanded no command
+                                  prompt=None if session.metering is not None and session.metering.verbatim_prompt
+                                  else prompt)
     except Exception:  # noqa: BLE001 - the host's stream is untrusted input; its reader must not end the trial
         return None
     file_call = session.outcome.file_call

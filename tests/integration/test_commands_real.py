@@ -121,23 +121,48 @@ def test_a_command_kept_in_a_folder_runs_by_the_hosts_folder_name(
                                            for r in found])
 
 
-def test_claude_codes_unknown_command_answer_makes_the_trial_an_infra_error(
-    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None,
+REMOVE_BUILT = "import pathlib, sys; pathlib.Path(sys.argv[1]).unlink()"
+
+
+@pytest.mark.parametrize(("host", "built", "error"), [
+    ("claude-code", ".claude/commands/greet.md", "Claude Code answered 'Unknown command: /greet"),
+    ("opencode", ".opencode/commands/greet.md", "the prompt runs /greet and the host failed before asking the model"),
+])
+def test_a_command_the_host_does_not_have_makes_the_trial_an_infra_error(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, host: HostName, built: str, error: str,
 ) -> None:
     """Validation knows the build defines ``/greet``; a setup step then removes the built file from
-    the trial's sandbox, so Claude Code answers "Unknown command: /greet" without asking the model.
-    Before, such a trial failed on its file check alone (issue 37's measured bug)."""
-    remove = ["python3", "-c", "import os; os.remove('.claude/commands/greet.md')"]
+    the trial's sandbox.  Claude Code answers "Unknown command: /greet" without asking the model;
+    OpenCode's ``run --command greet`` fails with an "Unexpected server error".  Before, the Claude
+    Code trial failed on its file check alone (issue 37's measured bug) and OpenCode's error did not
+    name the command."""
     cases = [TrialCase("unknown-to-the-host", WORK, [{"type": "file-exists", "path": "greeted.txt"}], "infra-error",
-                       ("fail",), prompt="/greet", setup=remove)]
-    project = command_project(tmp_path / "project", "claude-code", cases,
+                       ("fail",), prompt="/greet", setup=["python3", "-c", REMOVE_BUILT, built])]
+    project = command_project(tmp_path / "project", host, cases,
                               {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}})
     run = run_eval(pytester, project, tmp_path / "out")
     assert run.result.ret == 1, run.output()
     trial = run.trial("unknown-to-the-host")
     assert trial.verdict == "infra-error", run.output()
-    assert "Unknown command: /greet" in (trial.error or ""), trial.error
-    assert "0 turns" in (trial.error or "")
+    assert error in (trial.error or ""), trial.error
     events = events_of(run.out, trial.transcript)
-    assert [e for e in events if e["type"] == "error" and e.get("unknownCommand") == "greet"]
     assert not [e for e in events if e["type"] == "command"]
+    if host == "claude-code":
+        assert "0 turns" in (trial.error or "")
+        assert [e for e in events if e["type"] == "error" and e.get("unknownCommand") == "greet"]
+
+
+def test_gemini_sends_a_command_it_does_not_have_as_text_and_command_used_says_so(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None,
+) -> None:
+    """Gemini CLI sends ``/greet`` to the model as text when its build lost the command: the session
+    succeeds and the file check passes (the issue's "3/3 where the command did not exist"), but the
+    transcript has no ``command`` event, so ``command-used`` fails the trial."""
+    remove = ["python3", "-c", REMOVE_BUILT, ".gemini/commands/greet.toml"]
+    cases = [TrialCase("lost-command", WORK, [{"type": "command-used", "command": "greet"},
+                                              {"type": "file-exists", "path": "greeted.txt"}],
+                       "fail", ("fail", "pass"), prompt="/greet", setup=remove, version="0.2")]
+    project = command_project(tmp_path / "project", "gemini-cli", cases,
+                              {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}})
+    run = run_eval(pytester, project, tmp_path / "out")
+    assert outcome_table(run, cases) == expected_table(cases), run.output()

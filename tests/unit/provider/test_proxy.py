@@ -87,6 +87,30 @@ def ask(proxy: MeteringProxy, path: str = "/v1/messages", *, keyed: bool = True)
     return response.status, data
 
 
+def ask_with(proxy: MeteringProxy, text: str) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+    body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": text}]})
+    connection.request("POST", urlsplit(proxy.base_url).path + "/v1/messages", body=body,
+                       headers={"Content-Type": "application/json", "x-api-key": "k"})
+    connection.getresponse().read()
+    connection.close()
+
+
+@pytest.mark.parametrize(("sent", "verbatim"), [
+    ("/greet the team", True),  # the host sent the prompt as typed: no command ran
+    ("<command-name>/greet</command-name>\nGreet the team.", False),  # an expansion naming it
+    ("Greet the team.", False),
+])
+def test_the_proxy_notes_a_slash_command_prompt_sent_as_typed(provider: Provider, sent: str, verbatim: bool) -> None:
+    with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
+        proxy.watch_for_verbatim("/greet the team")
+        ask_with(proxy, sent)
+        assert proxy.metering().verbatim_prompt is verbatim
+    with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
+        ask_with(proxy, "/greet the team")  # nothing watched: nothing noted
+        assert proxy.metering().verbatim_prompt is False
+
+
 def test_a_request_without_the_trial_s_key_is_refused_before_the_model(provider: Provider) -> None:
     """Another trial's agent that found the port (``/proc/net/tcp``) does not know the key."""
     with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
