@@ -383,6 +383,9 @@ def _event_body(event: J, ident: str) -> str:
                 + f"; cumulative {esc(event.get('cumulativeTokens'))}")
         mark = ' <strong class="bad">token budget crossed in this turn</strong>' if crossed else ""
         return f'<li class="usage{sub}{" crossed" if crossed else ""}">{stamp}{text}{mark}</li>'
+    if kind == "command":
+        arguments = f' {esc(str(event.get("arguments"))[:FIELD_SHOWN_CHARS])}' if event.get("arguments") else ""
+        return f'<li class="command">{stamp}<strong>slash command</strong> /{esc(event.get("name"))}{arguments}</li>'
     if kind == "subagent":
         return f'<li class="subagent">{stamp}<strong>subagent</strong> {esc(event.get("agent"))}: {esc(event.get("description"))} ({esc(event.get("status"))})</li>'
     if kind == "result":

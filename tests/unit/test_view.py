@@ -114,6 +114,17 @@ def test_the_budget_crossing_turn_and_the_abort_are_marked(tmp_path: Path) -> No
     assert 'class="abort">' in page and "exceeded maxTokens=150" in page
 
 
+def test_a_slash_command_event_shows_the_command_and_its_arguments(tmp_path: Path) -> None:
+    path = synthetic_report(tmp_path, scenarios=1, trials=1, transcript_turns=2)
+    transcript = tmp_path / "trials" / "scenario-000" / "1" / "transcript.jsonl"
+    lines = transcript.read_text().splitlines()
+    lines.insert(1, json.dumps({"seq": 1, "t": 10, "type": "command", "turn": 1, "name": "review",
+                                "arguments": "<src/app.py>", "agent": None}))
+    transcript.write_text("\n".join(lines) + "\n")
+    page = render(load_report(path), tmp_path)
+    assert '<strong>slash command</strong> /review &lt;src/app.py&gt;</li>' in page
+
+
 def test_compare_shows_atlante_compare_against_the_baseline_side_by_side(tmp_path: Path) -> None:
     base = synthetic_report(tmp_path / "base", scenarios=2, trials=3)
     new = synthetic_report(tmp_path / "new", scenarios=2, trials=3)
