@@ -39,7 +39,7 @@ from pytest_atlante.provider.wire.shared import (
     WireFormat,
     WireName,
 )
-from pytest_atlante.suite.script import Script, TaskAction
+from pytest_atlante.suite.script import Script, SkillAction, TaskAction
 
 #: The model id the server lists and answers as when a request names none.
 MODEL_ID = SCRIPTED_MODEL_ID
@@ -108,13 +108,16 @@ class ScriptedModelServer(LoopbackService):
     """Serve one script on ``127.0.0.1:<ephemeral port>`` in every wire format until stopped."""
 
     def __init__(self, script: Script, *, sandbox_root: Path, trial_key: str | None = None,
-                 agent_names: Mapping[str, str] | None = None) -> None:
+                 agent_names: Mapping[str, str] | None = None, skill_names: Mapping[str, str] | None = None) -> None:
         """``trial_key``: serve only paths under ``/<trial_key>`` (``loopback.strip_trial_key``).
         ``agent_names``: harness agent → the name the host delegates to it by, where the build kept
-        another (a ``task`` action names the harness agent; the host knows the other)."""
+        another (a ``task`` action names the harness agent; the host knows the other).
+        ``skill_names``: the same for skills (a ``skill`` action naming a plugin's skill by its
+        harness name reaches it as ``plugin:name`` where the host namespaces plugins)."""
         self.script = script
         self.trial_key = trial_key
         self.agent_names = dict(agent_names or {})
+        self.skill_names = dict(skill_names or {})
         # The host's cwd is the sandbox's real path (getcwd resolves symlinks); tool paths must
         # match it for Claude Code's in-project permission checks.
         self.sandbox_root = sandbox_root.resolve()
@@ -265,9 +268,12 @@ class ScriptedModelServer(LoopbackService):
         return max(matching, key=lambda task: len(task.prompt)) if matching else None
 
     def _as_host_names(self, actions: Sequence[Action]) -> list[Action]:
-        """The turn's actions with each ``task``'s harness agent named as the host knows it."""
+        """The turn's actions with each ``task``'s harness agent and each ``skill`` named as the host
+        knows them."""
         return [action.model_copy(update={"agent": self.agent_names[action.agent]})
-                if isinstance(action, TaskAction) and action.agent in self.agent_names else action
+                if isinstance(action, TaskAction) and action.agent in self.agent_names
+                else action.model_copy(update={"name": self.skill_names[action.name]})
+                if isinstance(action, SkillAction) and action.name in self.skill_names else action
                 for action in actions]
 
 

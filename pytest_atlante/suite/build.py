@@ -51,12 +51,14 @@ def tree_dir(project_root: Path, host: HostName, variant: str | None = None) -> 
     return build_dir(project_root, host, variant) / "tree"
 
 
-def host_agent_names(project_root: Path, host: HostName, variant: str | None = None) -> dict[str, str]:
+def host_agent_names(project_root: Path, host: HostName, variant: str | None = None,
+                     key: str = "agentNames") -> dict[str, str]:
     """Harness agent → the name ``host`` selects it by, where the build kept another one (an
-    unreadable manifest gives none: ``verify`` reports it before any trial)."""
+    unreadable manifest gives none: ``verify`` reports it before any trial); ``key="skillNames"``:
+    the same for skills (a plugin's skill on a host that namespaces it: ``plugin:name``)."""
     try:
         manifest = json.loads(read_capped(build_dir(project_root, host, variant) / "manifest.json", MAX_DOCUMENT_BYTES))
-        names = manifest.get("agentNames") or {}
+        names = manifest.get(key) or {}
     except (OSError, UnreadableFile, ValueError, AttributeError):
         return {}
     return {str(k): str(v) for k, v in names.items()} if isinstance(names, dict) else {}
@@ -179,6 +181,7 @@ def _manifest(host: HostName, rendered: Rendered, variant: str | None = None) ->
         # Harness agents the host knows by another name (their own file's frontmatter ``name``);
         # only when there is one, so other manifests read as before.
         **({"agentNames": dict(sorted(rendered.agent_names.items()))} if rendered.agent_names else {}),
+        **({"skillNames": dict(sorted(rendered.skill_names.items()))} if rendered.skill_names else {}),
     }
     return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
 

@@ -16,7 +16,7 @@ from pytest_atlante.checks import AgentUsedCheck, CommandUsedCheck, SkillUsedChe
 from pytest_atlante.checks.base import unsafe_path_reason
 from pytest_atlante.diagnostics import Diagnostic, DiagnosticError
 from pytest_atlante.fsutil import file_kind
-from pytest_atlante.hosts.base import command_names, no_place, slash_command
+from pytest_atlante.hosts.base import PluginLoader, command_names, no_place, slash_command
 from pytest_atlante.hosts.names import HOST_NAMES, HostName, min_config_version
 from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.suite.config import EvalSection, ProjectConfig, load_project_config
@@ -257,7 +257,8 @@ def harness_names(suite: Suite) -> dict[str, set[str]]:
 
 def host_command_names(suite: Suite, host: HostName) -> set[str]:
     """The names a ``/name`` prompt may run on ``host``: each harness command (any layer, as
-    :func:`harness_names`) by the name ``host`` knows it by (``hosts.base.command_names``)."""
+    :func:`harness_names`) by the name ``host`` knows it by (``hosts.base.command_names``; a
+    plugin's command ``plugin:name`` on a host that namespaces the plugin, ``name`` elsewhere)."""
     layers = [(suite.project_root, suite.config.harness)] if suite.config else []
     layers += [(suite.project_root, arm.harness) for arm in suite.arms]
     layers += [(base, harness) for _origin, base, harness in harness_layers(suite.packs)]
@@ -265,10 +266,12 @@ def host_command_names(suite: Suite, host: HostName) -> set[str]:
     for base, harness in layers:
         for name, source in harness.commands.items():
             runs_as = command_names(host_for(host), name, source.file)
-            names |= runs_as
             plugin = plugin_of(base / source.file, base) if runs_as and not unsafe_path_reason(source.file) else None
-            if plugin is not None:  # a plugin's command also runs namespaced (suite/plugins.py)
-                names.add(plugin.namespaced(name))
+            if plugin is not None and isinstance(host_for(host), PluginLoader) and plugin.host == host:
+                # A host that namespaces the plugin runs its command only so: Claude Code answers
+                # "Unknown command" to the plain name (host-facts §14, suite/plugins.py).
+                runs_as = {plugin.namespaced(name)}
+            names |= runs_as
     return names
 
 

@@ -58,6 +58,8 @@ class Rendered:
     agent_names: dict[str, str] = field(default_factory=dict)
     # The skill and memory files built, read for paths that would dangle (``suite/references.py``).
     texts: list[ScannedText] = field(default_factory=list)
+    # Harness skill → the name its host loads it by, where they differ (a plugin's: ``plugin:name``).
+    skill_names: dict[str, str] = field(default_factory=dict)
     # A skill's source path → where this build put it (``references.carry_named_skills``).
     skill_homes: dict[str, str] = field(default_factory=dict)
 
@@ -469,6 +471,8 @@ def add_skill(host: Host, origin: Origin, name: str, skill: SkillSource, out: Re
             out.executable_sources.add(origin.rel(source))
     texts = {inner: data.decode("utf-8", "replace") for inner, data in files.items() if b"\0" not in data}
     home, namespace = part_home(host, part, "skill", name, out)
+    if namespace is not None:
+        out.skill_names[name] = f"{namespace}:{name}"
     loaded, also = skill_places(host, name, rel, _names_path(rel, list(texts.values())),
                                 home if namespace is not None else None)
     for prefix in (loaded, also):

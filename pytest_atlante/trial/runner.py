@@ -381,6 +381,8 @@ class TrialRunner:
                         else tree_dir(suite.project_root, arm.host, arm.harness_of))
         self.agent_names = (host_agent_names(suite.project_root, suite.eval.host) if arm is None
                             else host_agent_names(suite.project_root, arm.host, arm.harness_of))
+        self.skill_names = (host_agent_names(suite.project_root, suite.eval.host, key="skillNames") if arm is None
+                            else host_agent_names(suite.project_root, arm.host, arm.harness_of, key="skillNames"))
         self.sources = sources
         self.audit = Audit.for_run(suite.project_root, home=Path.home(), report_dir=report_dir,
                                    run_temp=sandboxes.run_dir(run_id), extra_roots=[pack.root for pack in suite.packs],
@@ -431,7 +433,8 @@ class TrialRunner:
         try:
             model_only = self.isolation is not None and self.isolation.network == "model-only"
             relay_socket = model_socket(sb) if model_only and with_host else None
-            with scripted_model(entry, sb, self.scripted and with_host, self.agent_names) as (endpoint, turns), \
+            with scripted_model(entry, sb, self.scripted and with_host, self.agent_names,
+                                self.skill_names) as (endpoint, turns), \
                     metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, relay_socket, with_host,
                                    model=self.model) as route:
                 try:

@@ -457,7 +457,7 @@ def disagreement(session: HostSession) -> str | None:
 
 @contextmanager
 def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool,
-                   agent_names: Mapping[str, str] | None = None
+                   agent_names: Mapping[str, str] | None = None, skill_names: Mapping[str, str] | None = None
                    ) -> Iterator[tuple[ScriptedEndpoint | None, Callable[[], int] | None]]:
     """The scripted model server for one trial (scripted runs only).
 
@@ -474,7 +474,7 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool,
     assert entry.parsed_script is not None, "scripted runs validate every scenario's script first"
     # Its own key in its path: another trial's agent cannot play this trial's script (provider/loopback.py).
     server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root, trial_key=new_trial_key(),
-                                 agent_names=agent_names)
+                                 agent_names=agent_names, skill_names=skill_names)
     server.start()
     try:
         yield server.endpoint, lambda: server.turns_served

@@ -196,7 +196,8 @@ def test_a_public_harness_is_adopted_built_and_reaches_the_model(
 
     turns = turn_texts(log_dir)
     assert turns, run.stdout[-2000:]
-    loaded = [s for _, skills in turns for s in skills if s["name"] == harness.skill]
+    # the script names the harness skill; a plugin's loads as plugin:name where the host namespaces it
+    loaded = [s for _, skills in turns for s in skills if s["name"].rpartition(":")[2] == harness.skill]
     assert loaded and all(harness.skill_text in s["text"] for s in loaded), loaded  # the skill's own body
     assert any(harness.skill_text in body for body, _ in turns[1:])
     if harness.prompt(host).startswith("/"):

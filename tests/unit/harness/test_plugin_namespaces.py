@@ -146,3 +146,45 @@ def test_init_names_a_plugin_s_other_host_parts(tmp_path: Path) -> None:
     assert any("mcpServers are not evaluated" in w for w in gemini), gemini
     assert any(w.startswith(".opencode/plugins: ") and ".opencode/plugins/review.js" in w and "cannot adopt" in w
                for w in warnings), warnings
+
+
+def test_a_script_naming_the_harness_skill_reaches_the_plugin_skill_where_namespaced(built_plugin: Path,
+                                                                                      tmp_path: Path) -> None:
+    """The build records ``lint`` → ``review:lint`` for Claude Code only (``skillNames``), and the
+    scripted model names the skill so, as it names a harness agent by the host's name."""
+    from pytest_atlante.provider.scripted import ScriptedModelServer
+    from pytest_atlante.suite.build import host_agent_names
+    from pytest_atlante.suite.script import Script, SkillAction
+
+    assert manifest(built_plugin, "claude-code")["skillNames"] == {"lint": "review:lint"}
+    assert all("skillNames" not in manifest(built_plugin, host) for host in ("opencode", "codex", "gemini-cli"))
+    names = host_agent_names(built_plugin, "claude-code", key="skillNames")
+    script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": [{"text": "Done."}]})
+    server = ScriptedModelServer(script, sandbox_root=tmp_path, skill_names=names)
+    action = SkillAction.model_validate({"type": "skill", "name": "lint"})
+    other = SkillAction.model_validate({"type": "skill", "name": "tidy"})
+    assert [a.name for a in server._as_host_names([action, other])] == ["review:lint", "tidy"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("host", "prompt", "wanted"), [
+    ("claude-code", "/ship now", "/review:ship"),     # Claude Code answers "Unknown command: /ship"
+    ("opencode", "/review:ship now", "/ship"),        # OpenCode loads it as ship
+    ("claude-code", "/review:ship now", None),
+    ("opencode", "/ship now", None),
+])
+def test_a_prompt_names_a_plugin_command_as_the_host_knows_it(atlante_project: Project, host: str, prompt: str,
+                                                              wanted: str | None) -> None:
+    plugin(atlante_project.root)
+    config = json.loads((atlante_project.root / "atlante.jsonc").read_text())
+    config["harness"]["commands"] = {"ship": {"file": "commands/ship.md"}}
+    config["eval"]["host"] = host
+    atlante_project.config(config)
+    atlante_project.scenario(scenario_doc(task={"fixture": "eval/fixtures/app", "prompt": prompt}))
+    atlante_project.build()
+    _, problems = validate(atlante_project.root, scripted=True)
+    found = [(p.code, p.location, p.message) for p in problems]
+    if wanted is None:
+        assert found == [], found
+    else:
+        assert [(code, where) for code, where, _ in found] == [("eval-command-unknown", "$.task.prompt")], found
+        assert f"does not define for {host} (it defines: {wanted})" in found[0][2], found
