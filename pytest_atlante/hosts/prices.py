@@ -46,8 +46,13 @@ class PriceTable:
         or a provider's response names a dated snapshot of it (``gpt-5.5-2026-03-05``)."""
         if not model:
             return None
-        name = model.rsplit("/", 1)[-1]
-        return self.models.get(model) or self.models.get(name) or self.models.get(_SNAPSHOT.sub("", name))
+        return self.models.get(model) or self.models.get(model.rsplit("/", 1)[-1]) or self.models.get(model_base(model))
+
+
+def model_base(model: str) -> str:
+    """A model's name without its provider (``openai/``) and dated-snapshot suffix: how a host's
+    name for a model and a provider's name for the snapshot that answered are compared."""
+    return _SNAPSHOT.sub("", model.rsplit("/", 1)[-1])
 
 
 def parse_table(document: dict[str, Any]) -> PriceTable:

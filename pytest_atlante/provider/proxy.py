@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
+from pytest_atlante.hosts.prices import model_base
 from pytest_atlante.hosts.streams import sum_usage
 from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService, new_trial_key, strip_trial_key
 from pytest_atlante.provider.meter import MAX_EVENT_BYTES, ResponseMeter
@@ -186,6 +187,20 @@ class Metering:
     def models(self) -> tuple[str, ...]:
         """The models the provider says answered, each once, in order of first answer."""
         return tuple(dict.fromkeys(model for model in self.response_models if model is not None))
+
+    @property
+    def main_model(self) -> str | None:
+        """The model that answered the most tokens (not a host's side requests to a small model:
+        Claude Code's quota and title checks, Gemini CLI's router)."""
+        tokens: dict[str, int] = {}
+        for model, usage in zip(self.response_models, self.responses, strict=False):
+            if model is not None:
+                tokens[model] = tokens.get(model, 0) + usage.total
+        return max(tokens, key=lambda model: tokens[model], default=None)
+
+    def names_model(self, model: str | None) -> bool:
+        """``model`` is one the provider's responses name (a dated snapshot of it counts)."""
+        return model is not None and any(model_base(model) == model_base(seen) for seen in self.models)
 
     def empty_answers(self) -> str | None:
         """The provider's empty answers, in words (None when there were none)."""

@@ -27,7 +27,7 @@ from pytest_atlante.hosts.base import (
 )
 from pytest_atlante.hosts.logins import exposed_fields
 from pytest_atlante.hosts.prices import estimate_cost, shipped_table
-from pytest_atlante.hosts.streams import stream_cost
+from pytest_atlante.hosts.streams import stream_cost, sum_usage
 from pytest_atlante.provider.proxy import STAND_IN_PREFIX, Metering, MeteringProxy, Upstream
 from pytest_atlante.provider.served import Served, mark_unverified, unshown_calls
 from pytest_atlante.records import (
@@ -386,15 +386,29 @@ class SessionTotals:
     model_identity: str | None = None  # the provider's word (the proxy's) where it named one, else the host's
 
 
+def _priced(model: str | None, usage: Usage) -> float | None:
+    return estimate_cost(model, usage.inputTokens + usage.cacheReadTokens, usage.cacheReadTokens, usage.outputTokens,
+                         shipped_table())
+
+
 def proxy_estimate(metered: Metering, usage: Usage | None) -> float | None:
-    """The record's usage priced at the model the provider says answered (at the dearest of them when
-    several did): None when no response named one or one is not in the price table."""
+    """The record's usage priced at the models the provider says answered: each response at its own
+    model when the record's usage is the proxy's (a response naming none at the dearest of them),
+    else the whole at the dearest; None when no response named a model or one is not in the table."""
     if usage is None or not metered.models:
         return None
-    table = shipped_table()
-    priced = [estimate_cost(model, usage.inputTokens + usage.cacheReadTokens, usage.cacheReadTokens,
-                            usage.outputTokens, table) for model in metered.models]
-    return None if any(cost is None for cost in priced) else max(cost for cost in priced if cost is not None)
+    dearest = [_priced(model, usage) for model in metered.models]
+    if any(cost is None for cost in dearest):
+        return None
+    if usage != metered.usage or len(metered.responses) != len(metered.response_models):
+        return max(cost for cost in dearest if cost is not None)
+    worst = max(metered.models, key=lambda model: _priced(model, usage) or 0.0)
+    costs = [_priced(model or worst, response) for model, response in zip(metered.response_models, metered.responses,
+                                                                        strict=True)]
+    # The responses that reported usage may not be all the proxy counted (a cut one): the rest at the dearest.
+    counted = sum_usage(list(metered.responses))
+    rest = Usage(**{name: max(getattr(usage, name) - getattr(counted, name), 0) for name in Usage.model_fields})
+    return sum(cost or 0.0 for cost in costs) + (_priced(worst, rest) or 0.0)
 
 
 def session_totals(session: HostSession) -> SessionTotals:
@@ -418,7 +432,8 @@ def session_totals(session: HostSession) -> SessionTotals:
         # The provider named the model that answered: that is the identity, and what a host that
         # reports no cost of its own (an estimate, or none) is priced at — never a name the agent can
         # write (Codex's rollout, a forged Gemini result).
-        identity = metered.models[0]
+        if not metered.names_model(identity):
+            identity = metered.main_model
         if metered.cost_usd is None and (basis is not None or cost is None):
             cost = proxy_estimate(metered, usage)
             basis = shipped_table().label if cost is not None else None
@@ -446,7 +461,7 @@ def disagreement(session: HostSession) -> str | None:
         found.append(f"the host's stream reported an error ({(outcome.error_message or '')[:200]}) but the model "
                      f"{answered} and the host exited 0")
     named = outcome.model_identity
-    if metered.models and named is not None and named not in metered.models:
+    if metered.models and named is not None and not metered.names_model(named):
         found.append(f"the host named the model {named[:200]!r}, the provider's responses name "
                      f"{', '.join(repr(m) for m in metered.models[:3])}")
     if session.restored_calls:

@@ -35,8 +35,13 @@ def session(*, returncode: int = 0, stream_error: bool = False, stream_tokens: i
 
 
 def seen(*, answered: int = 2, failed: int = 0, tokens: int = 100, tripped_at: int | None = None,
-         empty: int = 0, requester: int = 0, models: tuple[str | None, ...] = ()) -> Metering:
+         empty: int = 0, requester: int = 0, models: tuple[str | None, ...] = (),
+         split: tuple[int, ...] = ()) -> Metering:
+    """``models``: the model each response named; ``split``: each response's input tokens (default:
+    ``tokens`` shared evenly)."""
+    shares = split or tuple(tokens // len(models) for _ in models)
     return Metering(Usage(inputTokens=tokens), None, answered + failed, answered, failed, 0, 0, tripped_at, (),
+                    responses=tuple(Usage(inputTokens=share) for share in shares),
                     empty=empty, requester_errors=requester, response_models=models)
 
 
@@ -161,11 +166,27 @@ def test_the_model_identity_and_the_estimate_come_from_the_providers_responses()
     assert totals.model_identity == "gpt-5.5-2026-03-05"
     assert totals.cost_usd == pytest.approx(5.0) and totals.cost_basis is not None
     assert "the host named the model 'forged-unlisted-model'" in (disagreement(trial) or "")
-    # Two models answered: priced at the dearer.
-    both = session_totals(session(metering=seen(tokens=1_000_000, models=("gpt-5.4-mini", "gpt-5.5"))))
-    assert both.cost_usd == pytest.approx(5.0)
+    # Two models answered, and the record's usage is more than the proxy's (the stream reported
+    # traffic that bypassed it): the whole is priced at the dearer.
+    both = session(stream_tokens=2_000_000, metering=seen(tokens=1_000_000, models=("gpt-5.4-mini", "gpt-5.5")))
+    assert session_totals(both).cost_usd == pytest.approx(10.0)
     # A provider model the table does not list stays unpriced (the cost cap charges its ceiling).
     assert session_totals(session(metering=seen(models=("unlisted",)))).cost_usd is None
+
+
+def test_the_identity_is_the_main_model_and_each_response_is_priced_at_its_own() -> None:
+    from pytest_atlante.trial.session import session_totals
+
+    # A side request to a small model first (Claude Code's quota check, Gemini CLI's router): the
+    # identity is the model that answered the most tokens; each response is priced at its own model.
+    metering = seen(tokens=1_000_000, models=("gpt-5.4-mini", "gpt-5.5"), split=(200_000, 800_000))
+    totals = session_totals(session(metering=metering))
+    assert totals.model_identity == "gpt-5.5"
+    assert totals.cost_usd == pytest.approx(0.2 * 0.75 + 0.8 * 5.0)
+    # The host's own name for a model the provider names (its dated snapshot) is kept, no note.
+    named = session(metering=seen(models=("gpt-5.5-2026-03-05",)))
+    named.outcome.model_identity = "openai/gpt-5.5"
+    assert session_totals(named).model_identity == "openai/gpt-5.5" and disagreement(named) is None
 
 
 @pytest.mark.parametrize(("rendering", "model"), [(name, "scripted-model") for name in RENDERINGS])
