@@ -53,6 +53,12 @@ class RealHarness:
     command_text: str = ""               # a sentence of the command as the host expands it
     instructions_text: str | None = None  # a sentence of the memory file
     plugin: str | None = None            # the Claude Code plugin the parts are in (its manifest's name)
+    # Files the harness's own text names by their source path (a skill's script, a memory file's
+    # `@` import): each must be in the trial there (``-x``: and executable).
+    trial_paths: tuple[tuple[str, str], ...] = ()
+    # A sentence of a file the memory file imports (`@./…`), and the hosts that expand such imports.
+    imported_text: str | None = None
+    import_hosts: tuple[HostName, ...] = ()
 
     def command_on(self, host: HostName) -> str | None:
         """The command as ``host`` names it: ``plugin:command`` where the host keeps plugin
@@ -76,7 +82,11 @@ HARNESS_SETS = [
         skill="writing-plans",
         skill_text="Write comprehensive implementation plans assuming the engineer has zero context",
         command="write-plan", command_args="for a farewell message",
-        command_text="Tell your human partner that this command is deprecated", plugin="superpowers"),
+        command_text="Tell your human partner that this command is deprecated", plugin="superpowers",
+        # GEMINI.md is `@./skills/using-superpowers/SKILL.md` and its gemini-tools reference
+        trial_paths=(("-f", "skills/using-superpowers/SKILL.md"), ("-f", "skills/using-superpowers/references/gemini-tools.md")),
+        imported_text="If you think there is even a 1% chance a skill might apply to what you are doing",
+        import_hosts=("claude-code", "gemini-cli")),
     RealHarness(
         "LibPDF-js-core", "opencode",
         adopted=("adopted skill conventional-commit (.opencode/skills/conventional-commit, opencode layout)",
@@ -91,6 +101,8 @@ HARNESS_SETS = [
                  "adopted instructions codex (AGENTS.md, codex layout)"),
         skill="code-change-verification",
         skill_text="Ensure work is only marked complete after formatting, linting, type checking, and tests pass.",
+        # its SKILL.md runs `bash .agents/skills/code-change-verification/scripts/run.sh`
+        trial_paths=(("-x", ".agents/skills/code-change-verification/scripts/run.sh"),),
         instructions_text="This guide helps new contributors get started with the OpenAI Agents Python repository."),
     RealHarness(
         "google-gemini-gemini-cli", "gemini-cli",
@@ -119,6 +131,10 @@ def test_the_data_sets_hold_what_the_assertions_look_for() -> None:
             assert harness.command_text.split(harness.command_args)[0].strip() in texts, harness.folder
         if harness.instructions_text is not None:
             assert harness.instructions_text in texts, harness.folder
+        if harness.imported_text is not None:
+            assert harness.imported_text in texts, harness.folder
+        for flag, path in harness.trial_paths:
+            assert (root / path).is_file() and (flag != "-x" or os.access(root / path, os.X_OK)), path
 
 
 def adopt(project: Path, harness: RealHarness, env: dict[str, str]) -> None:
@@ -147,6 +163,7 @@ def write_scenario(project: Path, harness: RealHarness, host: HostName) -> None:
                                     {"type": "skill-used", "skill": harness.skill, "min": 1, "max": 1}]
     if harness.command_on(host):
         checks.append({"type": "command-used", "command": harness.command_on(host), "min": 1, "max": 1})
+    checks += [{"type": "command", "run": ["test", flag, path]} for flag, path in harness.trial_paths]
     scenario = {"$schema": "https://atlante.sh/schema/v0.2/eval-scenario.json", "version": "0.2", "name": SCENARIO,
                 "task": {"fixture": "eval/fixtures/app", "prompt": harness.prompt(host)}, "checks": checks}
     (project / f"eval/scenarios/{SCENARIO}.eval.json").write_text(json.dumps(scenario, indent=2))
@@ -173,6 +190,7 @@ def test_a_public_harness_is_adopted_built_and_reaches_the_model(
 
     built = atlante(project, env, "build")
     assert built.returncode == 0, built.stdout + built.stderr
+    assert "would dangle" not in built.stdout, built.stdout  # every path the harness's text uses lands there
     for each in EVERY_HOST:
         assert f"atlante build: {each}: " in built.stdout, built.stdout
     manifest = json.loads((project / f".atlante/build/{host}/manifest.json").read_text())
@@ -205,3 +223,5 @@ def test_a_public_harness_is_adopted_built_and_reaches_the_model(
         assert harness.command_text in first, first[-3000:]  # expanded, the arguments in place
     if harness.instructions_text is not None:
         assert all(harness.instructions_text in body for body, _ in turns), turns[0][0][:3000]
+    if harness.imported_text is not None and host in harness.import_hosts:
+        assert all(harness.imported_text in body for body, _ in turns), turns[0][0][:3000]  # the import resolved
