@@ -124,9 +124,15 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_atlante.run.gcpause import CollectionGcPause
 
         config.pluginmanager.register(CollectionGcPause(config), "atlante-gc-pause")
-        from pytest_atlante.run.roles import register
+        if getattr(config, "workerinput", None) is not None:
+            # An xdist worker imports the trial path only, never the controller's modules.
+            from pytest_atlante.run.trialrole import register_worker
 
-        register(config)
+            register_worker(config)
+        else:
+            from pytest_atlante.run.roles import register
+
+            register(config)
     else:
         from pytest_atlante.projectroot import project_root
 

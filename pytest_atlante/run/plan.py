@@ -26,22 +26,21 @@ import pytest
 
 from pytest_atlante.diagnostics import Diagnostic
 from pytest_atlante.records import TrialRecord
-from pytest_atlante.report import selftest
 from pytest_atlante.report.exitcodes import EXIT_RUN_ERROR
-from pytest_atlante.report.model import HostIdentity, RunState, ensure_gitignore
 from pytest_atlante.run.items import SELFTEST_TRIAL, TrialFailed, TrialItem
 from pytest_atlante.run.options import Options
 from pytest_atlante.trial.budget import allocate
 
 if TYPE_CHECKING:
     from pytest_atlante.hosts.base import HostInfo
-    from pytest_atlante.report.model import EvalReport
+    from pytest_atlante.report import selftest
+    from pytest_atlante.report.model import EvalReport, RunState
     from pytest_atlante.report.selftest_reuse import Reusable
     from pytest_atlante.suite.discovery import Suite, ValidSuite
     from pytest_atlante.trial.runner import Progress, TrialRunner
 
 RECORD_KEY = pytest.StashKey[TrialRecord]()
-RESULT_KEY = pytest.StashKey[selftest.SelftestScenario]()
+RESULT_KEY = pytest.StashKey["selftest.SelftestScenario"]()
 # The two trials of a self-test item, named like real trials' sandboxes: ``<scenario>-<n>``.
 NOOP_TRIAL = 1
 REFERENCE_TRIAL = 2
@@ -191,7 +190,11 @@ class EvalPlan:
 
 
 class SelftestPlan(EvalPlan):
-    """``--atlante-selftest``: one item per scenario, a no-op and a reference trial, ``selftest.json``."""
+    """``--atlante-selftest``: one item per scenario, a no-op and a reference trial, ``selftest.json``.
+
+    ``report.selftest`` (and ``report.model``) are imported where they are used, never by this
+    module: an eval run's workers import this module but never a self-test's report.
+    """
 
     title = "atlante self-test"
     trials_per_item = 2     # the no-op trial (no host session, but setup and checks) and the reference
@@ -266,6 +269,8 @@ class SelftestPlan(EvalPlan):
         reused = self.reusable.get(name) if entry.script is not None else None
         reference = (runner.run(entry, REFERENCE_TRIAL, item.nodeid, item.budget, role.progress())
                      if entry.script is not None and reused is None else None)
+        from pytest_atlante.report import selftest
+
         refused = refused_calls(role.out_dir, reference) if reference is not None else []
         result = selftest.classify(name, entry.display, entry.source, item.nodeid, noop,
                                    reused.trial if reused is not None else reference, refused)
@@ -283,6 +288,8 @@ class SelftestPlan(EvalPlan):
             del item.stash[RESULT_KEY]
 
     def receive(self, report: pytest.TestReport, state: RunState) -> TrialRecord | None:
+        from pytest_atlante.report import selftest
+
         raw = getattr(report, "atlante_selftest", None)
         if raw is not None:
             self.results[report.nodeid] = selftest.SelftestScenario.model_validate_json(raw)
@@ -292,6 +299,9 @@ class SelftestPlan(EvalPlan):
         return node_id in self.results
 
     def finish(self, run: Run, exitstatus: int) -> int:
+        from pytest_atlante.report import selftest
+        from pytest_atlante.report.model import HostIdentity, ensure_gitignore
+
         state, options = run.state, run.options
         errors = list(state.errors)
         if exitstatus == pytest.ExitCode.INTERRUPTED:
@@ -321,6 +331,8 @@ class SelftestPlan(EvalPlan):
         """Each diagnostic once: a failing scenario's are in its failure report (the FAILURES section,
         JUnit, report-log), so here only a passing one's, or every one's when pytest shows no
         failure reports (``--tb=no``)."""
+        from pytest_atlante.report import selftest
+
         if self.selftest is None and not errors:
             return None
         lines: list[Line] = []
@@ -339,6 +351,7 @@ def refused_calls(out_dir: Path, record: TrialRecord) -> list[str]:
     """A scripted trial's tool calls the host refused or errored, from its transcript (none without
     one: a trial that never reached its host session is an infra-error anyway)."""
     from pytest_atlante.fsutil import UnreadableFile
+    from pytest_atlante.report import selftest
     from pytest_atlante.trial.transcript import read_transcript
 
     if not record.transcript:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_atlante.fsutil import fingerprint
-from pytest_atlante.report import reader
 from pytest_atlante.suite.discovery import ValidSuite
 
 # CI variables that identify one run of a pipeline (and its re-run attempt), in the order they are
@@ -71,6 +70,9 @@ def expected_durations(project_root: Path) -> dict[str, float]:
     current run started side by side must not see each other's reports, or they could split
     differently.  Unreadable reports are ignored — this is a hint.
     """
+    # Imported here: the report model is the controller's, and xdist workers import this module.
+    from pytest_atlante.report import reader
+
     found: dict[str, tuple[str, float]] = {}
     for path in sorted(project_root.glob(REPORT_GLOB)):
         try:  # capped, no FIFO waited on, and only a report a run of this user's wrote (report/seal.py)

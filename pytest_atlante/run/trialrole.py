@@ -38,7 +38,7 @@ from pytest_atlante.trial.runner import Progress, RunnerSettings, TrialInterrupt
 if TYPE_CHECKING:
     from pytest_atlante.run.costcap import Ledger
 
-__all__ = ["TrialRole", "Worker", "failure_text", "guard_seconds", "interrupted_record"]
+__all__ = ["TrialRole", "Worker", "failure_text", "guard_seconds", "interrupted_record", "register_worker"]
 
 WORKERINPUT_KEY = "atlante"
 GUARD_KEY = pytest.StashKey[threading.Timer]()
@@ -294,6 +294,19 @@ class TrialRole:
 
 def _terminate_as_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def register_worker(config: pytest.Config) -> None:
+    """``pytest_configure`` of an xdist worker of an eval run (``config.workerinput`` is set).
+
+    Separate from ``roles.register`` so that a worker never imports ``roles``: the controller's
+    modules (the report model and its statistics, the terminal output, the start-up probes, the
+    suite digests) cost every worker CPU at start-up and no trial needs them.
+    """
+    options = Options.from_config(config)
+    plan = plan_for(options)
+    shared = config.workerinput[WORKERINPUT_KEY]  # type: ignore[attr-defined]  # set by xdist
+    config.pluginmanager.register(Worker(config, options, shared, plan), "atlante-eval")
 
 
 class Worker(TrialRole):

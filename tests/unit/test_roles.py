@@ -7,9 +7,11 @@ thread, where Python refuses to install a signal handler: the worker must still 
 
 from __future__ import annotations
 
+import ast
 import base64
 import pickle
 import signal
+import sys
 import threading
 from dataclasses import asdict
 
@@ -149,3 +151,38 @@ def test_an_ordinary_stop_ends_the_session_without_an_exit_banner_or_workers(
     assert "workers [" not in text and "[gw0]" not in text and "created:" not in text   # xdist started none
     # tryfirst: our status is set before other plugins' sessionfinish reads it
     assert f"sessionfinish saw {status}" in text
+
+
+# The controller's modules: a worker never needs them, and each costs every worker CPU at start-up.
+CONTROLLER_ONLY = ["pytest_atlante.run.roles", "pytest_atlante.run.terminal", "pytest_atlante.run.liveline",
+                   "pytest_atlante.run.startup", "pytest_atlante.suite.digests", "pytest_atlante.report.model",
+                   "pytest_atlante.report.statrecords", "pytest_atlante.report.selftest", "pytest_atlante.report.reader"]
+
+
+def test_a_worker_registers_its_role_without_the_controllers_modules(pytester: pytest.Pytester,
+                                                                       atlante_project: Project) -> None:
+    """What ``pytest_configure`` imports in an xdist worker (a fresh interpreter, as the worker is)."""
+    code = ("import sys\n"
+            "from pytest_atlante.run.trialrole import register_worker\n"  # what plugin.py imports in a worker
+            "from pytest_atlante.run.gcpause import CollectionGcPause\n"
+            "print(sorted(m for m in sys.modules if m.startswith('pytest_atlante')))\n")
+    result = pytester.run(sys.executable, "-c", code)
+    assert result.ret == 0, result.stderr.str()
+    loaded = ast.literal_eval(result.stdout.lines[-1])
+    assert "pytest_atlante.trial.runner" in loaded  # the trial path itself is there
+    assert [m for m in CONTROLLER_ONLY if m in loaded] == []
+
+
+def test_plugin_configure_registers_a_worker_where_xdist_gave_workerinput(pytester: pytest.Pytester,
+                                                                            atlante_project: Project) -> None:
+    from pytest_atlante import plugin
+
+    config = pytester.parseconfig("--atlante-eval", "--atlante-project", str(atlante_project.root))
+    config.workerinput = {"atlante": shared_input(atlante_project)}  # type: ignore[attr-defined]
+    plugin.pytest_configure(config)
+    try:
+        assert isinstance(config.pluginmanager.get_plugin("atlante-eval"), Worker)
+        assert config.pluginmanager.get_plugin("atlante-eval-terminal") is None  # the controller's output only
+    finally:
+        config.pluginmanager.unregister(name="atlante-eval")
+        config.pluginmanager.unregister(name="atlante-gc-pause")
