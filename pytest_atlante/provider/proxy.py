@@ -162,6 +162,7 @@ class Metering:
     # A request held the prompt as typed, as one whole JSON string (``MeteringProxy.watch_for_verbatim``):
     # the host sent a ``/name`` prompt to the model as text instead of expanding the command.
     verbatim_prompt: bool = False
+    crossing_calls: tuple[str, ...] = ()  # the ids of the crossing response's tool calls (never run)
 
     @property
     def model_answers(self) -> Served:
@@ -237,6 +238,7 @@ class MeteringProxy(LoopbackService):
         self._calls: list[ServedCall] = []
         self._reported: list[Usage] = []
         self._models: list[str | None] = []  # beside ``_reported``: the model each response names
+        self._crossing_calls: tuple[str, ...] = ()
         self._abort_read, self._abort_write = os.pipe()
         # Only this trial's host knows it (loopback.py): another trial's agent that finds the port
         # in /proc/net/tcp is refused before anything reaches the model.
@@ -292,7 +294,7 @@ class MeteringProxy(LoopbackService):
                             self._tripped_at, tuple(self._problems), tuple(self._calls), tuple(self._reported),
                             self._counts["empty"], self._counts["foreign"], tuple(self._off_route),
                             self._counts["off_route"], self._counts["requester"], tuple(self._models),
-                            verbatim_prompt=self._verbatim_seen)
+                            verbatim_prompt=self._verbatim_seen, crossing_calls=self._crossing_calls)
 
     def _total(self) -> Usage:
         return sum_usage([*self._done, *(meter.usage for meter in self._inflight.values())])
@@ -435,6 +437,8 @@ class MeteringProxy(LoopbackService):
             if self._tripped_at is None and self._total().total > self.max_tokens:
                 self._tripped_at, self._crossing = self._total().total, request_id
             crossed = self._crossing == request_id
+            if crossed and meter is not None:  # the session ends on it: the host may never show its calls
+                self._crossing_calls = tuple(call.id for call in meter.tool_calls.calls)
             self._lock.notify_all()
         if crossed:
             self._signal_abort()

@@ -29,7 +29,7 @@ from pytest_atlante.hosts.logins import exposed_fields
 from pytest_atlante.hosts.prices import estimate_cost, shipped_table
 from pytest_atlante.hosts.streams import stream_cost, sum_usage
 from pytest_atlante.provider.proxy import STAND_IN_PREFIX, Metering, MeteringProxy, Upstream
-from pytest_atlante.provider.served import Served, mark_unverified, unshown_calls
+from pytest_atlante.provider.served import mark_unverified, unshown_calls
 from pytest_atlante.records import (
     TrialRecord,
     Usage,
@@ -325,21 +325,25 @@ def transcript_events(host: Host, info: HostInfo, base: TrialRecord, session: Ho
         events[0]["unverifiedEvents"] = mark_unverified(events[1:], session.metering.model_answers, file_call,
                                                         by_order=by_order)
         if file_call is not None:  # a file the agent can rewrite: what it left out is restored too
-            session.restored_calls = restore_calls(events, session.metering.model_answers, file_call,
-                                                   session.capture.redact)
+            session.restored_calls = restore_calls(events, session.metering, file_call, session.capture.redact)
     return events
 
 
-def restore_calls(events: list[dict[str, Any]], served: Served,
+def restore_calls(events: list[dict[str, Any]], metered: Metering,
                   file_call: Callable[[str, Mapping[str, Any]], tuple[str, dict[str, Any]]],
                   redact: Callable[[str], str]) -> list[str]:
-    """Add to ``events`` (before its closing ``result``) every tool call of the served responses the
-    transcript does not show, from the proxy's record and redacted like the stream; "name id" each.
-    The trajectory checks count them: a rewritten rollout cannot hide a command the model ran."""
+    """Add to ``events`` (before its closing ``result`` and ``abort``) every tool call of the served
+    responses the transcript does not show, from the proxy's record and redacted like the stream;
+    "name id" each.  The trajectory checks count them: a rewritten rollout cannot hide a command the
+    model ran.  The crossing response's calls are left out: the session ended on that response, so
+    the host never ran them and may not have written them down."""
     restored = []
-    at = len(events) - 1 if len(events) > 1 and events[-1].get("type") == "result" else len(events)
+    at = len(events)
+    while at > 1 and events[at - 1].get("type") in ("result", "abort"):
+        at -= 1
     last_t = events[at - 1].get("t", 0) if at > 0 else 0
-    for call in unshown_calls(events[1:], served):
+    unshown = unshown_calls(events[1:], metered.model_answers)
+    for call in (call for call in unshown if call.id not in metered.crossing_calls):
         tool, arguments = file_call(call.name, call.arguments or {})
         event = {"type": "tool_call", "t": last_t, "turn": events[at - 1].get("turn", 0) if at > 0 else 0,
                  "id": call.id, "tool": tool, "hostTool": call.name, "input": arguments, "agent": None,
