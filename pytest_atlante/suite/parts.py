@@ -235,7 +235,8 @@ def part_home(host: Host, part: _OpenedPart, kind: str, name: str, out: Rendered
                                 f"(the built plugin keeps its name, description and version)")
         return home, plugin.name
     out.warnings.append(f"{part.rel}: {kind} {name!r} of plugin {plugin.name!r} loads as {name!r} on {host.name}, "
-                        f"which has no plugin namespaces ({plugin.host} loads it as {plugin.namespaced(name)!r}); "
+                        f"without the plugin's namespace: the build gives {host.name} its own folders, not the "
+                        f"plugin ({plugin.host} loads it as {plugin.namespaced(name)!r}); "
                         f"a check may name it either way")
     return host.owned_dir, None
 

@@ -2,7 +2,7 @@
 
 A skill's text often runs or reads its own files by their project path
 (``.agents/skills/release/scripts/run.sh``), and a memory file pulls others in with ``@`` imports
-(``@./docs/style.md``: Gemini CLI's ``GEMINI.md``, Claude Code's ``CLAUDE.md``).  The trial's
+(``@./notes/style.md``: Gemini CLI's ``GEMINI.md``, Claude Code's ``CLAUDE.md``).  The trial's
 sandbox holds the fixture and the build tree only, so such a path works there only if the build
 carries the file to that path (``suite/parts.py`` puts a skill where its text says,
 docs/reference.md "Where a skill lands"; a skill whose source path another text names is copied
@@ -11,7 +11,7 @@ reference: the source file, the line, the path and why it dangles.
 
 Two kinds of references are read, so that ordinary prose is never taken for one:
 - ``@`` imports in a memory file (not inside code): ``@./x``, ``@../x``, ``@~/x``, ``@/x`` or a
-  relative path whose last part has a suffix (``@docs/style.md``); ``@scope/package`` is no import;
+  relative path whose last part has a suffix (``@notes/style.md``); ``@scope/package`` is no import;
 - paths into a host's harness folders (``.claude/skills/…``, ``.agents/skills/…``,
   ``.gemini/commands/…``: every host's native layout) in a skill's text files or a memory file.
 """
@@ -96,7 +96,7 @@ class Reference:
 
     source: str
     line: int
-    written: str       # as the text writes it (``@./docs/style.md``, ``.agents/skills/x/run.sh``)
+    written: str       # as the text writes it (``@./notes/style.md``, ``.agents/skills/x/run.sh``)
     path: str          # the build-tree path it names
     outside: bool = False
 

@@ -69,7 +69,7 @@ def test_claude_code_gets_the_plugin_as_a_plugin(built_plugin: Path) -> None:
     assert built == {"name": "review", "version": "1.0.0"}  # hooks are not evaluated: said so
     assert any(".claude-plugin/plugin.json: hooks not evaluated" in w for w in found["warnings"]), found["warnings"]
     assert found["agentNames"] == {"critic": "review:critic"}  # the host selects and counts it so
-    assert not any("no plugin namespaces" in w for w in found["warnings"])
+    assert not any("without the plugin's namespace" in w for w in found["warnings"])
 
 
 def test_the_claude_code_session_loads_each_built_plugin(built_plugin: Path) -> None:
@@ -82,7 +82,7 @@ def test_the_claude_code_session_loads_each_built_plugin(built_plugin: Path) -> 
 @pytest.mark.parametrize("host", ["opencode", "codex", "gemini-cli"])
 def test_a_host_without_plugin_namespaces_gets_a_warning_for_each_part(built_plugin: Path, host: str) -> None:
     warnings = manifest(built_plugin, host)["warnings"]
-    lost = [w for w in warnings if "no plugin namespaces" in w]
+    lost = [w for w in warnings if "without the plugin's namespace" in w]
     assert any(w.startswith("skills/lint: skill 'lint' of plugin 'review' loads as 'lint' on " + host) for w in lost), lost
     assert any("'review:lint'" in w for w in lost)
     placed = {"agent", "command"} - ({"agent", "command"} if host == "codex" else set())
