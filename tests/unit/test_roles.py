@@ -165,12 +165,17 @@ def test_a_worker_registers_its_role_without_the_controllers_modules(pytester: p
     code = ("import sys\n"
             "from pytest_atlante.run.trialrole import register_worker\n"  # what plugin.py imports in a worker
             "from pytest_atlante.run.gcpause import CollectionGcPause\n"
-            "print(sorted(m for m in sys.modules if m.startswith('pytest_atlante')))\n")
+            "from pytest_atlante.suite import script\n"
+            "print(sorted(m for m in sys.modules if m.startswith('pytest_atlante')))\n"
+            "print(sorted(n for n, c in vars(script).items() if getattr(c, '__pydantic_complete__', False)))\n")
     result = pytester.run(sys.executable, "-c", code)
     assert result.ret == 0, result.stderr.str()
-    loaded = ast.literal_eval(result.stdout.lines[-1])
+    loaded = ast.literal_eval(result.stdout.lines[-2])
     assert "pytest_atlante.trial.runner" in loaded  # the trial path itself is there
     assert [m for m in CONTROLLER_ONLY if m in loaded] == []
+    # The script models' validators are built where a script is validated (the controller's
+    # discovery), not at import: a worker receives the parsed scripts.
+    assert ast.literal_eval(result.stdout.lines[-1]) == []
 
 
 def test_plugin_configure_registers_a_worker_where_xdist_gave_workerinput(pytester: pytest.Pytester,
