@@ -247,6 +247,8 @@ def harness_names(suite: Suite) -> dict[str, set[str]]:
                             ("command", {n: c.file for n, c in harness.commands.items()})):
             for name, path in parts.items():
                 names[kind].add(name)
+                if kind == "skill":  # a /name prompt may run a skill on some hosts: command-used counts it
+                    names["command"].add(name)
                 if kind == "command":  # and as each host runs it
                     names[kind] |= {spelling for host in HOST_NAMES for spelling in command_names(host_for(host), name, path)}
                 plugin = plugin_of(base / path, base) if not unsafe_path_reason(path) else None
@@ -258,11 +260,14 @@ def harness_names(suite: Suite) -> dict[str, set[str]]:
 def host_command_names(suite: Suite, host: HostName) -> set[str]:
     """The names a ``/name`` prompt may run on ``host``: each harness command (any layer, as
     :func:`harness_names`) by the name ``host`` knows it by (``hosts.base.command_names``; a
-    plugin's command ``plugin:name`` on a host that namespaces the plugin, ``name`` elsewhere)."""
+    plugin's command ``plugin:name`` on a host that namespaces the plugin, ``name`` elsewhere), and each
+    skill where the host runs skills as commands (docs/host-facts.md §13)."""
     layers = [(suite.project_root, suite.config.harness)] if suite.config else []
     layers += [(suite.project_root, arm.harness) for arm in suite.arms]
     layers += [(base, harness) for _origin, base, harness in harness_layers(suite.packs)]
-    names: set[str] = set()
+    # Claude Code and OpenCode also run a skill as /name (its SKILL.md is the expansion), Gemini CLI not.
+    names: set[str] = {name for _base, harness in layers for name in harness.skills} \
+        if getattr(host_for(host), "skills_run_as_commands", False) else set()
     for base, harness in layers:
         for name, source in harness.commands.items():
             runs_as = command_names(host_for(host), name, source.file)

@@ -121,6 +121,23 @@ def test_a_command_kept_in_a_folder_runs_by_the_hosts_folder_name(
                                            for r in found])
 
 
+@pytest.mark.parametrize("host", ["claude-code", "opencode"])
+def test_a_skill_runs_as_a_slash_command_where_the_host_runs_skills_so(
+    pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, on_path: None, monkeypatch: pytest.MonkeyPatch,
+    host: HostName,
+) -> None:
+    """Claude Code and OpenCode expand ``/tidy`` to the skill's SKILL.md (Gemini CLI sends it as text,
+    which validation refuses there): ``command-used`` counts it."""
+    cases = [TrialCase("runs-a-skill", WORK, [{"type": "command-used", "command": "tidy", "min": 1, "max": 1},
+                                              {"type": "file-exists", "path": "greeted.txt"}],
+                       "pass", ("pass", "pass"), prompt="/tidy the sources", version="0.2")]
+    project = command_project(tmp_path / "project", host, cases, {})
+    run = run_eval(pytester, project, tmp_path / "out", *with_request_log(monkeypatch, tmp_path / "requests"))
+    assert outcome_table(run, cases) == expected_table(cases), run.output()
+    assert "Keep files tidy." in json.dumps([r.get("body") for found in logged_requests(tmp_path / "requests").values()
+                                             for r in found if r.get("kind") == "turn"])
+
+
 REMOVE_BUILT = "import pathlib, sys; pathlib.Path(sys.argv[1]).unlink()"
 
 

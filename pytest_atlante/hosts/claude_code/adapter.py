@@ -244,6 +244,7 @@ class ClaudeCodeHost:
     owned_dir = ".claude"
     plugin_dir = PLUGIN_DIR
     command_folder_separator = ":"  # a command in a folder of commands/: folders joined by it (host-facts §11, §13)
+    skills_run_as_commands = True  # a /name prompt may name a skill (host-facts §13)
     skill_roots = (".claude/skills",)  # not .agents/skills: the binary names no such folder
     #: host-facts §5, §11: the project's .claude folder, and a plugin (its manifest beside the folders).
     native_layouts = (

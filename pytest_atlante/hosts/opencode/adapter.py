@@ -292,6 +292,7 @@ class OpenCodeHost:
     selects_agent = True
     owned_dir = ".opencode"
     command_folder_separator = "/"  # a command in a folder of commands/: folders joined by it (host-facts §11, §13)
+    skills_run_as_commands = True  # a /name prompt may name a skill (host-facts §13)
     # .claude/skills only without OPENCODE_DISABLE_CLAUDE_CODE, which the trial sets (host-facts §8).
     skill_roots = (".opencode/skills", ".opencode/skill", ".agents/skills")
     #: host-facts §8, §11: singular and plural folder names both load.

@@ -61,6 +61,11 @@ def v02(*items: dict[str, Any]) -> Mutation:
     return scen(version="0.2", checks=list(items), **{"$schema": V02})
 
 
+def v02_prompt(prompt: str, *items: dict[str, Any]) -> Mutation:
+    """A version 0.2 scenario with this prompt and these checks."""
+    return scen(version="0.2", checks=list(items), task={"fixture": "eval/fixtures/app", "prompt": prompt}, **{"$schema": V02})
+
+
 def both(*mutations: Mutation) -> Mutation:
     """The mutations applied in order (each config mutation writes a whole configuration)."""
     def mutate(p: Project) -> None:
@@ -316,7 +321,7 @@ def test_a_shared_fixture_is_walked_once_and_its_problem_named_for_each_scenario
 @pytest.mark.parametrize("prompt", ["/greet", "/greet the team", "/tmp/app is broken: fix it", "Run /nosuch."])
 def test_a_prompt_that_runs_a_harness_command_or_none_is_no_problem(atlante_project: Project, prompt: str) -> None:
     """A ``/name`` prompt must name a harness command; a path or a later ``/`` is no command."""
-    both(with_command, task(prompt=prompt), v02({"type": "command-used", "command": "greet", "max": 1}))(atlante_project)
+    both(with_command, v02_prompt(prompt, {"type": "command-used", "command": "greet", "max": 1}))(atlante_project)
     found = validate_as(atlante_project, [])
     assert not [d for d in found if d.code in ("eval-command-unknown", "eval-scenario-invalid")], found
 
@@ -330,17 +335,29 @@ def test_a_command_kept_in_a_folder_runs_by_the_hosts_name_only(atlante_project:
     doc["harness"]["commands"] = {"component": {"file": ".claude/commands/frontend/component.md"}}
     atlante_project.config(doc)
     atlante_project.write(".claude/commands/frontend/component.md", "Make a component.\n")
-    both(task(prompt="/frontend:component now"), v02({"type": "command-used", "command": "frontend:component"},
-                                                     {"type": "command-used", "command": "component"}))(atlante_project)
+    v02_prompt("/frontend:component now", {"type": "command-used", "command": "frontend:component"},
+               {"type": "command-used", "command": "component"})(atlante_project)
     found = validate_as(atlante_project, [])
     assert not [d for d in found if d.code in ("eval-command-unknown", "eval-scenario-invalid")], found
     task(prompt="/component")(atlante_project)
     (refused,) = [d for d in validate_as(atlante_project, []) if d.code == "eval-command-unknown"]
     assert refused.location == "$.task.prompt"
-    assert "for claude-code (it defines: /frontend:component)" in refused.message
+    assert "for claude-code (it defines: /frontend:component, /tidy)" in refused.message  # and the skill
     task(prompt="/frontend:component")(atlante_project)
     (refused,) = [d for d in validate_as(atlante_project, ["--atlante-host", "opencode"]) if d.code == "eval-command-unknown"]
-    assert "for opencode (it defines: /frontend/component)" in refused.message
+    assert "for opencode (it defines: /frontend/component, /tidy)" in refused.message
+
+
+@pytest.mark.parametrize(("host", "runs"), [("claude-code", True), ("opencode", True), ("gemini-cli", False)])
+def test_a_skill_runs_as_a_command_where_the_host_runs_skills_so(atlante_project: Project, host: str, runs: bool) -> None:
+    """Claude Code and OpenCode run a skill as ``/name`` (its SKILL.md is the expansion); Gemini CLI
+    sends ``/tidy`` as text (docs/host-facts.md §13)."""
+    config = config_doc(host)
+    atlante_project.config(config)
+    v02_prompt("/tidy the sources", {"type": "command-used", "command": "tidy"})(atlante_project)
+    everything = validate_as(atlante_project, [])
+    found = [d for d in everything if d.code in ("eval-command-unknown", "eval-scenario-invalid")]
+    assert [d.location for d in found] == ([] if runs else ["$.task.prompt"]), everything
 
 
 def test_command_used_max_zero_holds_on_a_host_without_commands(atlante_project: Project) -> None:
