@@ -187,4 +187,4 @@ def test_a_prompt_names_a_plugin_command_as_the_host_knows_it(atlante_project: P
         assert found == [], found
     else:
         assert [(code, where) for code, where, _ in found] == [("eval-command-unknown", "$.task.prompt")], found
-        assert f"does not define for {host} (it defines: {wanted})" in found[0][2], found
+        assert f"does not define for {host} (it defines: {wanted}, /tidy)" in found[0][2], found  # and the skill it runs as a command
