@@ -234,6 +234,7 @@ class MeteringProxy(LoopbackService):
         # served, and one request body at a time is held in memory.
         self._turn = threading.Semaphore(1)
         self._waiting = 0
+        self._in_turn = False
         self._problems: list[str] = []
         self._calls: list[ServedCall] = []
         self._reported: list[Usage] = []
@@ -374,14 +375,25 @@ class MeteringProxy(LoopbackService):
                 self._counts["refused"] += 1
                 return False
             self._waiting += 1
+        taken = False
         try:
-            return self._turn.acquire(timeout=UPSTREAM_TIMEOUT_S)
+            taken = self._turn.acquire(timeout=UPSTREAM_TIMEOUT_S)
+            return taken
         finally:
             with self._lock:
                 self._waiting -= 1
+                self._in_turn = self._in_turn or taken
 
     def end_turn(self) -> None:
+        with self._lock:
+            self._in_turn = False
         self._turn.release()
+
+    def queue(self) -> tuple[bool, int]:
+        """Whether a model request holds this trial's turn, and how many wait for it (what a
+        test of the bounds waits on: requests reach the proxy's threads in no promised order)."""
+        with self._lock:
+            return self._in_turn, self._waiting
 
     def cut_oversized(self, request_id: int) -> None:
         """A response past ``MAX_RESPONSE_BYTES`` whose usage could not be read: no more model

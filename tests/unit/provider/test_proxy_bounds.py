@@ -13,6 +13,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -87,6 +88,16 @@ def push(sock: socket.socket, limit: int) -> int:
     return sent
 
 
+def settle(proxy: MeteringProxy, state: tuple[bool, int]) -> None:
+    """Wait until the proxy's threads have taken up the requests sent (they run in no promised
+    order: on a loaded machine a request not yet parsed is neither in flight nor waiting)."""
+    for _ in range(3000):
+        if proxy.queue() == state:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the proxy never reached {state}: {proxy.queue()}")
+
+
 def status_of(proxy: MeteringProxy, body: bytes = b'{"model": "m", "messages": []}') -> tuple[int, bytes]:
     """The status and the body as far as it came (a cut response ends short of its length)."""
     connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
@@ -106,7 +117,9 @@ def test_held_requests_hold_no_body_and_one_past_the_waiting_limit_is_refused(up
     with MeteringProxy(Upstream(upstream.url), max_tokens=10**9) as proxy:
         first = held_request(proxy, HELD_BODY)  # its turn came: its body is being read (the one in flight)
         push(first, 1024 * 1024)
+        settle(proxy, (True, 0))
         waiting = [held_request(proxy, HELD_BODY) for _ in range(MAX_WAITING)]
+        settle(proxy, (True, MAX_WAITING))
         # Nothing reads a waiting request's body: each takes only what the kernel's socket buffers
         # hold, far from its 60 MiB (before: each body was read into memory as it arrived).
         taken = [push(sock, HELD_BODY) for sock in waiting]
