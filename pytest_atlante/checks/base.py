@@ -58,6 +58,9 @@ class SessionView:
     # Harness agent → the name the host delegates to it by, where they differ (the build manifest's
     # ``agentNames``): ``agent-used`` counts a delegation under either.
     agent_names: Mapping[str, str] = field(default_factory=dict)
+    # The host runs a harness skill as ``/name`` (Claude Code, OpenCode: docs/host-facts.md §13), no
+    # skill tool called: ``skill-used`` then also counts the prompt's ``command`` event of that name.
+    skills_run_as_commands: bool = False
 
     @property
     def truncated(self) -> bool:

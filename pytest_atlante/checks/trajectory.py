@@ -3,7 +3,8 @@ session did something, counted on the trial's host-neutral transcript, so the sa
 same on every host.
 
 The first three count the main session's ``tool_call`` events (``docs/transcripts.md``, "Skills and
-sub-agents"): a skill load is a call of the neutral ``skill`` tool with ``input.name``, a delegation
+sub-agents"): a skill load is a call of the neutral ``skill`` tool with ``input.name`` (or, on a
+host that runs a skill as ``/name``, the prompt's ``command`` event of that skill), a delegation
 a call of ``task`` with ``input.agent``, and ``tool-used`` counts calls of one neutral tool,
 optionally only those with an input string that ``inputMatches`` (``re.search``, compiled at
 validation).  ``command-used`` counts ``command`` events (``docs/transcripts.md``, "Slash
@@ -146,7 +147,12 @@ def same_part(used: object, named: str) -> bool:
 
 
 def skill_matches(check: SkillUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
-    return _succeeded(session, [e for e in _tool_calls(session, "skill") if same_part(_input(e).get("name"), check.skill)])
+    """The skill's successful loads through the skill tool and, where the host runs a skill as
+    ``/name`` (no skill tool called: its SKILL.md is the expansion), the prompt's ``command`` event
+    of that name, first in the transcript: each use once, in transcript order."""
+    loads = _succeeded(session, [e for e in _tool_calls(session, "skill") if same_part(_input(e).get("name"), check.skill)])
+    run_as_command = _commands(session, check.skill) if session.skills_run_as_commands else []
+    return run_as_command + loads
 
 
 def agent_matches(check: AgentUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
@@ -165,7 +171,11 @@ def tool_matches(check: ToolUsedCheck, session: SessionView) -> list[Mapping[str
 def command_matches(check: CommandUsedCheck, session: SessionView) -> list[Mapping[str, Any]]:
     """The main session's expansions of the command (a leading ``/`` in the check's name is the
     prompt's spelling of the same command; a plugin's command is ``plugin:name`` or ``name``)."""
-    name = check.command.removeprefix("/")
+    return _commands(session, check.command.removeprefix("/"))
+
+
+def _commands(session: SessionView, name: str) -> list[Mapping[str, Any]]:
+    """The main session's vouched ``command`` events of the command or skill ``name``."""
     return [e for e in session.events or () if e.get("type") == "command" and same_part(e.get("name"), name)
             and e.get("agent") is None and _vouched(e)]
 

@@ -483,7 +483,9 @@ class TrialRunner:
         files = transcript_files(self.out_dir, base, session, events)
         progress("checks")
         diff = sandboxes.collect_diff(sb, self.host.owned_dir)
-        results = checks(entry, sb, diff, parent_env, confined, secrets, session_view(session, events, self.agent_names))
+        view = session_view(session, events, self.agent_names,
+                            skills_run_as_commands=getattr(self.host, "skills_run_as_commands", False))
+        results = checks(entry, sb, diff, parent_env, confined, secrets, view)
         return record(base, session, budget, diff, results, self.audit.escapes(watched), secrets).model_copy(update=files)
 
 

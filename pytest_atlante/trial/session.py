@@ -369,13 +369,15 @@ def transcript_files(out_dir: Path | None, base: TrialRecord, session: HostSessi
 
 
 def session_view(session: HostSession, events: list[dict[str, Any]] | None,
-                 agent_names: Mapping[str, str] | None = None) -> SessionView:
-    """What the trajectory checks count on: the events after the header, the session's totals, and
-    the names the host knows harness agents by (where the build kept another)."""
+                 agent_names: Mapping[str, str] | None = None, *, skills_run_as_commands: bool = False) -> SessionView:
+    """What the trajectory checks count on: the events after the header, the session's totals, the
+    names the host knows harness agents by (where the build kept another), and whether the host
+    runs a skill as ``/name`` (``skill-used`` then counts that ``command`` event)."""
     totals = session.totals
     return SessionView(had_session=True, events=tuple(events[1:]) if events is not None else None,
                        usage=totals.usage, cost_usd=totals.cost_usd,
-                       duration_ms=int(session.process.duration_s * 1000), agent_names=dict(agent_names or {}))
+                       duration_ms=int(session.process.duration_s * 1000), agent_names=dict(agent_names or {}),
+                       skills_run_as_commands=skills_run_as_commands)
 
 
 @dataclass(frozen=True)

@@ -127,10 +127,12 @@ def test_a_skill_runs_as_a_slash_command_where_the_host_runs_skills_so(
     host: HostName,
 ) -> None:
     """Claude Code and OpenCode expand ``/tidy`` to the skill's SKILL.md (Gemini CLI sends it as text,
-    which validation refuses there): ``command-used`` counts it."""
+    which validation refuses there): ``command-used`` counts it, and ``skill-used`` counts it as the
+    skill's one use (no skill tool is called: before, it counted 0)."""
     cases = [TrialCase("runs-a-skill", WORK, [{"type": "command-used", "command": "tidy", "min": 1, "max": 1},
+                                              {"type": "skill-used", "skill": "tidy", "min": 1, "max": 1},
                                               {"type": "file-exists", "path": "greeted.txt"}],
-                       "pass", ("pass", "pass"), prompt="/tidy the sources", version="0.2")]
+                       "pass", ("pass", "pass", "pass"), prompt="/tidy the sources", version="0.2")]
     project = command_project(tmp_path / "project", host, cases, {})
     run = run_eval(pytester, project, tmp_path / "out", *with_request_log(monkeypatch, tmp_path / "requests"))
     assert outcome_table(run, cases) == expected_table(cases), run.output()

@@ -220,3 +220,39 @@ def test_command_used_needs_a_transcript_and_min_at_most_max() -> None:
         CHECK.validate_python({"type": "command-used"})
     with pytest.raises(ValueError, match="command"):
         CHECK.validate_python({"type": "command-used", "command": ""})
+
+
+# --------------------------------------------------------------------------- a skill run as /name
+
+SKILL_COMMAND = {**COMMAND, "name": "tidy", "arguments": "now please"}
+
+
+def test_skill_used_counts_a_skill_run_as_a_command_where_the_host_runs_skills_so() -> None:
+    """Claude Code and OpenCode run a harness skill as ``/tidy …`` (its SKILL.md is the expansion)
+    without any skill tool call: the runner's ``command`` event is that skill's use."""
+    commanded = SessionView(had_session=True, events=(SKILL_COMMAND,), usage=USAGE, skills_run_as_commands=True)
+    checked = judge({"type": "skill-used", "skill": "tidy", "min": 1, "max": 1}, commanded)
+    assert (checked.passed, checked.error, checked.events) == (True, False, [1])
+    assert checked.output == "#1 turn 1: /tidy arguments='now please'"
+    assert checked.count == CountRecord(kind="skill", name="tidy", uses=1, min=1, max=1)
+    # With the tool loads after it, each use counts once, in transcript order.
+    both = SessionView(had_session=True, events=(SKILL_COMMAND, *({**e, "seq": e["seq"] + 1} for e in EVENTS)),
+                       usage=USAGE, skills_run_as_commands=True)
+    checked = judge({"type": "skill-used", "skill": "tidy"}, both)
+    assert (checked.passed, checked.events) == (True, [1, 3, 13])
+    # A plugin's skill run as /plugin:tidy is the skill tidy, as its tool load would be.
+    plugin = SessionView(had_session=True, events=({**SKILL_COMMAND, "name": "house:tidy"},), usage=USAGE,
+                         skills_run_as_commands=True)
+    assert judge({"type": "skill-used", "skill": "tidy", "min": 1, "max": 1}, plugin).passed
+
+
+@pytest.mark.parametrize("session", [
+    SessionView(had_session=True, events=(SKILL_COMMAND,), usage=USAGE),  # a host that runs no skill as /name
+    SessionView(had_session=True, events=({**SKILL_COMMAND, "agent": "c6"},), usage=USAGE, skills_run_as_commands=True),
+    SessionView(had_session=True, events=({**SKILL_COMMAND, "unverified": True},), usage=USAGE,
+                skills_run_as_commands=True),
+    SessionView(had_session=True, events=({**SKILL_COMMAND, "name": "review"},), usage=USAGE,
+                skills_run_as_commands=True),
+], ids=["host-without-skill-commands", "sub-agent", "unverified", "other-name"])
+def test_a_command_event_counts_as_a_skill_use_only_when_it_is_that_skill_run_by_the_host(session: SessionView) -> None:
+    assert judge({"type": "skill-used", "skill": "tidy", "max": 0}, session).passed
