@@ -79,9 +79,15 @@ class Origin:
             return path.resolve().as_posix()
 
 
+# Claude Code's ``model: inherit`` (agents): the session's model, which every host uses for a part
+# given no model.  Built for another host it is left out, nothing dropped (a host would read it as
+# a model id, and a warning would ask for a model no one wanted).
+SESSION_MODEL = "inherit"
+
+
 def model_for(value: PerHost | None, host: Host) -> tuple[str | None, str | None]:
     """(the model for ``host``, a model given that ``host`` cannot use)."""
-    if value is None:
+    if value is None or value == SESSION_MODEL:
         return None, None
     if isinstance(value, dict):
         return value.get(host.name), None  # type: ignore[call-overload]
@@ -290,7 +296,11 @@ def _model(agree: _Agreement, configured: PerHost | None, source_host: HostName 
         return model, dropped
     if source_host is not None:
         agree.same("model", model_for(configured, host_for(source_host))[0], found)
-    if source_host == host.name or (source_host is None and host.model_fits(found)):
+    if source_host == host.name:
+        return model or found, None  # its own file, built as it is
+    if found == SESSION_MODEL:
+        return model, dropped
+    if source_host is None and host.model_fits(found):
         return model or found, None
     return model, (dropped or found) if model is None else None
 

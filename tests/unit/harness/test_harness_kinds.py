@@ -77,6 +77,29 @@ def test_a_dropped_model_names_every_host_in_its_hint(atlante_project: Project) 
     assert dropped.endswith('give one per host: {"claude-code": …, "opencode": …, "codex": …, "gemini-cli": …})'), dropped
 
 
+@pytest.mark.parametrize("declared", ["claude-code", None], ids=["claude-code-file", "host-neutral-file"])
+def test_model_inherit_is_the_session_model_on_every_host_not_a_dropped_model(atlante_project: Project,
+                                                                               declared: str | None) -> None:
+    """Claude Code's agent ``model: inherit`` means the session's model, which every host uses for an
+    agent given no model: built for another host it is left out without a warning (before, opencode
+    and gemini-cli each warned "model 'inherit' dropped"); Claude Code's own file keeps it as it is."""
+    text = "---\nname: helper\ndescription: Helps.\nmodel: inherit\n---\nYou write small files.\n"
+    atlante_project.write("harness/helper.md", text)
+    atlante_project.write("harness/ship.md", "---\ndescription: Ship it\nmodel: inherit\n---\nShip $ARGUMENTS\n")
+    on = {"host": declared} if declared is not None else {}
+    harness(atlante_project, {"agents": {"helper": {"prompt": "harness/helper.md", **on}},
+                              "commands": {"ship": {"file": "harness/ship.md", **on}}})
+    build(atlante_project.root)
+    for host, agent in (("opencode", ".opencode/agents/helper.md"), ("gemini-cli", ".gemini/agents/helper.md")):
+        assert not [w for w in warnings(atlante_project, host) if "inherit" in w], (host, warnings(atlante_project, host))
+        fields = split((tree_dir(atlante_project.root, host) / agent).read_text()).fields
+        assert fields is not None and "model" not in fields, (host, fields)
+    claude = (tree_dir(atlante_project.root, "claude-code") / ".claude/agents/helper.md").read_text()
+    if declared is not None:
+        assert claude == text
+    assert not [w for w in warnings(atlante_project, "claude-code") if "inherit" in w]
+
+
 def test_host_specific_tools_are_kept_for_their_host_and_named_for_the_other(atlante_project: Project) -> None:
     harness(atlante_project, {"agents": {"helper": {
         "description": "d", "prompt": "harness/helper.md", "tools": ["read", "TodoWrite", "mcp__github__get_issue", "webfetch"]}}})
