@@ -19,6 +19,7 @@ import pytest
 
 from conftest import Project, config_doc, scenario_doc
 from fakehost import fake_env, install_fake_claude
+from pytest_atlante.provider.proxy import STAND_IN_PREFIX
 from pytest_atlante.sandbox.trialdir import SANDBOX_DIR_PREFIX
 
 LOGIN = '{"claudeAiOauth": {"accessToken": "sk-ant-oat01-killed-run-login"}}'
@@ -66,7 +67,9 @@ def test_the_next_run_removes_a_killed_runs_directory_and_copied_login_at_once(
         dead = [p for p in private_tmp.iterdir() if p.name.startswith(SANDBOX_DIR_PREFIX)]
         assert len(dead) == 1
         copies = list(dead[0].glob("*/home/.claude/.credentials.json"))
-        assert [c.read_text() for c in copies] == [LOGIN]  # the copied login, in the trial's HOME
+        # The copied login, in the trial's HOME, holding a stand-in for the real token (issue 38).
+        [copied] = [json.loads(c.read_text()) for c in copies]
+        assert copied["claudeAiOauth"]["accessToken"].startswith(STAND_IN_PREFIX)
         run.send_signal(signal.SIGKILL)  # nothing of the run gets to clean up
         run.communicate(timeout=60)
         assert run.returncode == -signal.SIGKILL
