@@ -179,3 +179,33 @@ def test_the_module_table_lists_every_module() -> None:
     documented = documented_modules()
     assert not sorted(needed - documented), "add these to docs/architecture.md's module table"
     assert not sorted(documented - on_disk), "docs/architecture.md names modules that do not exist"
+
+
+HOST_FOLDERS = sorted(p.name for p in (PACKAGE / "hosts").iterdir() if (p / "__init__.py").is_file())
+
+
+def host_folder(name: str) -> str | None:
+    """The host folder (``hosts/<host>/``) a module is in; None for the shared ``hosts/`` modules."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "hosts" and parts[2] in HOST_FOLDERS else None
+
+
+# The one import of a host folder from outside it, and why: the scripted model answers on the
+# Responses wire with Codex's own tools (``exec_command``, ``apply_patch``, a skill read as ``cat
+# …/SKILL.md``), the names the Codex rollout reader reads back, and Codex is the only host on that
+# wire.  A second Responses host would make the tool vocabulary the host's to give the wire format.
+KNOWN_HOST_IMPORTS = {(f"{ROOT}.provider.wire.openai_responses", f"{ROOT}.hosts.codex.tools")}
+
+
+def test_a_host_is_one_folder_that_no_other_host_and_no_shared_module_imports() -> None:
+    """A host folder knows the shared ``hosts/`` modules and nothing of another host; the shared
+    modules know no host (the registry finds an adapter by the ``module:Class`` in ``hosts/names.py``),
+    so removing a folder and its ``HOSTS`` line leaves every other module as it was."""
+    assert len(HOST_FOLDERS) >= 4, HOST_FOLDERS
+    bad = []
+    for name, targets in GRAPH.items():
+        for target in targets:
+            folder = host_folder(target)
+            if folder is not None and host_folder(name) != folder and (name, target) not in KNOWN_HOST_IMPORTS:
+                bad.append(f"{name} imports {target}")
+    assert not bad, bad
