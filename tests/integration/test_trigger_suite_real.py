@@ -22,8 +22,9 @@ from pytest_atlante.suite.build import build
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(900)]
 
+TRIALS = 1
 EXPECTED_RATES = {
-    "notes-for-1-1": ("use", 2), "summarise-for-users": ("use", 2),
+    "notes-for-1-1": ("use", TRIALS), "summarise-for-users": ("use", TRIALS),
     "fix-the-typo": ("no-use", 0), "explain-greet": ("no-use", 0),
 }
 
@@ -37,6 +38,11 @@ def trigger_run(directory: Path, host: str, path: str) -> Path:
     """The trigger suite through ``host``'s real CLI in ``directory``, its rates checked; its report."""
     suite = directory / "trigger-suite"
     shutil.copytree(REPO_ROOT / "example_project" / "trigger-suite", suite, ignore=shutil.ignore_patterns(".atlante"))
+    # One trial per query, not the example's two: the scripted model plays each query the same way
+    # every time, so a second trial on every host is CPU the CI's 20 minutes need elsewhere.
+    config = suite / "atlante.jsonc"
+    assert '"trials": 2' in config.read_text()
+    config.write_text(config.read_text().replace('"trials": 2', f'"trials": {TRIALS}'))
     build(suite)
     (directory / "tmp").mkdir()
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
@@ -47,9 +53,9 @@ def trigger_run(directory: Path, host: str, path: str) -> Path:
     assert run.returncode == 0, run.stdout + run.stderr
     report = EvalReport.model_validate_json((out / "report.json").read_text())
     rates = {s.name: [(r.kind, r.name, r.wanted, r.used, r.trials) for r in s.triggerRates] for s in report.scenarios}
-    assert rates == {name: [("skill", "release-notes", wanted, used, 2)] for name, (wanted, used) in EXPECTED_RATES.items()}
-    assert "trigger rate: notes-for-1-1: skill release-notes used in 2/2 trials (100%" in run.stdout
-    assert [t.verdict for s in report.scenarios for t in s.trials] == ["pass"] * 8
+    assert rates == {name: [("skill", "release-notes", wanted, used, TRIALS)] for name, (wanted, used) in EXPECTED_RATES.items()}
+    assert f"trigger rate: notes-for-1-1: skill release-notes used in {TRIALS}/{TRIALS} trials (100%" in run.stdout
+    assert [t.verdict for s in report.scenarios for t in s.trials] == ["pass"] * 4 * TRIALS
     return out / "report.json"
 
 
