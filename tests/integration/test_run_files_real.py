@@ -58,6 +58,13 @@ def victim(name: str, last: bool = False) -> TrialCase:
                      checks=[{"type": "file-exists", "path": "hello.txt"}], verdict="pass", outcomes=("pass",))
 
 
+def honest(name: str) -> TrialCase:
+    """A victim that waits for no forgery: it writes its file at once."""
+    waiting = victim(name)
+    return TrialCase(name=name, turns=waiting.turns[1:], checks=waiting.checks, verdict=waiting.verdict,
+                     outcomes=waiting.outcomes)
+
+
 def test_a_forged_cost_cap_ledger_skips_no_trial(pytester: pytest.Pytester, tmp_path: Path) -> None:
     forger = TrialCase(name="a-forges-the-ledger", turns=[bash_turn(f"python3 -c \"{FORGER}\" && echo forged"), DONE],
                        checks=[{"type": "file-absent", "path": "hello.txt"}], verdict="pass", outcomes=("pass",))
@@ -89,9 +96,7 @@ def tamper_case(out: Path) -> TrialCase:
 
 def test_another_trials_files_rewritten_are_an_escape_and_break_no_reader(pytester: pytest.Pytester, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    cases = [victim("a-honest"), victim("b-honest"), tamper_case(out)]
-    cases = [TrialCase(name=c.name, turns=c.turns[1:], checks=c.checks, verdict=c.verdict, outcomes=c.outcomes)
-             if c.name.endswith("honest") else c for c in cases]  # the honest ones wait for nothing
+    cases = [honest("a-honest"), honest("b-honest"), tamper_case(out)]
     project = write_project(tmp_path / "project", ONE_HOST, cases)
     run = run_eval(pytester, project, out, "--atlante-isolation", "off", "--atlante-html", timeout_s=240)
     assert run.result.ret == 1 and run.report.exitStatus == 1, run.output()
@@ -125,7 +130,8 @@ def planting_case(project: Path) -> TrialCase:
 
 def test_a_report_a_trial_planted_drives_no_forecast_and_no_view(pytester: pytest.Pytester, tmp_path: Path) -> None:
     project = tmp_path / "project"
-    write_project(project, ONE_HOST, [victim("priced"), planting_case(project)])
+    # "priced" waits for nothing: no ledger is forged here, so a waiting victim would sit out its 90 s.
+    write_project(project, ONE_HOST, [honest("priced"), planting_case(project)])
     args = ["--atlante-eval", "--atlante-scripted", "--atlante-project", str(project), "-p", "no:cacheprovider",
             "--atlante-isolation", "off"]
     first = pytester.runpytest_subprocess(*args, "--atlante-scenario", "priced", timeout=300)
