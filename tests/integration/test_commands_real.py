@@ -14,13 +14,11 @@ from typing import Any
 
 import pytest
 
-from conftest import Project, config_doc
 from pytest_atlante.hosts.base import no_place
 from pytest_atlante.hosts.names import HOST_NAMES
 from pytest_atlante.hosts.registry import host_for
 from trial_helpers import (
     DONE,
-    FIXTURE_FILES,
     HostName,
     TrialCase,
     expected_table,
@@ -28,6 +26,7 @@ from trial_helpers import (
     outcome_table,
     run_eval,
     with_request_log,
+    write_project,
     write_turn,
 )
 
@@ -38,27 +37,9 @@ COMMAND_HOSTS = [host for host in HOST_NAMES if no_place(host_for(host), "comman
 WORK = [write_turn("greeted.txt", "hi\n"), DONE]
 
 
-def command_project(root: Path, host: HostName, cases: list[TrialCase], commands: dict[str, dict[str, str]],
-                    files: dict[str, str] | None = None) -> Path:
-    """A built project whose harness holds ``commands`` (name → source, ``files`` besides) beside
-    the usual agent and skill."""
-    project = Project(root)
-    root.mkdir(parents=True)
-    for rel, content in (files or {}).items():
-        project.write(rel, content)
-    config = config_doc(host)
-    config["harness"]["commands"] = commands
-    project.config(config)
-    project.write("harness/helper.md", "You write small files.\n")
-    project.write("harness/tidy/SKILL.md", "Keep files tidy.\n")
-    project.write("harness/commands/greet.md", f"---\ndescription: Greets.\n---\n{COMMAND_SENTINEL} ($ARGUMENTS)\n")
-    for rel, content in FIXTURE_FILES.items():
-        project.write(f"eval/fixtures/app/{rel}", content)
-    for case in cases:
-        project.scenario(case.document(), file=f"eval/scenarios/{case.name}.eval.json")
-        project.script(case.name, case.turns)
-    project.build()
-    return root
+# The harness command ``/greet`` and its source file, for the cases that run it.
+GREET = {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}}
+GREET_FILES = {"harness/commands/greet.md": f"---\ndescription: Greets.\n---\n{COMMAND_SENTINEL} ($ARGUMENTS)\n"}
 
 
 def events_of(out: Path, transcript: str | None) -> list[dict[str, Any]]:
@@ -82,8 +63,7 @@ def test_command_used_counts_the_expansion_that_reached_the_model(
             {"type": "command-used", "command": "greet", "max": 0},
         ], "fail", ("fail", "pass"), prompt="Greet the user.", version="0.2"),
     ]
-    project = command_project(tmp_path / "project", host, cases,
-                              {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}})
+    project = write_project(tmp_path / "project", host, cases, harness={"commands": GREET}, files=GREET_FILES)
     run = run_eval(pytester, project, tmp_path / "out", *with_request_log(monkeypatch, tmp_path / "requests"))
     assert run.result.ret == 1, run.output()
     assert outcome_table(run, cases) == expected_table(cases)
@@ -111,9 +91,9 @@ def test_a_command_kept_in_a_folder_runs_by_the_hosts_folder_name(
     cases = [TrialCase("runs-the-folder-name", WORK, [{"type": "command-used", "command": "frontend:component"},
                                                       {"type": "file-exists", "path": "greeted.txt"}],
                        "pass", ("pass", "pass"), prompt="/frontend:component", version="0.2")]
-    project = command_project(tmp_path / "project", host, cases,
-                              {"component": {"file": ".claude/commands/frontend/component.md"}},
-                              {".claude/commands/frontend/component.md": f"{COMMAND_SENTINEL}\n"})
+    project = write_project(tmp_path / "project", host, cases,
+                            harness={"commands": {"component": {"file": ".claude/commands/frontend/component.md"}}},
+                            files={".claude/commands/frontend/component.md": f"{COMMAND_SENTINEL}\n"})
     run = run_eval(pytester, project, tmp_path / "out", *with_request_log(monkeypatch, tmp_path / "requests"))
     assert run.result.ret == 0, run.output()
     assert outcome_table(run, cases) == expected_table(cases)
@@ -133,7 +113,7 @@ def test_a_skill_runs_as_a_slash_command_where_the_host_runs_skills_so(
                                               {"type": "skill-used", "skill": "tidy", "min": 1, "max": 1},
                                               {"type": "file-exists", "path": "greeted.txt"}],
                        "pass", ("pass", "pass", "pass"), prompt="/tidy the sources", version="0.2")]
-    project = command_project(tmp_path / "project", host, cases, {})
+    project = write_project(tmp_path / "project", host, cases)
     run = run_eval(pytester, project, tmp_path / "out", *with_request_log(monkeypatch, tmp_path / "requests"))
     assert outcome_table(run, cases) == expected_table(cases), run.output()
     assert "Keep files tidy." in json.dumps([r.get("body") for found in logged_requests(tmp_path / "requests").values()
@@ -157,8 +137,7 @@ def test_a_command_the_host_does_not_have_makes_the_trial_an_infra_error(
     name the command."""
     cases = [TrialCase("unknown-to-the-host", WORK, [{"type": "file-exists", "path": "greeted.txt"}], "infra-error",
                        ("fail",), prompt="/greet", setup=["python3", "-c", REMOVE_BUILT, built])]
-    project = command_project(tmp_path / "project", host, cases,
-                              {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}})
+    project = write_project(tmp_path / "project", host, cases, harness={"commands": GREET}, files=GREET_FILES)
     run = run_eval(pytester, project, tmp_path / "out")
     assert run.result.ret == 1, run.output()
     trial = run.trial("unknown-to-the-host")
@@ -181,7 +160,7 @@ def test_gemini_sends_a_command_it_does_not_have_as_text_and_command_used_says_s
     cases = [TrialCase("lost-command", WORK, [{"type": "command-used", "command": "greet"},
                                               {"type": "file-exists", "path": "greeted.txt"}],
                        "fail", ("fail", "pass"), prompt="/greet", setup=remove, version="0.2")]
-    project = command_project(tmp_path / "project", "gemini-cli", cases,
-                              {"greet": {"description": "Greets.", "file": "harness/commands/greet.md"}})
+    project = write_project(tmp_path / "project", "gemini-cli", cases, harness={"commands": GREET},
+                            files=GREET_FILES)
     run = run_eval(pytester, project, tmp_path / "out")
     assert outcome_table(run, cases) == expected_table(cases), run.output()

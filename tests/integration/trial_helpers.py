@@ -117,13 +117,22 @@ def new_marker() -> str:
     return f"MARKER-{uuid.uuid4().hex}"
 
 
-def write_project(root: Path, host: HostName, cases: list[TrialCase], **eval_overrides: Any) -> Path:
-    """A valid, built eval project at ``root`` holding one scenario document per case."""
+def write_project(root: Path, host: HostName, cases: list[TrialCase], *, harness: dict[str, Any] | None = None,
+                  files: dict[str, str] | None = None, **eval_overrides: Any) -> Path:
+    """A valid, built eval project at ``root`` holding one scenario document per case.
+
+    ``harness`` adds entries to the config's ``harness`` (e.g. ``commands``) beside the usual agent
+    and skill; ``files`` (project-relative path → text) are written before the build, so a harness
+    entry can name them."""
     from conftest import Project, config_doc
 
     project = Project(root)
     root.mkdir(parents=True)
-    project.config(config_doc(host, **eval_overrides))
+    config = config_doc(host, **eval_overrides)
+    config["harness"].update(harness or {})
+    project.config(config)
+    for rel, content in (files or {}).items():
+        project.write(rel, content)
     project.write("harness/helper.md", AGENT_SENTINEL + "\n")
     project.write("harness/tidy/SKILL.md", "Keep files tidy.\n")
     for rel, content in FIXTURE_FILES.items():
