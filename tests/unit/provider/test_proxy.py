@@ -12,14 +12,13 @@ import socket
 import ssl
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
 from conftest import make_test_ca
+from counting_upstream import Answer, CountingUpstream, SeenRequest
 from pytest_atlante.provider.loopback import new_trial_key, strip_trial_key
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.proxy import MeteringProxy, Upstream
@@ -32,47 +31,16 @@ from pytest_atlante.records import Usage
 # --------------------------------------------------------------------------- a provider stand-in
 
 
-class Provider:
+def provider_of(usages: list[ReplyUsage], *, tls: ssl.SSLContext | None = None, wire: str = "anthropic",
+                address: str = "127.0.0.1") -> CountingUpstream:
     """A loopback model API (optionally over TLS) answering each POST with the next reply's stream."""
 
-    def __init__(self, usages: list[ReplyUsage], *, tls: ssl.SSLContext | None = None, wire: str = "anthropic",
-                 address: str = "127.0.0.1") -> None:
-        self.usages = usages
-        self.requests: list[dict[str, Any]] = []
-        provider = self
+    def answer(number: int, _request: SeenRequest) -> Answer:
+        reply = Reply(f"msg_{number}", "m", "hi", (), usages[min(number, len(usages)) - 1])
+        stream = anthropic_stream(reply) if wire == "anthropic" else openai_stream(reply, 0, True)
+        return Answer(stream, "text/event-stream")
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                provider.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                usage = provider.usages[min(len(provider.requests), len(provider.usages)) - 1]
-                reply = Reply(f"msg_{len(provider.requests)}", "m", "hi", (), usage)
-                payload = anthropic_stream(reply) if wire == "anthropic" else openai_stream(reply, 0, True)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
-        self.httpd = ThreadingHTTPServer((address, 0), Handler)
-        self.httpd.daemon_threads = True
-        if tls is not None:
-            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    @property
-    def port(self) -> int:
-        return int(self.httpd.server_address[1])
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return CountingUpstream(answer, tls=tls, address=address)
 
 
 def ask(proxy: MeteringProxy, path: str = "/v1/messages", *, keyed: bool = True) -> tuple[int, bytes]:
@@ -101,7 +69,7 @@ def ask_with(proxy: MeteringProxy, text: str) -> None:
     ("<command-name>/greet</command-name>\nGreet the team.", False),  # an expansion naming it
     ("Greet the team.", False),
 ])
-def test_the_proxy_notes_a_slash_command_prompt_sent_as_typed(provider: Provider, sent: str, verbatim: bool) -> None:
+def test_the_proxy_notes_a_slash_command_prompt_sent_as_typed(provider: CountingUpstream, sent: str, verbatim: bool) -> None:
     with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
         proxy.watch_for_verbatim("/greet the team")
         ask_with(proxy, sent)
@@ -111,14 +79,14 @@ def test_the_proxy_notes_a_slash_command_prompt_sent_as_typed(provider: Provider
         assert proxy.metering().verbatim_prompt is False
 
 
-def test_a_request_without_the_trial_s_key_is_refused_before_the_model(provider: Provider) -> None:
+def test_a_request_without_the_trial_s_key_is_refused_before_the_model(provider: CountingUpstream) -> None:
     """Another trial's agent that found the port (``/proc/net/tcp``) does not know the key."""
     with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
         assert ask(proxy, keyed=False)[0] == 404
         assert ask(proxy, "/" + proxy.trial_key[:-1] + "x/v1/messages", keyed=False)[0] == 404
         assert ask(proxy)[0] == 200
         seen = proxy.metering()
-    assert (seen.foreign, seen.served) == (2, 1) and [r["path"] for r in provider.requests] == ["/v1/messages"]
+    assert (seen.foreign, seen.served) == (2, 1) and [r.path for r in provider.requests] == ["/v1/messages"]
 
 
 def test_the_trial_key_is_stripped_exactly() -> None:
@@ -134,8 +102,8 @@ def abort_signalled(proxy: MeteringProxy, wait_s: float = 0.0) -> bool:
 
 
 @pytest.fixture
-def provider() -> Iterator[Provider]:
-    server = Provider([ReplyUsage(100, 10), ReplyUsage(100, 10), ReplyUsage(5000, 10), ReplyUsage(100, 10)])
+def provider() -> Iterator[CountingUpstream]:
+    server = provider_of([ReplyUsage(100, 10), ReplyUsage(100, 10), ReplyUsage(5000, 10), ReplyUsage(100, 10)])
     yield server
     server.close()
 
@@ -143,7 +111,7 @@ def provider() -> Iterator[Provider]:
 # --------------------------------------------------------------------------- metering
 
 
-def test_usage_is_read_from_the_providers_responses_and_relayed_unchanged(provider: Provider) -> None:
+def test_usage_is_read_from_the_providers_responses_and_relayed_unchanged(provider: CountingUpstream) -> None:
     with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
         status, data = ask(proxy)
         assert status == 200 and b"message_stop" in data
@@ -153,12 +121,12 @@ def test_usage_is_read_from_the_providers_responses_and_relayed_unchanged(provid
     assert (seen.served, seen.answered, seen.failed, seen.refused, seen.tripped_at) == (2, 2, 0, 0, None)
     assert seen.vouches_for_the_model
     # the credentials and the path reach the provider; the encoding is one the meter can read
-    assert provider.requests[0]["path"] == "/v1/messages"
-    assert provider.requests[0]["headers"]["x-api-key"] == "k"
-    assert provider.requests[0]["headers"]["Accept-Encoding"] == "identity"
+    assert provider.requests[0].path == "/v1/messages"
+    assert provider.requests[0].headers["x-api-key"] == "k"
+    assert provider.requests[0].headers["Accept-Encoding"] == "identity"
 
 
-def test_the_crossing_response_is_the_last_one_served(provider: Provider) -> None:
+def test_the_crossing_response_is_the_last_one_served(provider: CountingUpstream) -> None:
     with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=3000) as proxy:
         assert ask(proxy)[0] == 200 and ask(proxy)[0] == 200
         assert not abort_signalled(proxy)
@@ -172,7 +140,7 @@ def test_the_crossing_response_is_the_last_one_served(provider: Provider) -> Non
     assert (seen.tripped_at, seen.refused, seen.usage.total) == (5230, 1, 5230)
 
 
-def test_a_request_the_agent_sends_itself_is_counted(provider: Provider) -> None:
+def test_a_request_the_agent_sends_itself_is_counted(provider: CountingUpstream) -> None:
     # Any client of the loopback port goes through the same count: nothing is ever subtracted.
     with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
         for _ in range(2):
@@ -190,14 +158,14 @@ def test_an_unreachable_upstream_is_a_failure_not_a_crash() -> None:
 
 
 def test_openai_streams_report_usage_in_their_last_chunk() -> None:
-    server = Provider([ReplyUsage(300, 40, cache_read=50)], wire="openai")
+    server = provider_of([ReplyUsage(300, 40, cache_read=50)], wire="openai")
     try:
         with MeteringProxy(Upstream(f"http://127.0.0.1:{server.port}/v1"), max_tokens=10_000) as proxy:
             assert ask(proxy, "/chat/completions")[0] == 200
             seen = proxy.metering()
     finally:
         server.close()
-    assert server.requests[0]["path"] == "/v1/chat/completions"  # the upstream's base path kept
+    assert server.requests[0].path == "/v1/chat/completions"  # the upstream's base path kept
     assert seen.usage == Usage(inputTokens=300, outputTokens=40, cacheReadTokens=50)
 
 
@@ -238,30 +206,30 @@ def test_ca(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return make_test_ca(tmp_path_factory.mktemp("ca"))
 
 
-def tls_server(test_ca: dict[str, Path], address: str = "127.0.0.1") -> Provider:
+def tls_server(test_ca: dict[str, Path], address: str = "127.0.0.1") -> CountingUpstream:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(test_ca["cert"], test_ca["key"])
-    return Provider([ReplyUsage(120, 30)], tls=context, address=address)
+    return provider_of([ReplyUsage(120, 30)], tls=context, address=address)
 
 
 @pytest.fixture
-def tls_provider(test_ca: dict[str, Path]) -> Iterator[Provider]:
+def tls_provider(test_ca: dict[str, Path]) -> Iterator[CountingUpstream]:
     server = tls_server(test_ca)
     yield server
     server.close()
 
 
-def test_https_forwarding_verifies_the_certificate(tls_provider: Provider, test_ca: dict[str, Path]) -> None:
+def test_https_forwarding_verifies_the_certificate(tls_provider: CountingUpstream, test_ca: dict[str, Path]) -> None:
     upstream = Upstream(f"https://localhost:{tls_provider.port}", cafile=str(test_ca["ca"]))
     with MeteringProxy(upstream, max_tokens=10_000) as proxy:
         status, data = ask(proxy)
         seen = proxy.metering()
     assert status == 200 and b"message_stop" in data
     assert seen.usage == Usage(inputTokens=120, outputTokens=30)
-    assert tls_provider.requests[0]["headers"]["x-api-key"] == "k"
+    assert tls_provider.requests[0].headers["x-api-key"] == "k"
 
 
-def test_https_forwarding_trusts_the_extra_cas_node_hosts_are_given(tls_provider: Provider, test_ca: dict[str, Path],
+def test_https_forwarding_trusts_the_extra_cas_node_hosts_are_given(tls_provider: CountingUpstream, test_ca: dict[str, Path],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(test_ca["ca"]))
     with MeteringProxy(Upstream(f"https://localhost:{tls_provider.port}"), max_tokens=10_000) as proxy:
@@ -271,7 +239,7 @@ def test_https_forwarding_trusts_the_extra_cas_node_hosts_are_given(tls_provider
         assert ask(proxy)[0] == 502
 
 
-def test_https_forwarding_refuses_a_certificate_of_another_ca(tls_provider: Provider, test_ca: dict[str, Path]) -> None:
+def test_https_forwarding_refuses_a_certificate_of_another_ca(tls_provider: CountingUpstream, test_ca: dict[str, Path]) -> None:
     upstream = Upstream(f"https://localhost:{tls_provider.port}", cafile=str(test_ca["other"]))
     with MeteringProxy(upstream, max_tokens=10_000) as proxy:
         status, data = ask(proxy)
@@ -336,7 +304,7 @@ class ConnectProxy:
         self.listener.close()
 
 
-def test_https_forwarding_goes_through_the_users_proxy(tls_provider: Provider, test_ca: dict[str, Path],
+def test_https_forwarding_goes_through_the_users_proxy(tls_provider: CountingUpstream, test_ca: dict[str, Path],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # The upstream's name is no loopback literal, so the user's https_proxy applies (as it would
     # for api.anthropic.com behind a corporate proxy); the tunnel carries TLS verified end to end.
@@ -370,42 +338,23 @@ def test_only_model_routes_are_served() -> None:
     assert "alt=sse" in (refusal("POST", "/v1beta/models/m:streamGenerateContent?alt=json") or "")
 
 
-def test_an_off_route_request_is_refused_counted_and_never_forwarded(provider: Provider) -> None:
+def test_an_off_route_request_is_refused_counted_and_never_forwarded(provider: CountingUpstream) -> None:
     with MeteringProxy(Upstream(f"http://127.0.0.1:{provider.port}"), max_tokens=10_000) as proxy:
         assert ask(proxy, "/v1/messages/batches")[0] == 404
         assert ask(proxy)[0] == 200
         seen = proxy.metering()
     assert seen.off_route_count == 1 and seen.off_route == ("POST /v1/messages/batches: not a model route",)
-    assert [r["path"] for r in provider.requests] == ["/v1/messages"]
+    assert [r.path for r in provider.requests] == ["/v1/messages"]
 
 
-class Refusing:
+def refusal_of(_number: int, request: SeenRequest) -> Answer:
     """A provider that refuses every request: 401 for a body that parses, 400 for one that does not."""
-
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers["Content-Length"]))
-                try:
-                    json.loads(raw)
-                    status = 401
-                except ValueError:
-                    status = 400
-                payload = b'{"error": {"message": "refused"}}'
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        json.loads(request.body)
+        status = 401
+    except ValueError:
+        status = 400
+    return Answer(b'{"error": {"message": "refused"}}', status=status)
 
 
 def send(proxy: MeteringProxy, body: bytes, key: str) -> int:
@@ -420,23 +369,18 @@ def send(proxy: MeteringProxy, body: bytes, key: str) -> int:
 def test_only_a_refusal_of_the_trials_own_credential_is_the_providers_word() -> None:
     # A malformed request, or one without the trial's credential, is the requester's own failure:
     # the agent can send either through the proxy, so neither makes the host's error believed.
-    refusing = Refusing()
-    try:
-        with MeteringProxy(Upstream(f"http://127.0.0.1:{refusing.httpd.server_address[1]}"), max_tokens=100) as proxy:
-            stand_in = proxy.stand_in_for("the-real-key")
-            assert send(proxy, b"{not json", stand_in) == 400
-            assert send(proxy, b"{}", "a-key-of-the-agent") == 401
-            seen = proxy.metering()
-            assert (seen.failed, seen.requester_errors, seen.provider_failures) == (2, 2, 0)
-            assert send(proxy, b"{}", stand_in) == 401  # the provider refused the trial's credential
-            seen = proxy.metering()
-            assert (seen.failed, seen.requester_errors, seen.provider_failures) == (3, 2, 1)
-    finally:
-        refusing.httpd.shutdown()
-        refusing.httpd.server_close()
+    with CountingUpstream(refusal_of) as refusing, MeteringProxy(Upstream(refusing.url), max_tokens=100) as proxy:
+        stand_in = proxy.stand_in_for("the-real-key")
+        assert send(proxy, b"{not json", stand_in) == 400
+        assert send(proxy, b"{}", "a-key-of-the-agent") == 401
+        seen = proxy.metering()
+        assert (seen.failed, seen.requester_errors, seen.provider_failures) == (2, 2, 0)
+        assert send(proxy, b"{}", stand_in) == 401  # the provider refused the trial's credential
+        seen = proxy.metering()
+        assert (seen.failed, seen.requester_errors, seen.provider_failures) == (3, 2, 1)
 
 
-def test_a_stand_in_becomes_the_real_credential_only_where_a_host_sends_its_credential(provider: Provider) -> None:
+def test_a_stand_in_becomes_the_real_credential_only_where_a_host_sends_its_credential(provider: CountingUpstream) -> None:
     """Issue 38, item 1: the proxy swaps the real credential in only in the credential headers and
     Gemini's ``key`` parameter.  Anywhere else — an ``anthropic-beta`` value, a model name in the path,
     another query parameter — a provider may echo it back in an error, handing the agent the real key:
@@ -452,9 +396,9 @@ def test_a_stand_in_becomes_the_real_credential_only_where_a_host_sends_its_cred
         assert connection.getresponse().status == 200
         connection.close()
     [request] = provider.requests
-    headers = {name.lower(): value for name, value in request["headers"].items()}
+    headers = {name.lower(): value for name, value in request.headers.items()}
     assert headers["x-api-key"] == headers["x-goog-api-key"] == "real-credential-of-the-evaluator"
     assert headers["authorization"] == "Bearer real-credential-of-the-evaluator"
     assert headers["anthropic-beta"] == stand_in and headers["x-echo"] == f"x {stand_in}"
-    assert request["path"] == f"/v1/messages?beta={stand_in}&key=real-credential-of-the-evaluator"
-    assert request["body"]["model"] == stand_in
+    assert request.path == f"/v1/messages?beta={stand_in}&key=real-credential-of-the-evaluator"
+    assert json.loads(request.body)["model"] == stand_in

@@ -12,57 +12,26 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
+from counting_upstream import Answer, CountingUpstream
 from pytest_atlante.provider.proxy import MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, MAX_WAITING, MeteringProxy, Upstream
 
 HELD_BODY = 60 * 1024 * 1024
 
 
-class Upstream200:
-    """A model API answering every POST with ``payload`` (and counting what reached it)."""
-
-    def __init__(self, payload: bytes = b'{"usage": {"input_tokens": 1, "output_tokens": 1}, "type": "message"}',
-                 content_type: str = "application/json") -> None:
-        self.bodies: list[int] = []
-        upstream = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                upstream.bodies.append(len(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                return
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+USAGE_JSON = b'{"usage": {"input_tokens": 1, "output_tokens": 1}, "type": "message"}'
 
 
 @pytest.fixture
-def upstream() -> Iterator[Upstream200]:
-    server = Upstream200()
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+def upstream() -> Iterator[CountingUpstream]:
+    """A model API answering every POST with a small metered message (and counting what reached it)."""
+    with CountingUpstream(lambda _number, _request: Answer(USAGE_JSON)) as server:
+        yield server
 
 
 def held_request(proxy: MeteringProxy, length: int) -> socket.socket:
@@ -112,7 +81,7 @@ def status_of(proxy: MeteringProxy, body: bytes = b'{"model": "m", "messages": [
     return response.status, data
 
 
-def test_held_requests_hold_no_body_and_one_past_the_waiting_limit_is_refused(upstream: Upstream200) -> None:
+def test_held_requests_hold_no_body_and_one_past_the_waiting_limit_is_refused(upstream: CountingUpstream) -> None:
     assert MAX_WAITING == 8
     with MeteringProxy(Upstream(upstream.url), max_tokens=10**9) as proxy:
         first = held_request(proxy, HELD_BODY)  # its turn came: its body is being read (the one in flight)
@@ -129,10 +98,10 @@ def test_held_requests_hold_no_body_and_one_past_the_waiting_limit_is_refused(up
         for sock in [first, *waiting]:
             sock.close()
         seen = proxy.metering()
-    assert seen.refused >= 1 and upstream.bodies == []  # no held body reached the model
+    assert seen.refused >= 1 and upstream.requests == []  # no held body reached the model
 
 
-def test_a_body_over_the_limit_is_refused_before_any_of_it_is_read(upstream: Upstream200) -> None:
+def test_a_body_over_the_limit_is_refused_before_any_of_it_is_read(upstream: CountingUpstream) -> None:
     with MeteringProxy(Upstream(upstream.url), max_tokens=10**9) as proxy:
         sock = held_request(proxy, MAX_REQUEST_BYTES + 1)  # announced, never sent
         sock.settimeout(30)
@@ -141,23 +110,19 @@ def test_a_body_over_the_limit_is_refused_before_any_of_it_is_read(upstream: Ups
             answer += data
         sock.close()
     assert answer.startswith(b"HTTP/1.1 400") and b"unreadable request body" in answer
-    assert upstream.bodies == []
+    assert upstream.requests == []
 
 
 def test_a_response_over_the_limit_is_cut_and_ends_the_trials_model_access() -> None:
     # One SSE event past MAX_RESPONSE_BYTES, no usage the meter could read: relayed up to the limit,
     # then cut, and no further model request is served (an unmetered answer is not free).
     huge = b"data: " + json.dumps({"type": "ping", "pad": "x" * (MAX_RESPONSE_BYTES + 1024)}).encode() + b"\n\n"
-    server = Upstream200(huge, "text/event-stream")
-    try:
-        with MeteringProxy(Upstream(server.url), max_tokens=10**9) as proxy:
-            status, data = status_of(proxy)
-            assert status == 200 and len(data) <= MAX_RESPONSE_BYTES
-            refused, answer = status_of(proxy)
-            seen = proxy.metering()
-        assert refused == 400 and b"maxTokens" in answer
-        assert any("was cut" in problem for problem in seen.problems) and seen.tripped_at is not None
-        assert len(server.bodies) == 1
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+    server = CountingUpstream(lambda _number, _request: Answer(huge, "text/event-stream"))
+    with server, MeteringProxy(Upstream(server.url), max_tokens=10**9) as proxy:
+        status, data = status_of(proxy)
+        assert status == 200 and len(data) <= MAX_RESPONSE_BYTES
+        refused, answer = status_of(proxy)
+        seen = proxy.metering()
+    assert refused == 400 and b"maxTokens" in answer
+    assert any("was cut" in problem for problem in seen.problems) and seen.tripped_at is not None
+    assert len(server.requests) == 1
