@@ -45,6 +45,7 @@ def load_plan(path: Path) -> dict[str, Any]:
 def run_trial(plan: dict[str, Any], trial: int, new: Path) -> dict[str, Any]:
     """Trial ``trial`` in the fresh directory ``new``: ``{"trial", "ms", "hostMs"}`` (``AssertionError``
     when the host or a check did not do what the floor expects)."""
+    from pytest_atlante.hosts.registry import host_for
     from pytest_atlante.provider.scripted import ScriptedModelServer
     from pytest_atlante.suite.script import load_script
 
@@ -56,7 +57,8 @@ def run_trial(plan: dict[str, Any], trial: int, new: Path) -> dict[str, Any]:
     texts = [*plan["env"].values(), *plan["homeFiles"].values(), *plan["sandbox"].values()]
     keys = {m.group(1) for text in texts for m in KEYED_URL.finditer(text)}
     server = ScriptedModelServer(load_script(Path(plan["script"])), sandbox_root=sandbox,
-                                 trial_key=keys.pop() if len(keys) == 1 else None)
+                                 trial_key=keys.pop() if len(keys) == 1 else None,
+                                 shell_tools=host_for(plan["host"]).shell_tools)
     with server:
         url = f"http://127.0.0.1:{server.port}"   # the captured path (and key) after it stays
         write_tree(sandbox, plan["sandbox"], old, str(new), url)

@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _fakehost import FIXTURE_REL, REPO_ROOT, bench_env, machine_line, make_project, require_verdicts, run_eval
 from pytest_atlante.hosts.codex.config import codex_rules, render_config
+from pytest_atlante.hosts.codex.tools import CODEX_TOOLS
 from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.suite.script import Script
 
@@ -46,7 +47,7 @@ def floor_once(project: Path, work: Path, env: dict[str, str]) -> float:
     (home / ".codex" / "rules").mkdir(parents=True)
     tmp.mkdir()
     script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": TURNS})
-    with ScriptedModelServer(script, sandbox_root=sandbox) as server:
+    with ScriptedModelServer(script, sandbox_root=sandbox, shell_tools=CODEX_TOOLS) as server:
         (home / ".codex" / "config.toml").write_text(render_config(model=None, scripted=server.endpoint,
                                                                    openai_base_url=None), encoding="utf-8")
         (home / ".codex" / "rules" / "atlante.rules").write_text(codex_rules(), encoding="utf-8")

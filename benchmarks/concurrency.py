@@ -341,7 +341,7 @@ def measure(tmp: Path, host: str, args: argparse.Namespace) -> None:
     single = bench_project(tmp / f"single-{host}", host, 1, args)
     project = bench_project(tmp / f"project-{host}", host, args.trials, args)
     record = capture(single, tmp, executable, real_bin)
-    floor = floor_project(tmp / f"floor-{host}", record, single, real_bin / executable, args.trials)
+    floor = floor_project(tmp / f"floor-{host}", record, single, host, real_bin / executable, args.trials)
     pool_script = floor / "pool.py"
     pool_script.write_text(POOL, encoding="utf-8")
     plan = floor / "plan.json"

@@ -126,13 +126,13 @@ def capture(project: Path, tmp: Path, executable: str, real_bin: Path) -> dict[s
     return record
 
 
-def floor_project(root: Path, record: dict[str, Any], project: Path, executable: Path, trials: int) -> Path:
+def floor_project(root: Path, record: dict[str, Any], project: Path, host: str, executable: Path, trials: int) -> Path:
     cwd, home = record["cwd"], record["env"]["HOME"]
     trial_dir = os.path.commonpath([cwd, home])
     root.mkdir(parents=True)
     (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     (root / "test_floor.py").write_text(FLOOR_TEST, encoding="utf-8")
-    plan = {"trials": trials, "trialDir": trial_dir, "cwd": cwd, "home": home, "sandbox": record["sandbox"],
+    plan = {"host": host, "trials": trials, "trialDir": trial_dir, "cwd": cwd, "home": home, "sandbox": record["sandbox"],
             "homeFiles": record["home"], "env": record["env"], "argv": record["argv"], "executable": str(executable),
             "script": str(project / "eval" / "scenarios" / "scripted" / "bench.json"),
             "fileCheck": "d000/f00000.txt", "commandCheck": COMMAND_CHECK, "times": str(root / "times.jsonl"),
@@ -209,7 +209,7 @@ def measure(tmp: Path, host: str, isolations: list[str], args: argparse.Namespac
                            script_turns=[{"text": "Nothing to do."}])
     add_command_check(project)
     record = capture(project, tmp, executable, real_bin)
-    floor = floor_project(tmp / f"floor-{host}", record, project, real_bin / executable, args.trials)
+    floor = floor_project(tmp / f"floor-{host}", record, project, host, real_bin / executable, args.trials)
     lines = []
     for isolation in isolations:
         plugin_samples: list[Sample] = []

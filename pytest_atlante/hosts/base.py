@@ -72,6 +72,21 @@ class ScriptedEndpoint:
 
 
 @dataclass(frozen=True)
+class ShellTools:
+    """The tools of a host whose model gets no file tools, only a shell and a patch tool (Codex,
+    host-facts-codex §3): the scripted model plays the host-neutral file actions through them.
+
+    The host hands them over (``Host.shell_tools``) and the trial engine gives them to the scripted
+    model, so the wire format that speaks them (``provider/wire/openai_responses.py``) knows no host.
+    """
+
+    shell: str  # the shell tool's name (its argument: ``{cmd}``)
+    patch: str  # the freeform patch tool's name (its input: the patch text)
+    skill_file: Callable[[Path, str], Path]  # (sandbox root, skill name) → the SKILL.md a ``skill`` action reads
+    skill_read: Callable[[str], str | None]  # a shell command → the skill whose SKILL.md it reads, if any
+
+
+@dataclass(frozen=True)
 class NativeLayout:
     """Where a host loads a project's harness from, in its own layout (``atlante init`` adopts it in
     place, ``atlante build`` reads a file found there in the host's format).
@@ -420,6 +435,9 @@ class Host(Protocol):
     # A session can start as a harness agent (Claude Code's and OpenCode's --agent); Codex and
     # Gemini CLI have no such flag, so a scenario's task.agent is not selected there (a warning).
     selects_agent: bool
+    # The shell and patch tools the scripted model plays file actions with, for a host whose model
+    # has no file tools (Codex); None: the wire format matches the offered tools by neutral name.
+    shell_tools: ShellTools | None
 
     def probe(self, env: Mapping[str, str]) -> HostInfo: ...
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, ScriptedEndpoint
+from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID, ScriptedEndpoint, ShellTools
 from pytest_atlante.provider.loopback import LoopbackServer, LoopbackService, strip_trial_key
 from pytest_atlante.provider.wire import wire_for
 from pytest_atlante.provider.wire.shared import (
@@ -108,16 +108,19 @@ class ScriptedModelServer(LoopbackService):
     """Serve one script on ``127.0.0.1:<ephemeral port>`` in every wire format until stopped."""
 
     def __init__(self, script: Script, *, sandbox_root: Path, trial_key: str | None = None,
-                 agent_names: Mapping[str, str] | None = None, skill_names: Mapping[str, str] | None = None) -> None:
+                 agent_names: Mapping[str, str] | None = None, skill_names: Mapping[str, str] | None = None,
+                 shell_tools: ShellTools | None = None) -> None:
         """``trial_key``: serve only paths under ``/<trial_key>`` (``loopback.strip_trial_key``).
         ``agent_names``: harness agent → the name the host delegates to it by, where the build kept
         another (a ``task`` action names the harness agent; the host knows the other).
         ``skill_names``: the same for skills (a ``skill`` action naming a plugin's skill by its
-        harness name reaches it as ``plugin:name`` where the host namespaces plugins)."""
+        harness name reaches it as ``plugin:name`` where the host namespaces plugins).
+        ``shell_tools``: the host's, where its model has no file tools (``Host.shell_tools``)."""
         self.script = script
         self.trial_key = trial_key
         self.agent_names = dict(agent_names or {})
         self.skill_names = dict(skill_names or {})
+        self.shell_tools = shell_tools
         # The host's cwd is the sandbox's real path (getcwd resolves symlinks); tool paths must
         # match it for Claude Code's in-project permission checks.
         self.sandbox_root = sandbox_root.resolve()
@@ -205,7 +208,7 @@ class ScriptedModelServer(LoopbackService):
         if side is not None:
             self._record(method="POST", path=path, wire=name, kind="other", status=200, body=body)
             return _Answer(200, "application/json", side)
-        return self._answer_model_request(path, wire, headers, body)
+        return self._answer_model_request(path, wire.for_host_tools(self.shell_tools), headers, body)
 
     def _answer_model_request(
         self, path: str, wire: WireFormat, headers: Mapping[str, str], sent: dict[str, Any]

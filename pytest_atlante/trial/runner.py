@@ -434,7 +434,7 @@ class TrialRunner:
             model_only = self.isolation is not None and self.isolation.network == "model-only"
             relay_socket = model_socket(sb) if model_only and with_host else None
             with scripted_model(entry, sb, self.scripted and with_host, self.agent_names,
-                                self.skill_names) as (endpoint, turns), \
+                                self.skill_names, self.host.shell_tools) as (endpoint, turns), \
                     metering_proxy(self.host, parent_env, endpoint, budget.maxTokens, relay_socket, with_host,
                                    model=self.model) as route:
                 try:

@@ -22,6 +22,7 @@ from pytest_atlante.hosts.base import (
     PluginLoader,
     ScriptedEndpoint,
     SessionOutcome,
+    ShellTools,
     SlashCommand,
     slash_command,
 )
@@ -478,9 +479,11 @@ def disagreement(session: HostSession) -> str | None:
 
 @contextmanager
 def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool,
-                   agent_names: Mapping[str, str] | None = None, skill_names: Mapping[str, str] | None = None
+                   agent_names: Mapping[str, str] | None = None, skill_names: Mapping[str, str] | None = None,
+                   shell_tools: ShellTools | None = None,
                    ) -> Iterator[tuple[ScriptedEndpoint | None, Callable[[], int] | None]]:
-    """The scripted model server for one trial (scripted runs only).
+    """The scripted model server for one trial (scripted runs only); ``shell_tools``: the host's
+    (``Host.shell_tools``), which the scripted model plays file actions with.
 
     Yields the endpoint the host is pointed at (the adapter derives its own wiring from it) and a
     callable counting the turns served; for a real-provider run both are ``None``.  The script is
@@ -495,7 +498,7 @@ def scripted_model(entry: ScenarioEntry, sb: sandboxes.Sandbox, enabled: bool,
     assert entry.parsed_script is not None, "scripted runs validate every scenario's script first"
     # Its own key in its path: another trial's agent cannot play this trial's script (provider/loopback.py).
     server = ScriptedModelServer(entry.parsed_script, sandbox_root=sb.root, trial_key=new_trial_key(),
-                                 agent_names=agent_names, skill_names=skill_names)
+                                 agent_names=agent_names, skill_names=skill_names, shell_tools=shell_tools)
     server.start()
     try:
         yield server.endpoint, lambda: server.turns_served

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atlante.hosts.base import SCRIPTED_MODEL_ID
+from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.provider.scripted import ScriptedModelServer
 from pytest_atlante.suite.script import load_script
 from spelling_matrix import make_dirs, stopped_spellings, transcript_events
@@ -134,7 +135,7 @@ def test_codex_api_key_and_openai_base_url_reach_the_user_s_endpoint(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CODEX_API_KEY", "sk-codex-gateway-77d1")
     script = load_script(project / "eval" / "scenarios" / "scripted" / f"{GATEWAY_CASE.name}.json")
-    with ScriptedModelServer(script, sandbox_root=tmp_path) as gateway:
+    with ScriptedModelServer(script, sandbox_root=tmp_path, shell_tools=host_for(HOST).shell_tools) as gateway:
         monkeypatch.setenv("OPENAI_BASE_URL", gateway.openai_base_url)
         run = run_eval(pytester, project, tmp_path / "out", scripted=False)
         requests = gateway.requests

@@ -88,7 +88,7 @@ def prepared_session(host: Host, info: HostInfo, tmp_path: Path, turns: list[dic
     (sandbox / "victim" / "keep.txt").write_text("precious\n")
     parent = parent_env(path)
     script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": turns})
-    with ScriptedModelServer(script, sandbox_root=sandbox) as server:
+    with ScriptedModelServer(script, sandbox_root=sandbox, shell_tools=host.shell_tools) as server:
         scripted = endpoint(server)
         host.prepare(TrialWiring(info, sandbox_root=sandbox, home=home, user_home=user_home, parent_env=parent, model=None, scripted=scripted))
         if before is not None:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from conftest import Project, config_doc, make_test_ca, scenario_doc
+from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.provider import scripted
 from pytest_atlante.report.model import EvalReport
 from pytest_atlante.suite.script import load_script
@@ -37,8 +38,9 @@ class TlsProvider:
     """The scripted model's answers over HTTPS, with the test CA's certificate for localhost."""
 
     def __init__(self, project: Project, cert: Path, key: Path, turns: list[dict[str, Any]] | None = None) -> None:
+        # Codex is the host on the Responses wire: its shell tools (the other wires have none to use).
         self.model = scripted.ScriptedModelServer(load_script(project.script("provider", turns or TURNS)),
-                                                  sandbox_root=project.root)
+                                                  sandbox_root=project.root, shell_tools=host_for("codex").shell_tools)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         self.authorizations: list[str | None] = []  # each POST's Authorization header, in order

@@ -190,22 +190,16 @@ def host_folder(name: str) -> str | None:
     return parts[2] if len(parts) > 3 and parts[1] == "hosts" and parts[2] in HOST_FOLDERS else None
 
 
-# The one import of a host folder from outside it, and why: the scripted model answers on the
-# Responses wire with Codex's own tools (``exec_command``, ``apply_patch``, a skill read as ``cat
-# …/SKILL.md``), the names the Codex rollout reader reads back, and Codex is the only host on that
-# wire.  A second Responses host would make the tool vocabulary the host's to give the wire format.
-KNOWN_HOST_IMPORTS = {(f"{ROOT}.provider.wire.openai_responses", f"{ROOT}.hosts.codex.tools")}
-
-
 def test_a_host_is_one_folder_that_no_other_host_and_no_shared_module_imports() -> None:
     """A host folder knows the shared ``hosts/`` modules and nothing of another host; the shared
-    modules know no host (the registry finds an adapter by the ``module:Class`` in ``hosts/names.py``),
-    so removing a folder and its ``HOSTS`` line leaves every other module as it was."""
+    modules know no host (the registry finds an adapter by the ``module:Class`` in ``hosts/names.py``;
+    what a host gives the model side, such as Codex's shell tools, it hands over through ``Host``),
+    so removing a folder and its ``HOSTS`` line leaves every other module as it was.  No exception."""
     assert len(HOST_FOLDERS) >= 4, HOST_FOLDERS
     bad = []
     for name, targets in GRAPH.items():
         for target in targets:
             folder = host_folder(target)
-            if folder is not None and host_folder(name) != folder and (name, target) not in KNOWN_HOST_IMPORTS:
+            if folder is not None and host_folder(name) != folder:
                 bad.append(f"{name} imports {target}")
     assert not bad, bad

@@ -241,6 +241,7 @@ class ClaudeCodeHost:
     name: HostName = "claude-code"
     stream_call_ids = True
     selects_agent = True
+    shell_tools = None
     owned_dir = ".claude"
     plugin_dir = PLUGIN_DIR
     command_folder_separator = ":"  # a command in a folder of commands/: folders joined by it (host-facts §11, §13)

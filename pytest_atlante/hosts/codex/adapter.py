@@ -60,6 +60,7 @@ from pytest_atlante.hosts.codex.rollout import (
     rollout_file,
     transcript_events,
 )
+from pytest_atlante.hosts.codex.tools import CODEX_TOOLS
 from pytest_atlante.hosts.logins import copy_login
 from pytest_atlante.hosts.names import HostName
 from pytest_atlante.hosts.prices import estimate_cost, shipped_table
@@ -138,6 +139,7 @@ class CodexHost:
     name: HostName = "codex"
     stream_call_ids = False  # Codex numbers its stream items itself (item_N): not the model's call ids
     selects_agent = False  # no --agent: the build warns, and so does a run (evalrun.unselected_agent_warnings)
+    shell_tools = CODEX_TOOLS  # no file tools: the scripted model writes with apply_patch, reads with exec_command
     owned_dir = ".codex"
     skill_roots = (".codex/skills", ".agents/skills")  # both load regardless of trust (host-facts-codex §6)
     #: host-facts-codex §6: AGENTS.md from the root, skills from .agents/skills and .codex/skills.

@@ -1,10 +1,13 @@
-"""Codex's tool names and how a shell command reads as a host-neutral action: shared by the
-transcript (``codex_rollout``) and the scripted model's Responses dialect (``provider/wire/openai_responses``)."""
+"""Codex's tool names and how a shell command reads as a host-neutral action: read by the
+transcript (``codex_rollout``), and handed to the scripted model's Responses dialect
+(``provider/wire/openai_responses``) as ``CODEX_TOOLS`` through ``CodexHost.shell_tools``."""
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
+
+from pytest_atlante.hosts.base import ShellTools
 
 #: Codex's tool names (host-facts-codex §3: ``-m gpt-5.5``, a catalog model).
 SHELL_TOOL = "exec_command"
@@ -45,3 +48,7 @@ def read_path(command: str) -> str | None:
     if len(words) == 4 and words[0] == "head" and words[1] == "-n":
         return words[3]
     return None
+
+
+#: What the scripted model plays file actions with on Codex (``Host.shell_tools``).
+CODEX_TOOLS = ShellTools(shell=SHELL_TOOL, patch=PATCH_TOOL, skill_file=skill_file, skill_read=skill_read)

@@ -150,6 +150,7 @@ class GeminiCliHost(GeminiParts):
     name: HostName = "gemini-cli"
     stream_call_ids = False
     selects_agent = False  # no flag starts a session as a sub-agent
+    shell_tools = None
     owned_dir = ".gemini"
     command_folder_separator = ":"  # a command in a folder of commands/: folders joined by it (host-facts §11, §13)
     skill_roots = (".gemini/skills", ".agents/skills")  # not .claude/skills (host-facts-gemini §15)

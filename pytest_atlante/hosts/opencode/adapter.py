@@ -290,6 +290,7 @@ class OpenCodeHost:
     name: HostName = "opencode"
     stream_call_ids = True
     selects_agent = True
+    shell_tools = None
     owned_dir = ".opencode"
     command_folder_separator = "/"  # a command in a folder of commands/: folders joined by it (host-facts §11, §13)
     skills_run_as_commands = True  # a /name prompt may name a skill (host-facts §13)

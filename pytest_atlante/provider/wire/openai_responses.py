@@ -1,18 +1,22 @@
-"""The OpenAI Responses wire format: what the Codex CLI speaks (``POST /v1/responses``).
+"""The OpenAI Responses wire format (``POST /v1/responses``; the Codex CLI speaks it).
 
-Codex offers no write, edit or read tool: it has ``exec_command`` (a shell command, ``{cmd}``) and
-``apply_patch``, a *custom* (freeform) tool whose input is patch text (host-facts-codex §3).  So
-the host-neutral actions become:
+A host on this wire may offer no write, edit or read tool, only a shell tool (a command, ``{cmd}``)
+and a *custom* (freeform) patch tool whose input is patch text (Codex: ``exec_command`` and
+``apply_patch``, host-facts-codex §3).  Such a host names those tools itself (``hosts.base.ShellTools``,
+handed to the scripted model by the trial engine: :meth:`OpenAIResponses.for_host_tools`); this
+module knows no host.  With them the host-neutral actions become:
 
-- ``write`` → an ``apply_patch`` that adds the file, or replaces its whole content when it exists;
-- ``edit`` → an ``apply_patch`` replacing the file's lines with the edited ones, computed from the
-  file as it is when the request arrives (the server runs beside the sandbox); an ``old`` text the
-  file does not hold gives a patch that cannot apply, so the host reports the failed edit as the
-  other hosts do;
-- ``read`` → ``exec_command`` ``cat <path>``; ``skill`` → ``cat`` of the skill's ``SKILL.md`` (Codex
-  has no skill tool: its model reads the file itself); ``bash`` → ``exec_command``;
-- ``task`` has no Codex tool the scripted model can call (its sub-agents hide behind
-  ``tool_search``): it is called anyway, and Codex answers as it would a real model's unknown call.
+- ``write`` → a patch that adds the file, or replaces its whole content when it exists;
+- ``edit`` → a patch replacing the file's lines with the edited ones, computed from the file as it
+  is when the request arrives (the server runs beside the sandbox); an ``old`` text the file does
+  not hold gives a patch that cannot apply, so the host reports the failed edit as the other hosts do;
+- ``read`` → the shell's ``cat <path>``; ``skill`` → ``cat`` of the skill's ``SKILL.md`` where the
+  host keeps it (no skill tool: the model reads the file itself); ``bash`` → the shell tool;
+- ``task`` has no such tool (Codex's sub-agents hide behind ``tool_search``): it is called anyway,
+  and the host answers as it would a real model's unknown call.
+
+Without shell tools (a host that gives none) the actions are matched to the offered tools by their
+neutral names, as on the other formats.
 
 Codex keeps no server-side state (``store: false``): every request carries the whole history, with
 the items the server sent echoed back, so the turn to play is the number of model responses already
@@ -29,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atlante.hosts.codex.tools import PATCH_TOOL, SHELL_TOOL, skill_file, skill_read
+from pytest_atlante.hosts.base import ShellTools
 from pytest_atlante.provider.wire.shared import (
     V1_MODEL_LIST,
     Action,
@@ -161,8 +165,8 @@ def _current(path: Path) -> str | None:
         return None
 
 
-def action_call(action: Mapping[str, Any], sandbox_root: Path) -> tuple[str, dict[str, Any]]:
-    """One host-neutral action (its JSON form) → (Codex tool name, arguments)."""
+def action_call(action: Mapping[str, Any], sandbox_root: Path, shell_tools: ShellTools) -> tuple[str, dict[str, Any]]:
+    """One host-neutral action (its JSON form) → (the host's tool name, arguments)."""
     kind = action["type"]
     if kind in ("write", "edit"):
         target = sandbox_root / str(action["path"])
@@ -172,30 +176,31 @@ def action_call(action: Mapping[str, Any], sandbox_root: Path) -> tuple[str, dic
         else:
             patch = patch_for_edit(str(target), current, str(action["old"]), str(action["new"]),
                                    bool(action.get("replace_all")))
-        return PATCH_TOOL, {CUSTOM_INPUT: patch}
+        return shell_tools.patch, {CUSTOM_INPUT: patch}
     if kind == "read":
-        return SHELL_TOOL, {"cmd": f"cat {shlex.quote(str(sandbox_root / str(action['path'])))}"}
+        return shell_tools.shell, {"cmd": f"cat {shlex.quote(str(sandbox_root / str(action['path'])))}"}
     if kind == "skill":
-        skill = skill_file(sandbox_root, str(action["name"]))
-        return SHELL_TOOL, {"cmd": f"cat {shlex.quote(str(skill))}"}
+        skill = shell_tools.skill_file(sandbox_root, str(action["name"]))
+        return shell_tools.shell, {"cmd": f"cat {shlex.quote(str(skill))}"}
     if kind == "bash":
         arguments: dict[str, Any] = {"cmd": str(action["command"])}
         if action.get("timeout_ms"):
             # exec_command returns after yield_time_ms with the process still running; waiting the
             # action's whole timeout makes it a foreground command as on the other hosts.
             arguments["yield_time_ms"] = int(action["timeout_ms"])
-        return SHELL_TOOL, arguments
+        return shell_tools.shell, arguments
     return str(kind), {key: value for key, value in action.items() if key not in ("type", "turns")}
 
 
 def responses_calls(actions: Sequence[Mapping[str, Any]], tools: Sequence[OfferedTool], call_tag: str,
-                    sandbox_root: Path) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
-    """A turn's actions as Codex tool calls, and the actions whose tool the request did not offer."""
+                    sandbox_root: Path, shell_tools: ShellTools) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
+    """A turn's actions as calls of the host's shell tools, and the actions whose tool the request
+    did not offer."""
     offered = {tool.name for tool in tools}
     calls: list[ToolCall] = []
     unoffered: list[str] = []
     for index, action in enumerate(actions):
-        name, arguments = action_call(action, sandbox_root)
+        name, arguments = action_call(action, sandbox_root, shell_tools)
         if name not in offered:
             unoffered.append(str(action["type"]))
         calls.append(ToolCall(f"call_scripted_{call_tag}_a{index}", name, arguments))
@@ -205,18 +210,18 @@ def responses_calls(actions: Sequence[Mapping[str, Any]], tools: Sequence[Offere
 # --------------------------------------------------------------------------- history: skills loaded
 
 
-def responses_loaded_skills(body: Mapping[str, Any]) -> tuple[LoadedSkill, ...]:
+def responses_loaded_skills(body: Mapping[str, Any], shell_tools: ShellTools) -> tuple[LoadedSkill, ...]:
     """Skill files read through the shell in the history (``cat …/skills/<name>/SKILL.md``), each
-    with the output Codex sent back for the call."""
+    with the output the host sent back for the call."""
     calls: dict[str, str] = {}
     outputs: dict[str, str] = {}
     for item in _items(body):
-        if item.get("type") == "function_call" and item.get("name") == SHELL_TOOL:
+        if item.get("type") == "function_call" and item.get("name") == shell_tools.shell:
             try:
                 command = str(_dict(json.loads(str(item.get("arguments") or "{}"))).get("cmd") or "")
             except ValueError:
                 continue
-            name = skill_read(command)
+            name = shell_tools.skill_read(command)
             if name is not None:
                 calls[str(item.get("call_id"))] = name
         elif item.get("type") == "function_call_output":
@@ -272,12 +277,21 @@ def responses_error(status: int, message: str) -> dict[str, Any]:
 
 
 class OpenAIResponses(WireFormat):
+    """The format; with ``shell_tools`` (a host's, :meth:`for_host_tools`) the scripted model plays
+    file actions through them.  The table's instance has none: the proxy and the meter need none."""
+
     name = "responses"
     routes = ("/v1/responses",)
     suffixes = ("/responses",)
     # Codex's built-in provider tries a WebSocket (GET /v1/responses) first: refused, it posts.
     proxied_calls = re.compile(r"^(?:/v1)?/responses$")
     model_lists = V1_MODEL_LIST
+
+    def __init__(self, shell_tools: ShellTools | None = None) -> None:
+        self.shell_tools = shell_tools
+
+    def for_host_tools(self, shell_tools: ShellTools | None) -> WireFormat:
+        return self if shell_tools is None else OpenAIResponses(shell_tools)
 
     def offered_tools(self, body: Mapping[str, Any]) -> tuple[OfferedTool, ...]:
         return responses_tools(body)
@@ -289,11 +303,14 @@ class OpenAIResponses(WireFormat):
         return first_user_text(body)
 
     def loaded_skills(self, body: Mapping[str, Any]) -> tuple[LoadedSkill, ...]:
-        return responses_loaded_skills(body)
+        return () if self.shell_tools is None else responses_loaded_skills(body, self.shell_tools)
 
     def tool_calls(self, actions: Sequence[Action], tools: tuple[OfferedTool, ...], call_tag: str,
                    sandbox_root: Path) -> tuple[tuple[ToolCall, ...], tuple[str, ...]]:
-        return responses_calls([action.model_dump() for action in actions], tools, call_tag, sandbox_root)
+        if self.shell_tools is None:
+            return super().tool_calls(actions, tools, call_tag, sandbox_root)
+        return responses_calls([action.model_dump() for action in actions], tools, call_tag, sandbox_root,
+                               self.shell_tools)
 
     def render(self, reply: Reply, stream: bool, body: Mapping[str, Any]) -> tuple[str, bytes]:
         return "text/event-stream", responses_stream(reply, custom_tools(body))  # Codex always streams (host-facts-codex §3)

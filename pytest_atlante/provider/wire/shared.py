@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from pytest_atlante.hosts.base import ShellTools
 from pytest_atlante.suite.script import BashAction, EditAction, ReadAction, SkillAction, TaskAction, WriteAction
 
 Action = WriteAction | EditAction | ReadAction | BashAction | SkillAction | TaskAction
@@ -467,6 +468,11 @@ class WireFormat(ABC):
     def side_answer(self, route: str) -> bytes | None:
         """The whole answer to a request on ``route`` that asks for no turn (a token count), if any."""
         return None
+
+    def for_host_tools(self, shell_tools: ShellTools | None) -> WireFormat:
+        """This format as the scripted model plays it for a host that names its own shell tools
+        (``Host.shell_tools``); a format whose hosts offer file tools ignores them."""
+        return self
 
     @abstractmethod
     def offered_tools(self, body: Mapping[str, Any]) -> tuple[OfferedTool, ...]: ...

@@ -1,12 +1,19 @@
-"""The scripted model's OpenAI Responses wire format (Codex): tools, turn index, actions, the wire, the meter."""
+"""The scripted model's OpenAI Responses wire format (Codex): tools, turn index, actions, the wire, the meter.
+
+The shell tools the actions become are the host's (``CODEX_TOOLS``, handed over as ``Host.shell_tools``):
+the wire format alone knows none."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from pytest_atlante.hosts.codex.adapter import CodexHost
+from pytest_atlante.hosts.codex.tools import CODEX_TOOLS
+from pytest_atlante.hosts.registry import host_for
 from pytest_atlante.provider.meter import ResponseMeter
 from pytest_atlante.provider.scripted import ScriptedModelServer
+from pytest_atlante.provider.wire import WIRE_FORMATS
 from pytest_atlante.provider.wire.openai_responses import (
     action_call,
     patch_for_edit,
@@ -61,13 +68,13 @@ def test_an_edit_is_computed_from_the_file_and_one_that_cannot_apply_stays_so() 
 
 
 def test_reads_skills_and_commands_go_through_exec_command(tmp_path: Path) -> None:
-    assert action_call({"type": "read", "path": "a b.txt"}, tmp_path) == ("exec_command", {"cmd": f"cat '{tmp_path}/a b.txt'"})
-    assert action_call({"type": "skill", "name": "tidy"}, tmp_path) == \
+    assert action_call({"type": "read", "path": "a b.txt"}, tmp_path, CODEX_TOOLS) == ("exec_command", {"cmd": f"cat '{tmp_path}/a b.txt'"})
+    assert action_call({"type": "skill", "name": "tidy"}, tmp_path, CODEX_TOOLS) == \
         ("exec_command", {"cmd": f"cat {tmp_path}/.codex/skills/tidy/SKILL.md"})
-    assert action_call({"type": "bash", "command": "make", "timeout_ms": 5000}, tmp_path) == \
+    assert action_call({"type": "bash", "command": "make", "timeout_ms": 5000}, tmp_path, CODEX_TOOLS) == \
         ("exec_command", {"cmd": "make", "yield_time_ms": 5000})
     (tmp_path / "f").write_text("old\n", encoding="utf-8")
-    name, arguments = action_call({"type": "write", "path": "f", "content": "new\n"}, tmp_path)
+    name, arguments = action_call({"type": "write", "path": "f", "content": "new\n"}, tmp_path, CODEX_TOOLS)
     assert name == "apply_patch" and "*** Update File:" in arguments["input"]
 
 
@@ -75,7 +82,7 @@ def test_a_skill_read_in_the_history_is_a_loaded_skill() -> None:
     body = {"input": [
         {"type": "function_call", "call_id": "c", "name": "exec_command", "arguments": json.dumps({"cmd": "cat /s/.codex/skills/tidy/SKILL.md"})},
         {"type": "function_call_output", "call_id": "c", "output": "Keep files tidy."}]}
-    (skill,) = responses_loaded_skills(body)
+    (skill,) = responses_loaded_skills(body, CODEX_TOOLS)
     assert (skill.call_id, skill.name, skill.text) == ("c", "tidy", "Keep files tidy.")
 
 
@@ -99,7 +106,7 @@ def test_the_stream_carries_each_item_then_the_usage_and_the_meter_reads_it() ->
 def test_the_server_plays_turns_on_the_responses_route(tmp_path: Path) -> None:
     script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": [
         {"text": "Writing.", "actions": [{"type": "write", "path": "a.txt", "content": "x\n"}]}, {"text": "Done."}]})
-    server = ScriptedModelServer(script, sandbox_root=tmp_path)
+    server = ScriptedModelServer(script, sandbox_root=tmp_path, shell_tools=host_for("codex").shell_tools)
     first = {"model": "gpt-5.5", "stream": True, "tools": TOOLS, "input": [user("prompt")]}
     answer = server.answer_post("/v1/responses", {"session-id": "t1"}, json.dumps(first).encode())
     assert answer.status == 200 and answer.content_type == "text/event-stream"
@@ -111,3 +118,26 @@ def test_the_server_plays_turns_on_the_responses_route(tmp_path: Path) -> None:
     assert [(r.wire, r.kind, r.turn_index, r.session_id) for r in records] == [
         ("responses", "turn", 0, "t1"), ("responses", "turn", 1, "t1")]
     assert server.turns_served == 2
+
+
+def test_codex_hands_its_shell_tools_over_and_without_them_the_wire_knows_none(tmp_path: Path) -> None:
+    """Codex's tool vocabulary is its host folder's: the adapter gives it (``Host.shell_tools``), and
+    the table's wire format, which the proxy uses, has none — a write is then asked of a ``write``
+    tool by its neutral name, which Codex does not offer, and no shell read is a loaded skill."""
+    assert CodexHost().shell_tools is CODEX_TOOLS
+    assert (CODEX_TOOLS.shell, CODEX_TOOLS.patch) == ("exec_command", "apply_patch")
+    plain = WIRE_FORMATS["responses"]
+    assert plain.for_host_tools(None) is plain
+    script = Script.model_validate({"schema": "atlante/scripted-model-v1", "turns": [
+        {"text": "Writing.", "actions": [{"type": "write", "path": "a.txt", "content": "x\n"}]}]})
+    server = ScriptedModelServer(script, sandbox_root=tmp_path)
+    request = {"model": "gpt-5.5", "stream": True, "tools": TOOLS, "input": [user("prompt")]}
+    answer = server.answer_post("/v1/responses", {}, json.dumps(request).encode())
+    assert json.loads(parse_sse(answer.payload)[2][1])["item"]["name"] == "write"
+    assert server.requests[0].unoffered_tools == ("write",)
+    read = {"input": [
+        {"type": "function_call", "call_id": "c", "name": "exec_command",
+         "arguments": json.dumps({"cmd": "cat /s/.codex/skills/tidy/SKILL.md"})},
+        {"type": "function_call_output", "call_id": "c", "output": "Keep files tidy."}]}
+    assert plain.loaded_skills(read) == ()
+    assert [s.name for s in plain.for_host_tools(CODEX_TOOLS).loaded_skills(read)] == ["tidy"]

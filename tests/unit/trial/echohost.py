@@ -77,6 +77,7 @@ class EchoHost:
     forbidden_fixture_files: Mapping[str, str] = {".echo/config.json": "the echo host would merge it"}
     stream_call_ids = True
     selects_agent = True
+    shell_tools = None
 
     def probe(self, env: Mapping[str, str]) -> HostInfo:
         return HostInfo(NAME, "1.0.0", NAME, sys.executable)  # type: ignore[arg-type]
