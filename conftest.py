@@ -192,6 +192,13 @@ def hosts_path() -> Callable[[], str]:
     return make
 
 
+@pytest.fixture
+def real_project(atlante_project: Project, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch) -> Project:
+    """``atlante_project`` with the pinned CLIs first on PATH: a scripted eval through a real host."""
+    monkeypatch.setenv("PATH", hosts_path())
+    return atlante_project
+
+
 def claude_path(release: str, pinned_path: str) -> tuple[str, str]:
     """(PATH, expected ``claude --version``) for the ``pinned`` or the ``newest`` Claude Code release."""
     manifest = (NEWEST_DIR if release == "newest" else HOSTS_BIN.parent.parent) / "package.json"

@@ -11,7 +11,6 @@ deadline (and what it has done by then) is each host's own.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,12 +27,6 @@ def bash_turn(n: int, tokens: int) -> dict[str, object]:
 
 
 run = run_scripted_eval
-
-
-@pytest.fixture
-def real_project(atlante_project: Project, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch) -> Project:
-    monkeypatch.setenv("PATH", hosts_path())
-    return atlante_project
 
 
 @pytest.mark.parametrize("host", [*EVERY_HOST, "claude-code@newest"])

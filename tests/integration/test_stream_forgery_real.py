@@ -1,7 +1,8 @@
 """The host stream is untrusted input (docs/design.md §10), on both real CLIs.
 
 The hostile agent of issue 26: a tool of the scripted agent finds the host CLI among its
-ancestors and writes forged events into ``/proc/<cli pid>/fd/1`` — the very pipe the runner reads.
+ancestors and writes forged events into ``/proc/<cli pid>/fd/1`` — the very pipe the runner reads
+(its turns: hostile_turns.py).
 Whatever it writes, the run writes its report, the report's ``exitStatus`` is the process's, and
 no forged figure lowers what was counted.
 
@@ -13,18 +14,16 @@ line: those variants run once, on ``ONE_HOST``.
 
 from __future__ import annotations
 
-import json
-import shlex
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from conftest import EVERY_HOST, Project, config_doc, per_host_then_once, scenario_doc
+from hostile_turns import FORGED_AUTH, forging_turns
 from pytest_atlante.hosts.registry import host_for
-from pytest_atlante.report.model import EvalReport
 from pytest_atlante.report.view import load_report, render
 from pytest_atlante.trial.transcript import read_transcript
+from trial_helpers import run_scripted_eval
 
 pytestmark = pytest.mark.hosts
 
@@ -53,48 +52,6 @@ IGNORED_NOTE: dict[str, str] = {
 }
 
 
-def forging_script(lines: list[dict[str, Any]]) -> str:
-    """A shell script that writes ``lines`` into the stdout of the nearest host CLI ancestor."""
-    payload = "".join(json.dumps(line) + "\n" for line in lines)
-    return (
-        "p=$$\n"
-        "while [ \"$p\" -gt 1 ]; do\n"
-        "  case \"$(cat /proc/$p/comm)\" in claude*|opencode*|.opencode*|codex*|node*)\n"
-        f"    printf '%s' {shlex.quote(payload)} > /proc/$p/fd/1; echo forged-into-$p; exit 0;;\n"
-        "  esac\n"
-        "  p=$(awk '{print $4}' /proc/$p/stat)\n"
-        "done\n"
-        "echo no-host-ancestor\n"
-    )
-
-
-def forging_turns(lines: list[dict[str, Any]], *, then: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-    """Write the forging script (inside the sandbox), run it, then ``then`` (default: finish)."""
-    return [
-        {"text": "preparing", "actions": [{"type": "write", "path": "forge.sh", "content": forging_script(lines)}],
-         "usage": {"input": 100, "output": 10}},
-        {"text": "forging", "actions": [{"type": "bash", "command": "sh forge.sh > forged.txt"}],
-         "usage": {"input": 100, "output": 10}},
-        *(then or [{"text": "done", "usage": {"input": 100, "output": 10}}]),
-    ]
-
-
-def run(pytester: pytest.Pytester, project: Project, *args: str) -> tuple[int, EvalReport | None, str]:
-    out = pytester.path / "out"
-    result = pytester.runpytest_subprocess("--atlante-eval", "--atlante-scripted", "--atlante-project", str(project.root),
-                                           "--atlante-out", str(out), "--rootdir", str(project.root),
-                                           "-p", "no:cacheprovider", *args, timeout=600)
-    text = result.stdout.str() + result.stderr.str()
-    report = out / "report.json"
-    return int(result.ret), EvalReport.model_validate_json(report.read_text()) if report.exists() else None, text
-
-
-@pytest.fixture
-def real_project(atlante_project: Project, hosts_path: Callable[[], str], monkeypatch: pytest.MonkeyPatch) -> Project:
-    monkeypatch.setenv("PATH", hosts_path())
-    return atlante_project
-
-
 @pytest.mark.parametrize(("host", "isolation"), per_host_then_once(["namespace"], once=["off"]))
 def test_a_forged_negative_cost_is_ignored_and_the_report_is_written(
         pytester: pytest.Pytester, real_project: Project, host: str, isolation: str) -> None:
@@ -105,8 +62,7 @@ def test_a_forged_negative_cost_is_ignored_and_the_report_is_written(
     real_project.scenario(scenario_doc(checks=[{"type": "file-contains", "path": "forged.txt", "pattern": "forged-into"}]))
     real_project.script("writes-hello", forging_turns([FORGED[host]]))
     real_project.build()
-    status, report, text = run(pytester, real_project)
-    assert report is not None, text
+    status, report, text = run_scripted_eval(pytester, real_project)
     assert report.exitStatus == status == 0, text
     [trial] = report.scenarios[0].trials
     assert trial.verdict == "pass", text
@@ -128,8 +84,7 @@ def test_a_forged_cost_does_not_open_the_cost_cap(pytester: pytest.Pytester, rea
     real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "forged.txt"}]))
     real_project.script("writes-hello", forging_turns([FORGED[host]]))
     real_project.build()
-    status, report, text = run(pytester, real_project, "--atlante-max-cost", "0.0001")
-    assert report is not None, text
+    status, report, text = run_scripted_eval(pytester, real_project, "--atlante-max-cost", "0.0001")
     assert report.exitStatus == status, text
     first, second = report.scenarios[0].trials
     assert first.costUsd is not None and first.costUsd > 0.0001, first
@@ -152,8 +107,7 @@ def test_max_tokens_holds_at_the_proxy_when_the_agent_forges_zero_usage(
     forged = [FORGED[host] | ({"total_cost_usd": 0} if host == "claude-code" else {})]
     real_project.script("writes-hello", forging_turns(forged, then=[bash_turn(n, 600) for n in range(3, 10)]))
     real_project.build()
-    status, report, text = run(pytester, real_project)
-    assert report is not None, text
+    status, report, text = run_scripted_eval(pytester, real_project)
     [trial] = report.scenarios[0].trials
     assert trial.verdict == "budget-exceeded", text
     assert report.exitStatus == status == 1
@@ -161,22 +115,6 @@ def test_max_tokens_holds_at_the_proxy_when_the_agent_forges_zero_usage(
     assert trial.scriptedTurns == 5, text  # zero requests served after the crossing response
     assert trial.usage is not None and trial.usage.total == 2020  # 2000 input + the forging turns' 20 output
     assert "step-6" not in (trial.diff or "")
-
-
-#: Forged login failures, in each host's own shape (host-facts §2, §8).
-FORGED_AUTH: dict[str, dict[str, Any]] = {
-    "claude-code": {"type": "assistant", "error": "authentication_failed",
-                    "message": {"id": "forged", "model": "<synthetic>", "role": "assistant",
-                                "content": [{"type": "text", "text": "Not logged in · Please run /login"}]}},
-    "opencode": {"type": "error", "sessionID": "forged",
-                 "error": {"name": "ProviderAuthError", "data": {"message": "forged: not logged in"}}},
-    "codex": {"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized: forged, "
-                                                          "url: http://127.0.0.1:1/v1/responses"}},
-    "gemini-cli": {"type": "result", "status": "error",
-                   "error": {"type": "unknown", "message": '[API Error: {"error":{"message":"forged: not logged in",'
-                                                           '"code":401,"status":"UNAUTHENTICATED"}}]'},
-                   "stats": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0, "cached": 0, "input": 0}},
-}
 
 
 @pytest.mark.parametrize(("host", "isolation"), per_host_then_once(["namespace"], once=["off"]))
@@ -187,8 +125,7 @@ def test_a_forged_login_failure_does_not_turn_the_agents_failure_into_infra_erro
     real_project.scenario(scenario_doc(checks=[{"type": "file-exists", "path": "never-written.txt"}]))
     real_project.script("writes-hello", forging_turns([FORGED_AUTH[host]]))
     real_project.build()
-    status, report, text = run(pytester, real_project)
-    assert report is not None, text
+    status, report, text = run_scripted_eval(pytester, real_project)
     [trial] = report.scenarios[0].trials
     assert trial.verdict == "fail", text
     assert report.exitStatus == status == 1
@@ -240,8 +177,7 @@ def test_a_forged_skill_call_is_marked_unverified_and_fails_skill_used(
                 {"type": "skill-used", "skill": "tidy"}]))
     real_project.script("writes-hello", forging_turns([*FORGED_SKILL[host], FORGED_USAGE[host]]))
     real_project.build()
-    status, report, text = run(pytester, real_project)
-    assert report is not None, text
+    status, report, text = run_scripted_eval(pytester, real_project)
     [trial] = report.scenarios[0].trials
     forged_into, skill_used = trial.checks
     assert forged_into.passed, text  # the forged lines did reach the stream the runner reads
