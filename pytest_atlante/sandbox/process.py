@@ -27,8 +27,13 @@ Every trial runs the host CLI, setup commands and command checks through ``run``
   the group but the wrapper itself (``reaper.signal_group_except_leader``), and only SIGKILL
   reaches the wrapper.
 - Linux >= 5.4 only (pidfds, ``/proc``, ``prctl``).
-- Never SIGALRM, no signal handlers installed, no module-level state: safe to call from the main
-  thread of a pytest(-xdist) worker; concurrent calls from several threads are independent.
+- Several runs may be in flight at once, from threads of one process (several trials per worker):
+  each is started and registered in ``reaper.RUNS_IN_FLIGHT`` in one hold of its lock, and leaves it
+  after its sweep, before its leader is reaped, so a run's sweep kills only that run's processes
+  (the one ambiguity, a process that dropped every mark of its run, is ``reaper``'s point 1).  That
+  registry is the only state this module shares, process-wide like the children it describes.
+- Never SIGALRM, no signal handlers installed (but ``_children_take_interrupts`` in the main
+  thread): safe to call from the main thread of a pytest(-xdist) worker or from other threads.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_atlante.sandbox.reaper import (
+    RUNS_IN_FLIGHT,
     TOKEN_VARIABLE,
     current_children,
     ensure_child_subreaper,
@@ -250,13 +256,16 @@ class _Supervisor:
         """After the main process ended: sweep the tree, reap the main process, drain the pipes."""
         self._stopping = True
         group = self._proc.pid if self._proc.returncode is None else None
-        orphans = kill_processes_with_token(
-            self._token, process_group=group, known_children=self._known_children
-        )
-        if group is not None:
-            # What died unseen in the run's session (bubblewrap's sandbox init, nearly every run);
-            # before the leader is reaped, so the session id is certainly the run's.
-            reap_session(self._proc.pid)
+        try:
+            orphans = kill_processes_with_token(
+                self._token, process_group=group, known_children=self._known_children
+            )
+            if group is not None:
+                # What died unseen in the run's session (bubblewrap's sandbox init, nearly every
+                # run); before the leader is reaped, so the session id is certainly the run's.
+                reap_session(self._proc.pid)
+        finally:
+            RUNS_IN_FLIGHT.end(self._token)  # before the leader is reaped: its pid is listed
         self._proc.wait()
         drain_deadline = time.monotonic() + _DRAIN_S
         while self._reading() and (remaining := drain_deadline - time.monotonic()) > 0:
@@ -424,8 +433,9 @@ def run(
     token = uuid.uuid4().hex
     known_children = current_children()
     try:
-        proc = subprocess.Popen(
-            list(argv) if wrap is None else wrap(list(argv)),
+        command = list(argv) if wrap is None else wrap(list(argv))  # not under the registry's lock
+        proc = RUNS_IN_FLIGHT.start(token, known_children, lambda: subprocess.Popen(
+            command,
             cwd=cwd,
             env={**env, TOKEN_VARIABLE: token},
             stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
@@ -433,20 +443,24 @@ def run(
             stderr=subprocess.PIPE,
             start_new_session=True,
             bufsize=0,
-        )
+        ))
     except OSError as exc:
         return _not_started(_describe_start_error(exc, argv[0], cwd), started)
     with proc:
-        supervisor = _Supervisor(
-            proc,
-            token,
-            on_stdout_line,
-            bounds.capture_limit,
-            None if stdin_data is None else stdin_data.encode(),
-            known_children,
-            wrap is not None,
-            bounds.abort_fd,
-        )
+        try:
+            supervisor = _Supervisor(
+                proc,
+                token,
+                on_stdout_line,
+                bounds.capture_limit,
+                None if stdin_data is None else stdin_data.encode(),
+                known_children,
+                wrap is not None,
+                bounds.abort_fd,
+            )
+        except BaseException:
+            RUNS_IN_FLIGHT.end(token)  # before ``with proc`` reaps the leader
+            raise
         try:
             timed_out, aborted, orphans = supervisor.supervise(
                 started + timeout_s, bounds.interrupt_signal, bounds.grace_s

@@ -30,8 +30,29 @@ Mechanism and its trade-offs
      because the caller keeps the leader unreaped, so the group id is not recycled);
    - it was **adopted** by this process: its parent is us and it is not one of the children we
      already had when the run started.
-   Limitation (both ways): a child that *another thread* of this process starts while a run is
-   being swept counts as the run's; atlante starts processes from one thread.
+   **Runs in flight.** Several runs can be in flight at once, from threads of this process
+   (several trials per worker), and then "a child gained since the run started" is also another
+   run's leader, its re-parented tool shells or sandbox init.  ``RUNS_IN_FLIGHT`` lists every run
+   in flight: its token, its leader (whose pid is the run's session id and original process group
+   id, ``start_new_session``) and the children this process had before it started.  A child of
+   ours (in the tree: a root, and with it everything below it) is *not* this run's when it is:
+   - in this process's own session: every process of a run descends from its leader, which made a
+     session of its own, and no process can join a session it did not create or inherit (a git
+     another thread runs, a test's own ``Popen``);
+   - another run's leader, or in its session or original process group (neither id can be taken
+     by a process of another run), or carrying its token — unless it was already our child when
+     that run started, so it cannot be that run's (a token can be copied from another run's
+     ``/proc/<pid>/environ`` where there is no namespace isolation; a session cannot).
+   A run is registered in the same hold of the registry's lock as its leader's ``Popen``, and a
+   sweep reads the registry after it read our children, so a sweep that sees a leader sees it
+   registered; it is unregistered after its sweep, before its leader is reaped, so the leader's
+   pid is never recycled while listed.  What stays ambiguous — a process that left its run's
+   session and group *and* dropped the token (``setsid env -i`` behind a double fork), then was
+   re-parented to us — counts for every run in flight that started before it became our child,
+   so the first of them to end kills it (and counts it in its ``orphans_killed``): it is
+   deliberately escaping, and no run in flight is the worse for its death.  With one run in
+   flight only the first rule is new: before it, a child another thread started during the run
+   (a git of the next trial's setup) was killed as the run's.
    After the run's main process has ended we SIGKILL every member, repeating until none remains
    (bounded): a dying process may fork once more, and killing one hands its children to us.
    - Processes of other users are unreadable to a non-root caller and so never matched or killed.
@@ -65,9 +86,11 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 TOKEN_VARIABLE = "ATLANTE_RUN_TOKEN"
 
@@ -142,6 +165,7 @@ def _proc_pids() -> list[int]:
 class _Stat:
     ppid: int
     pgrp: int
+    session: int
     start: int  # clock ticks after boot: with the pid, identifies a process across pid reuse
 
 
@@ -161,7 +185,7 @@ def _stat_if_alive(pid: int) -> _Stat | None:
     fields = _stat_fields(pid)
     if fields is None or fields[0] in (b"Z", b"X"):
         return None
-    return _Stat(ppid=int(fields[1]), pgrp=int(fields[2]), start=int(fields[19]))
+    return _Stat(ppid=int(fields[1]), pgrp=int(fields[2]), session=int(fields[3]), start=int(fields[19]))
 
 
 def _children_of(pid: int | str) -> list[int] | None:
@@ -197,6 +221,83 @@ def current_children() -> frozenset[tuple[int, int]]:
     return frozenset(found)
 
 
+class _Started(Protocol):
+    pid: int
+
+
+_StartedT = TypeVar("_StartedT", bound=_Started)
+
+
+@dataclass(frozen=True)
+class _InFlight:
+    entry: bytes  # the run's token as it appears in /proc/<pid>/environ
+    leader: int  # also the run's session id and original process group id
+    known_children: frozenset[tuple[int, int]]  # our children before it started: none of them is its
+
+
+class RunsInFlight:
+    """The runs this process has in flight (module docstring, point 1, "Runs in flight").
+
+    One per process, not per caller, because what it describes is process-wide: every thread's
+    runs are children of this one process, and every sweep reads this process's children.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, _InFlight] = {}
+
+    def start(self, token: str, known_children: frozenset[tuple[int, int]],
+              popen: Callable[[], _StartedT]) -> _StartedT:
+        """Start a run's leader with ``popen`` (a new session) and register it, in one hold of the
+        lock: no sweep can see the leader as our child before it is registered.  ``popen``'s
+        exception propagates with nothing registered."""
+        with self._lock:
+            started = popen()
+            self._runs[token] = _InFlight(_token_entry(token), started.pid, known_children)
+        return started
+
+    def end(self, token: str) -> None:
+        """Unregister the run (idempotent).  Before its leader is reaped: a listed leader's pid
+        must not be recycled."""
+        with self._lock:
+            self._runs.pop(token, None)
+
+    def others(self, token: str) -> tuple[_InFlight, ...]:
+        """The runs in flight but ``token``'s.  Read it *after* reading the processes it is to
+        classify: a leader seen as our child is then certainly registered (``start``)."""
+        with self._lock:
+            return tuple(run for key, run in self._runs.items() if key != token)
+
+    def tokens(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._runs)
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+
+RUNS_IN_FLIGHT = RunsInFlight()
+
+
+def _not_this_runs(pid: int, stat: _Stat, token: str) -> bool:
+    """Is ``pid``, a child of ours (``stat`` read just before), provably not the run's with
+    ``token``: in this process's own session, or another run in flight's (module docstring,
+    point 1, "Runs in flight")?"""
+    if stat.session == os.getsid(0):
+        return True
+    environ: bytes | None = None
+    for other in RUNS_IN_FLIGHT.others(token):
+        if (pid, stat.start) in other.known_children:
+            continue  # our child before that run started: none of its processes
+        if other.leader in (pid, stat.session, stat.pgrp):
+            return True
+        if environ is None:
+            environ = b"\0" + (_read_proc(pid, "environ") or b"")
+        if other.entry in environ:
+            return True
+    return False
+
+
 def _descendants(roots: list[int], exclude: int | None) -> dict[int, int] | None:
     """Every live process below ``roots`` (the roots included), as pid → start time; None when the
     kernel lists no children (the caller then scans ``/proc``).  Zombies are skipped: a process that
@@ -224,9 +325,11 @@ def _descendants(roots: list[int], exclude: int | None) -> dict[int, int] | None
 class _RunMembership:
     """Decides whether a pid belongs to the run (module docstring, point 1): it carries the token,
     it is a live member of the run's original process group other than the leader (which the caller
-    reaps itself), or it is a child of ours that is not among ``known_children``."""
+    reaps itself), or it is a child of ours that is not among ``known_children`` and not provably
+    another's (``_not_this_runs``)."""
 
-    entry: bytes
+    token: str
+    entry: bytes  # the token as /proc/<pid>/environ shows it
     group: int | None
     known_children: frozenset[tuple[int, int]] | None
 
@@ -245,6 +348,7 @@ class _RunMembership:
             and stat.ppid == os.getpid()
             and pid != self.group
             and (pid, stat.start) not in self.known_children
+            and not _not_this_runs(pid, stat, self.token)
         )
 
     def live_members(self) -> list[int]:
@@ -254,7 +358,8 @@ class _RunMembership:
 
 class _RunTree:
     """The run as the kernel's process tree shows it (module docstring, point 1): every live
-    descendant of the children this process adopted or started since ``known_children`` was taken.
+    descendant of the children this process adopted or started since ``known_children`` was taken,
+    but those that are provably not the run's (``_not_this_runs``: another run's in flight).
 
     We are a child subreaper, so each of the run's processes is below one of our children: the run's
     main process (a zombie by the time of a sweep, its children re-parented to us), a tool shell that
@@ -263,7 +368,8 @@ class _RunTree:
     nothing that grows with the machine; :class:`_RunMembership` scans ``/proc`` where the kernel
     lists no children."""
 
-    def __init__(self, known_children: frozenset[tuple[int, int]], leader: int | None) -> None:
+    def __init__(self, token: str, known_children: frozenset[tuple[int, int]], leader: int | None) -> None:
+        self._token = token
         self._known = known_children
         self._leader = leader
         self._starts: dict[int, int] = {}
@@ -274,7 +380,8 @@ class _RunTree:
         if children is None:
             return None
         roots = [pid for pid in children if (stat := _stat_if_alive(pid)) is not None
-                 and stat.ppid == own and (pid, stat.start) not in self._known]
+                 and stat.ppid == own and (pid, stat.start) not in self._known
+                 and not _not_this_runs(pid, stat, self._token)]
         found = _descendants(roots, self._leader)
         if found is None:
             return None
@@ -355,15 +462,17 @@ def kill_processes_with_token(
     child subreaper, the members are the live descendants of the children it gained since
     (:class:`_RunTree`): no scan of the machine.  Otherwise — or where the kernel lists no children —
     members carry ``token``, or sit in ``process_group``, or are children of this process that were
-    not among ``known_children`` (:class:`_RunMembership`, a scan of ``/proc``).  Scans
+    not among ``known_children`` (:class:`_RunMembership`, a scan of ``/proc``).  In both, a child
+    that is provably another run's in flight (``RUNS_IN_FLIGHT``, looked up by ``token``) or none
+    (in this process's session) is left alone, and with it what is below it.  Scans
     repeatedly until no member remains or the sweep budget is spent, because a dying process may
     fork once more before the signal lands, and killing an adopted process hands its children to
     us.  ``process_group`` is the run's original group; its leader is excluded and must be kept
     unreaped by the caller, so the group id cannot have been recycled.  Returns how many distinct
     processes were found alive and killed.
     """
-    scan = _RunMembership(_token_entry(token), process_group, known_children)
-    tree = _RunTree(known_children, process_group) if known_children is not None and ensure_child_subreaper() else None
+    scan = _RunMembership(token, _token_entry(token), process_group, known_children)
+    tree = _RunTree(token, known_children, process_group) if known_children is not None and ensure_child_subreaper() else None
     deadline = time.monotonic() + _SWEEP_BUDGET_S
     with _pidfds() as pinned:
         killed: set[int] = set()
