@@ -7,7 +7,9 @@ after ``--think-ms`` (the script's ``think_ms``, docs/scripted-model.md), so a t
 one does.  For each width W of ``--widths`` and each round, interleaved (the order alternates per
 round):
 
-  * **eval**: ``pytest --atlante-eval --atlante-scripted -n W`` running ``--trials`` trials;
+  * **eval**, two ways (``--modes``): ``pytest --atlante-eval --atlante-scripted -n W`` (one xdist
+    worker per trial in flight) and ``--atlante-in-flight W`` (one process keeping W trials running
+    in threads, run/inflight.py), each running ``--trials`` trials;
   * **pool**: the same trials done by hand (``_floor_run.run_trial``, the floor of
     ``floor_trial.py``: the argv and environment of a capture run) in a
     ``ProcessPoolExecutor(max_workers=W)`` of a plain Python process.
@@ -246,10 +248,17 @@ def pool_trial_seconds(text: str) -> list[float]:
     return [float(json.loads(line)["ms"]) / 1000 for line in text.splitlines() if line.strip()]
 
 
-def run_eval_side(project: Path, bin_dir: Path, out: Path, width: int | None, sample_s: float) -> Side:
+def run_eval_side(project: Path, bin_dir: Path, out: Path, width: int | None, sample_s: float, mode: str = "xdist") -> Side:
+    """``mode`` ``xdist``: ``-n width``; ``flight``: one process, ``--atlante-in-flight width``;
+    ``width`` None: serial."""
     env = bench_env()
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    workers = ["-n", str(width)] if width is not None else ["-p", "no:xdist"]
+    if width is None:
+        workers = ["-p", "no:xdist"]
+    elif mode == "flight":
+        workers = ["-p", "no:xdist", "--atlante-in-flight", str(width)]
+    else:
+        workers = ["-n", str(width)]
     argv = [sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-scripted", "-q", "--atlante-project", str(project),
             "--atlante-out", str(out), "--atlante-isolation", "off", *QUIET, *workers]
     wall, usage, output, status = run_sampled(argv, project, env, sample_s)
@@ -280,26 +289,30 @@ def ratio(value: float, floor: float) -> str:
     return f"{value / floor:5.2f}x" if floor > 0 else "    -"
 
 
-def width_lines(width: int, evals: list[Side], pools: list[Side]) -> list[str]:
-    """Medians over the rounds of one width, and eval/pool ratios (concurrency: eval over pool)."""
+def width_lines(width: int, evals: dict[str, list[Side]], pools: list[Side]) -> list[str]:
+    """Medians over the rounds of one width per eval mode (``-n``: xdist; ``in-flight``), and each
+    mode's ratios to the pool (concurrency: eval over pool)."""
     def med(sides: list[Side], get: Callable[[Side], float]) -> float:
         return statistics.median(get(s) for s in sides)
 
+    labels = {"xdist": "-n", "flight": "flight"}
     rows = []
-    for label, sides in (("eval", evals), ("pool", pools)):
-        rows.append(f"  {width:>5} {label:<5} {med(sides, lambda s: s.wall_s):8.1f} {med(sides, lambda s: s.concurrency):6.1f} "
+    for label, sides in [*((labels[m], e) for m, e in evals.items()), ("pool", pools)]:
+        rows.append(f"  {width:>5} {label:<6} {med(sides, lambda s: s.wall_s):8.1f} {med(sides, lambda s: s.concurrency):6.1f} "
                     f"{med(sides, lambda s: s.runner_cpu_per_trial):11.3f} {med(sides, lambda s: s.tree_cpu_per_trial):9.2f} "
                     f"{med(sides, lambda s: s.peak_rss_bytes) / 2**20:9.0f}")
-    rows.append(f"  {width:>5} ratio {ratio(med(evals, lambda s: s.wall_s), med(pools, lambda s: s.wall_s)):>8} "
-                f"{ratio(med(evals, lambda s: s.concurrency), med(pools, lambda s: s.concurrency)):>6} "
-                f"{ratio(med(evals, lambda s: s.runner_cpu_per_trial), med(pools, lambda s: s.runner_cpu_per_trial)):>11} "
-                f"{ratio(med(evals, lambda s: s.tree_cpu_per_trial), med(pools, lambda s: s.tree_cpu_per_trial)):>9} "
-                f"{ratio(med(evals, lambda s: s.peak_rss_bytes), med(pools, lambda s: s.peak_rss_bytes)):>9}")
+    for mode, sides in evals.items():
+        rows.append(f"  {width:>5} {labels[mode] + '/pool':<6}"
+                    f"{ratio(med(sides, lambda s: s.wall_s), med(pools, lambda s: s.wall_s)):>9} "
+                    f"{ratio(med(sides, lambda s: s.concurrency), med(pools, lambda s: s.concurrency)):>6} "
+                    f"{ratio(med(sides, lambda s: s.runner_cpu_per_trial), med(pools, lambda s: s.runner_cpu_per_trial)):>11} "
+                    f"{ratio(med(sides, lambda s: s.tree_cpu_per_trial), med(pools, lambda s: s.tree_cpu_per_trial)):>9} "
+                    f"{ratio(med(sides, lambda s: s.peak_rss_bytes), med(pools, lambda s: s.peak_rss_bytes)):>9}")
     return rows
 
 
-HEADER = ("  width side   wall s   conc  runner CPU  tree CPU  peak MiB\n"
-          "                                s/trial   s/trial      tree")
+HEADER = ("  width side    wall s   conc  runner CPU  tree CPU  peak MiB\n"
+          "                                 s/trial   s/trial      tree")
 
 
 def fixed_lines(evals: list[Side], scripts: list[Side]) -> list[str]:
@@ -348,26 +361,29 @@ def measure(tmp: Path, host: str, args: argparse.Namespace) -> None:
     sample_s = args.sample_ms / 1000
     print(f"{host}: {args.trials} trials of {args.turns} turns x {args.think_ms} ms think time, "
           f"{args.rounds} round(s) per width, isolation off\n{HEADER}", flush=True)
+    modes = args.modes.split(",")
     for width in [int(w) for w in args.widths.split(",")]:
-        evals: list[Side] = []
+        evals: dict[str, list[Side]] = {mode: [] for mode in modes}
         pools: list[Side] = []
         for round_index in range(args.rounds):
-            out = tmp / f"out-{host}-{width}-{round_index}"
-            for side in ("eval", "pool") if round_index % 2 == 0 else ("pool", "eval"):
-                if side == "eval":
-                    evals.append(run_eval_side(project, real_bin, out, width, sample_s))
-                else:
+            sides = [*modes, "pool"]
+            for side in sides if round_index % 2 == 0 else reversed(sides):
+                if side == "pool":
                     pools.append(run_pool_side(pool_script, plan, width, args.trials, sample_s))
+                else:
+                    out = tmp / f"out-{host}-{side}-{width}-{round_index}"
+                    evals[side].append(run_eval_side(project, real_bin, out, width, sample_s, side))
         print("\n".join([*width_lines(width, evals, pools), f"        ({load_line()})"]), flush=True)
     # The fixed cost: one trial serially, eval against the plain script (no pytest, no pool).
-    evals, scripts = [], []
+    serial: list[Side] = []
+    scripts: list[Side] = []
     for round_index in range(args.rounds):
         for side in ("eval", "script") if round_index % 2 == 0 else ("script", "eval"):
             if side == "eval":
-                evals.append(run_eval_side(single, real_bin, tmp / f"single-out-{host}-{round_index}", None, sample_s))
+                serial.append(run_eval_side(single, real_bin, tmp / f"single-out-{host}-{round_index}", None, sample_s))
             else:
                 scripts.append(run_pool_side(pool_script, plan, 0, 1, sample_s))
-    print("\n".join(fixed_lines(evals, scripts)), flush=True)
+    print("\n".join(fixed_lines(serial, scripts)), flush=True)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -375,6 +391,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--hosts", default="claude-code", help=f"comma-separated, of: {', '.join(EXECUTABLE)} (default claude-code)")
     parser.add_argument("--trials", type=int, default=32, help="trials per run (default 32)")
     parser.add_argument("--widths", default="1,4,8,16,32", help="xdist -n and pool widths (default 1,4,8,16,32)")
+    parser.add_argument("--modes", default="xdist,flight",
+                        help="how the eval side runs W trials at once: xdist (-n W), flight (one process, "
+                             "--atlante-in-flight W); comma-separated (default both)")
     parser.add_argument("--turns", type=int, default=2, help="scripted model turns per trial (default 2)")
     parser.add_argument("--think-ms", type=int, default=2000, help="the scripted model's think time per turn (default 2000)")
     parser.add_argument("--rounds", type=int, default=3, help="eval and pool runs per width, alternating (default 3)")
@@ -400,7 +419,7 @@ def main(argv: list[str] | None = None) -> None:
             measure(Path(raw), host, args)
     print("conc: sum of the trials' own times / wall; runner CPU: the pytest (or pool) Python processes' own "
           "user+system time, not the CLIs'; tree: everything; peak: summed RSS of the tree, sampled; "
-          "ratio: eval / pool (medians over rounds)")
+          "ratio: eval (-n W, or --atlante-in-flight W) / pool (medians over rounds)")
     print(f"repo: {REPO_ROOT}")
 
 

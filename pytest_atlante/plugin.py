@@ -61,6 +61,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--atlante-selftest-full", action="store_true", default=False,
                     help="with --atlante-selftest: run every scenario's reference trial, reusing none from an "
                          "earlier sealed self-test whose inputs are unchanged")
+    group.addoption("--atlante-in-flight", metavar="N", type=_in_flight, default=1,
+                    help="keep up to N trials running at once in this process (threads; default 1): a wide run "
+                         "without one xdist worker per trial (not with -n); trials are still reported in order")
     group.addoption("--atlante-forecast", action="store_true", default=False,
                     help="dry run: forecast sessions, tokens, cost and wall time from earlier reports in "
                          ".atlante/eval/, print a table and exit 0 (no host session)")
@@ -95,6 +98,15 @@ def _shard_arg(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(
             f"eval-shard-invalid: {text!r} is not K/N with 1 <= K <= N (hint: --atlante-shard 2/4)")
     return int(match[1]), int(match[2])
+
+
+def _in_flight(text: str) -> int:
+    """A whole number of trials from 1 to 1024; anything else is a usage error naming the option."""
+    import argparse
+
+    if not text.isdigit() or not 1 <= int(text) <= 1024:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of trials from 1 to 1024 (hint: --atlante-in-flight 16)")
+    return int(text)
 
 
 def _usd(value: str) -> float:

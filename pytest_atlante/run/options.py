@@ -44,6 +44,7 @@ class Options:
     variants: str | None = None   # --atlante-variants: "all" or names of atlante.jsonc's variants
     control_from: Path | None = None   # --atlante-control-from: an earlier report's control trials
     selftest_full: bool = False   # --atlante-selftest-full: run every reference trial, reuse none
+    in_flight: int = 1   # --atlante-in-flight: trials this process keeps running at once (run/inflight.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -65,7 +66,8 @@ class Options:
                    ShardSpec(*shard) if shard else None, config.getoption("atlante_run_group"),
                    config.getoption("atlante_network"), config.getoption("atlante_variants", None),
                    Path(config.getoption("atlante_control_from")).resolve() if config.getoption("atlante_control_from", None) else None,
-                   bool(config.getoption("atlante_selftest_full", False)))
+                   bool(config.getoption("atlante_selftest_full", False)),
+                   int(config.getoption("atlante_in_flight", 1) or 1))
 
 
 

@@ -126,6 +126,7 @@ class Controller(TrialRole):
         self.state = RunState(self.run_id, started_at, scripted=self.options.scripted)
         self.terminal = EvalTerminalReporter(config, self.state, self.plan)
         self.worker_pids: set[int] = set()       # workers seen running trials
+        self.finished_here: dict[str, TrialRecord] = {}   # this process's trials, as each finishes
         self.reused_control: list[TrialRecord] = []   # --atlante-control-from: the earlier control trials
         self.validation_failed = False
         self.user_interrupt = False               # Ctrl-C / SIGINT, as opposed to -x, --sw, --maxfail
@@ -203,6 +204,12 @@ class Controller(TrialRole):
             gate_problems = [*gate_problems, Diagnostic("", "--dist each", "eval-dist-each-refused", DIST_EACH_REFUSED,
                                                         "use -n N with --dist load (the default), loadscope, loadfile, "
                                                         "loadgroup or worksteal; raise budget.trials for more attempts")]
+        if self.options.in_flight > 1 and self.config.pluginmanager.has_plugin("dsession"):
+            from pytest_atlante.run.inflight import IN_FLIGHT_XDIST_REFUSED
+
+            gate_problems = [*gate_problems, Diagnostic("", "--atlante-in-flight", "eval-in-flight-xdist", IN_FLIGHT_XDIST_REFUSED,
+                                                        "choose one: --atlante-in-flight N (one process, N trials at once) "
+                                                        "or -n N (N processes, one trial each)")]
         if problems or gate_problems:
             self._fail_validation(sorted(set(problems + gate_problems)))   # raises RunStopped
         self.suite = suite = found.validated()   # no problem: configuration and eval are there
@@ -251,6 +258,8 @@ class Controller(TrialRole):
             self.terminal.warn(line)
         if self.options.max_cost is not None:
             self._refuse_over_cap(self.options.max_cost)
+        if self.options.in_flight > 1:
+            self.keep_in_flight(self.options.in_flight)
         self._ready(suite)
 
     def _reuse_control(self, info: HostInfo) -> None:
@@ -280,7 +289,7 @@ class Controller(TrialRole):
         numprocesses = getattr(self.config.option, "numprocesses", None)
         # Validation verified fixtures and build: the digests say which history is the same experiment.
         digests = self.state.digests or suite_digests(self.suite.scenarios, self.suite.project_root, self.suite.eval.host)
-        workers = numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else 1
+        workers = numprocesses if isinstance(numprocesses, int) and numprocesses > 0 else self.options.in_flight
         history = self.options.project_root / ".atlante" / "eval"
         if len(self.suite.arms) > 1:
             return self._arms_forecast(digests, history, workers)
@@ -435,15 +444,28 @@ class Controller(TrialRole):
 
     # -- running --------------------------------------------------------------------------------
     def progress(self) -> Progress:
+        if self.in_flight is not None:
+            return super().progress()   # one live line cannot follow several trials at once
         return self.terminal.phases() or super().progress()
 
     def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
         self.state.records[item.nodeid] = record
 
+    def _forget(self, item: TrialItem) -> None:
+        record = self.state.records.get(item.nodeid)
+        if record is not None and record.interrupted:
+            del self.state.records[item.nodeid]
+
+    def _ran(self, item: TrialItem, record: TrialRecord) -> None:
+        # With trials in flight, a finished trial's report may wait behind an earlier item's: its
+        # spend counts for the trials starting meanwhile (the thread's write is one dict store).
+        if self.in_flight is not None:
+            self.finished_here[item.nodeid] = record
+
     def _spent(self) -> float:
         from pytest_atlante.run import costcap
 
-        return costcap.spent(self.state.records.values())[0]
+        return costcap.spent({**self.state.records, **self.finished_here}.values())[0]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         worker_pid = getattr(report, "atlante_worker_pid", None)

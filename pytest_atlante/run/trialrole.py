@@ -15,7 +15,7 @@ import pickle
 import signal
 import socket
 import threading
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -37,6 +37,7 @@ from pytest_atlante.trial.runner import Progress, RunnerSettings, TrialInterrupt
 
 if TYPE_CHECKING:
     from pytest_atlante.run.costcap import Ledger
+    from pytest_atlante.run.inflight import TrialsInFlight
 
 __all__ = ["TrialRole", "Worker", "failure_text", "guard_seconds", "interrupted_record", "register_worker"]
 
@@ -70,6 +71,8 @@ class TrialRole:
         self.collectable: frozenset[Path] | None = None  # set when atlante chose pytest's arguments
         self._previous_sigterm: Any = None
         self._sigterm_handled = False
+        # --atlante-in-flight N > 1: this process's trials run N at a time (run/inflight.py).
+        self.in_flight: TrialsInFlight | None = None
 
     def _handle_sigterm(self) -> None:
         """CI cancellation sends SIGTERM: handled like Ctrl-C (exit 3, the report written, running
@@ -210,7 +213,28 @@ class TrialRole:
         raise TrialFailed(failure_text(record, item.budget.maxSessions))
 
     def run_item(self, item: TrialItem) -> None:
-        self.plan.run_item(self, item)
+        if self.in_flight is not None:
+            self.in_flight.run(item)
+        else:
+            self.plan.run_item(self, item)
+
+    def keep_in_flight(self, width: int) -> None:
+        """Run this process's trials ``width`` at a time (``--atlante-in-flight``; run/inflight.py)."""
+        from pytest_atlante.run.inflight import TrialsInFlight
+        from pytest_atlante.sandbox.process import let_children_take_interrupts
+
+        def before_start(items: Sequence[TrialItem]) -> None:
+            # In the main thread: each arm's runner is built once, and only it may set signal handlers.
+            let_children_take_interrupts()
+            for arm in dict.fromkeys(item.arm for item in items):
+                self.trial_runner(arm)
+
+        def forget(items: Sequence[TrialItem]) -> None:
+            for item in items:
+                self._forget(item)
+
+        self.in_flight = TrialsInFlight(width, lambda item: self.plan.run_item(self, item), before_start, forget)
+        self.config.pluginmanager.register(self.in_flight, "atlante-in-flight")
 
     def run_trial(self, item: TrialItem) -> None:
         # The budget is the one decided at collection, never the ``atlante_budget`` fixture's value:
@@ -240,6 +264,9 @@ class TrialRole:
 
     def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
         """Ctrl-C inside a trial (a worker's record dies with it; the controller sees it started)."""
+
+    def _forget(self, item: TrialItem) -> None:
+        """A trial cut short by a stop pytest chose (``-x``) while in flight: not run (inflight.py)."""
 
     def _ran(self, item: TrialItem, record: TrialRecord) -> None:
         """A trial of this process finished (a worker remembers its own spend, see costcap.py)."""

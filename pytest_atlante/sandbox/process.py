@@ -149,7 +149,57 @@ class _TailBuffer:
         return joined[max(len(joined) - self._limit, 0) :]
 
 
-def _children_take_interrupts() -> None:
+class _Interrupts:
+    """Ctrl-C for the runs of other threads (``run/inflight.py`` runs several trials at once).
+
+    A signal interrupts only the main thread; a run supervised in another thread would go on until
+    its timeout.  ``interrupt_runs`` makes every run in flight, in any thread, stop its tree with the
+    short grace and raise ``KeyboardInterrupt`` in its own thread, as the main thread's run does on
+    Ctrl-C, and every run started before ``resume_runs`` raise it at once.  A pipe, so that each
+    supervisor's select wakes on it (level-triggered: it stays readable until resumed).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pipe: tuple[int, int] | None = None
+        self.active = False
+
+    def fd(self) -> int:
+        with self._lock:
+            if self._pipe is None:
+                self._pipe = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+            return self._pipe[0]
+
+    def interrupt(self) -> None:
+        read = self.fd()
+        with self._lock:
+            assert self._pipe is not None and read == self._pipe[0]
+            if not self.active:
+                self.active = True
+                os.write(self._pipe[1], b"!")
+
+    def resume(self) -> None:
+        with self._lock:
+            if self.active and self._pipe is not None:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._pipe[0], 64)
+            self.active = False
+
+
+_INTERRUPTS = _Interrupts()   # process-wide, as signals are
+
+
+def interrupt_runs() -> None:
+    """Interrupt every run in flight in this process, whichever thread supervises it (see ``_Interrupts``)."""
+    _INTERRUPTS.interrupt()
+
+
+def resume_runs() -> None:
+    """Let runs start again after ``interrupt_runs`` (the interrupted ones have ended)."""
+    _INTERRUPTS.resume()
+
+
+def let_children_take_interrupts() -> None:
     """Let the commands this process starts be interrupted.
 
     A signal ignored here stays ignored in every child across ``exec``, and a shell without job
@@ -157,7 +207,8 @@ def _children_take_interrupts() -> None:
     SIGQUIT ignored.  Then the SIGINT that stops a host at ``maxTokens``, a timeout or Ctrl-C never
     arrives, and each stop waits out the grace period while the host goes on (measured: twice the
     tokens past the crossing event).  A handled signal is reset to its default in the child, so the
-    ignored ones get handlers here.  Only the main thread may set them; pytest runs trials there.
+    ignored ones get handlers here.  Only the main thread may set them; pytest runs trials there, and ``run/inflight.py`` calls this
+    before it starts trials in other threads.
     """
     if threading.current_thread() is not threading.main_thread():
         return
@@ -215,6 +266,7 @@ class _Supervisor:
         self._selector.register(self._pidfd, selectors.EVENT_READ, "exit")
         if abort_fd is not None:
             self._selector.register(abort_fd, selectors.EVENT_READ, "abort")
+        self._selector.register(_INTERRUPTS.fd(), selectors.EVENT_READ, "interrupt")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -316,6 +368,10 @@ class _Supervisor:
             elif key.data == "abort":
                 self._selector.unregister(fd)  # asked once; the descriptor is the caller's
                 abort = abort or not self._stopping
+            elif key.data == "interrupt":
+                self._selector.unregister(fd)  # process-wide: stays readable until resumed
+                if not self._stopping:
+                    raise KeyboardInterrupt("interrupted by interrupt_runs")
             else:  # "exit": the pidfd stays readable from now on; _exited() takes over
                 self._selector.unregister(fd)
         return abort
@@ -428,8 +484,10 @@ def run(
         missing = _unresolvable(argv[0], cwd, env)
         if missing is not None:
             return _not_started(missing, started)
+    if _INTERRUPTS.active:
+        raise KeyboardInterrupt("interrupted by interrupt_runs")
     ensure_child_subreaper()
-    _children_take_interrupts()
+    let_children_take_interrupts()
     token = uuid.uuid4().hex
     known_children = current_children()
     try:

@@ -5,7 +5,9 @@ test: ``{"usage": [n, ...], "sleep": s, "write": {path: text}, "started": path, 
 ``"sessions": path`` appends the trial directory's name (``<scenario>-<trial>``) there, one line per
 host session, and ``"no_write_in": [trial, ...]`` skips ``write`` in those trials (a failing check);
 for the boundary tests ``"many": {"dir": d, "count": n}``, ``"sparse": {path: size}``, ``"fifo": [path]``
-and ``"noline": bytes`` (stdout with no newline).
+and ``"noline": bytes`` (stdout with no newline); ``"barrier": {"dir": d, "count": n, "timeout": s}``
+writes its pid to ``d/<trial dir>`` and waits until ``n`` sessions have (exit 1 after ``s`` seconds):
+sessions that all pass it ran at once.
 It answers ``--version`` like Claude Code 2.1.197 (or the ``version`` it is installed with, for a
 test of a host upgraded between runs) and appends one line per probe to ``probe.log`` beside itself,
 so a test can count probes.
@@ -38,6 +40,17 @@ if spec.get("started"):
 trial_dir = os.path.basename(os.path.dirname(os.getcwd()))
 if spec.get("sessions"):
     open(spec["sessions"], "a").write(trial_dir + "\n")
+barrier = spec.get("barrier")
+if barrier:
+    os.makedirs(barrier["dir"], exist_ok=True)
+    open(os.path.join(barrier["dir"], trial_dir), "w").write(str(os.getpid()))
+    waited = time.time() + barrier.get("timeout", 60)
+    while len(os.listdir(barrier["dir"])) < barrier["count"]:
+        if time.time() > waited:
+            emit({"type": "result", "subtype": "error_during_execution", "is_error": True, "num_turns": 0,
+                  "result": "barrier: %d of %d sessions at once" % (len(os.listdir(barrier["dir"])), barrier["count"])})
+            sys.exit(1)
+        time.sleep(0.05)
 writes = spec.get("write", {})
 if spec.get("no_write_in") and int(trial_dir.rsplit("-", 1)[1]) in spec["no_write_in"]:
     writes = {}

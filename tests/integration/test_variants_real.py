@@ -1,12 +1,11 @@
 """A variant run of the example trigger suite through the real Claude Code CLI and the scripted model:
-the control (with the release-notes skill) against a no-skill arm.
+the control (with the release-notes skill), a no-skill arm and an A/A replicate of the control.
 
 The scripts dictate the outcome: the two should-trigger queries load the skill, which the no-skill
-arm's build does not have, so those trials fail and the two should-not-trigger ones pass in both
-arms.  The suite-level lift therefore says ``worse`` for no-skill (p = 2/20² at 3 trials: the two
+arm's build does not have, so those trials fail and the two should-not-trigger ones pass in every
+arm.  The suite-level lift therefore says ``worse`` for no-skill (p = 2/20² at 3 trials: the two
 discordant scenarios are 3/3 against 0/3 each) where the per-scenario comparison can only say
-``inconclusive``.  An A/A replicate arm and its noise floor are the runner's, the same on every host:
-``test_variants_run.py`` runs one beside the other arms.
+``inconclusive``, and the replicate measures a zero noise floor.
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ from pytest_atlante.suite.build import build
 
 pytestmark = [pytest.mark.hosts, pytest.mark.timeout(900)]
 
-VARIANTS = ',\n  "variants": {\n    "no-skill": {"harness": {"skills": {"release-notes": null}}}\n  }\n}\n'
+VARIANTS = ',\n  "variants": {\n    "no-skill": {"harness": {"skills": {"release-notes": null}}},\n' \
+           '    "again": {"replicateOf": "control"}\n  }\n}\n'
 
 
 def variant_suite(directory: Path) -> Path:
@@ -35,7 +35,7 @@ def variant_suite(directory: Path) -> Path:
     config = suite / "atlante.jsonc"
     text = config.read_text().replace("v0.3/config.json", "v0.4/config.json").replace('"version": "0.3"', '"version": "0.4"')
     text = text.replace('"budget": { "trials": 2, "timeoutMs": 120000 }',
-                        '"budget": { "trials": 3, "timeoutMs": 120000, "maxSessions": 24 }')
+                        '"budget": { "trials": 3, "timeoutMs": 120000, "maxSessions": 36 }')
     config.write_text(text.rstrip().removesuffix("}").rstrip() + VARIANTS)
     build(suite)
     return suite
@@ -53,8 +53,8 @@ def test_no_skill_against_the_skill_is_decided_at_the_suite_level(tmp_path: Path
     assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-2000:]   # the no-skill arm fails two scenarios
     report = json.loads((out / "report.json").read_text())
     rates = {(s["name"], s["variant"]): s["passRate"] for s in report["scenarios"]}
-    assert {arm for _, arm in rates} == {"control", "no-skill"}
-    assert all(rates[(name, "control")] == 1.0 for name, _ in rates), rates
+    for arm, expected in (("control", 1.0), ("again", 1.0)):
+        assert all(rates[(name, arm)] == expected for name, _ in rates), rates
     assert rates[("notes-for-1-1", "no-skill")] == rates[("summarise-for-users", "no-skill")] == 0.0
     assert rates[("fix-the-typo", "no-skill")] == rates[("explain-greet", "no-skill")] == 1.0
     lift = {entry["variant"]: entry for entry in report["lift"]}
@@ -63,6 +63,7 @@ def test_no_skill_against_the_skill_is_decided_at_the_suite_level(tmp_path: Path
     assert {s["name"]: s["label"] for s in lift["no-skill"]["comparison"]["scenarios"]} == {
         "explain-greet": "unchanged", "fix-the-typo": "unchanged",
         "notes-for-1-1": "inconclusive", "summarise-for-users": "inconclusive"}
+    assert lift["again"]["label"] == "within-noise" and report["noiseFloor"]["difference"] == 0.0
     # The skill's use, per arm: in the control every trial of a should-trigger query used it and passed.
     split = {(u["scenario"], u["variant"]): (u["used"], u["notUsed"]) for u in report["usedSplit"]}
     assert split[("notes-for-1-1", "control")] == ({"passed": 3, "trials": 3}, {"passed": 0, "trials": 0})

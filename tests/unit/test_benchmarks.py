@@ -57,12 +57,14 @@ def test_history_benchmark_reads_the_reports_it_wrote() -> None:
 
 
 def test_concurrency_benchmark_prints_each_width_against_its_pool_and_the_fixed_cost() -> None:
-    # The /bin/sh fake host: the capture, the pool, the plain script and the eval runs take their
-    # real paths at the smallest size.
+    # The /bin/sh fake host: the capture, the pool, the plain script and the eval runs (-n W and
+    # --atlante-in-flight W) take their real paths at the smallest size.
     out = run_benchmark("concurrency.py", "--fake", "--trials", "2", "--widths", "1,2", "--rounds", "1",
                         "--think-ms", "0", timeout=900)
     for width in ("1", "2"):
-        assert re.search(rf"^ +{width} eval +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+$", out, re.M), out
+        for side in ("-n", "flight"):
+            assert re.search(rf"^ +{width} {side} +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+$", out, re.M), out
+            ratios = next(line for line in out.splitlines() if line.split()[:2] == [width, f"{side}/pool"])
+            assert len(re.findall(RATIO, ratios)) == 5, out
         assert re.search(rf"^ +{width} pool ", out, re.M), out
-        assert len(re.findall(RATIO, next(line for line in out.splitlines() if line.split()[:2] == [width, "ratio"]))) == 5
     assert re.search(r"fixed cost per run \(1 trial, serial\): eval +[0-9]+ ms +plain script +-?[0-9]+ ms +eval-script [+-][0-9]+ ms", out), out
