@@ -298,11 +298,11 @@ def width_lines(width: int, evals: dict[str, list[Side]], pools: list[Side]) -> 
     labels = {"xdist": "-n", "flight": "flight"}
     rows = []
     for label, sides in [*((labels[m], e) for m, e in evals.items()), ("pool", pools)]:
-        rows.append(f"  {width:>5} {label:<6} {med(sides, lambda s: s.wall_s):8.1f} {med(sides, lambda s: s.concurrency):6.1f} "
+        rows.append(f"  {width:>5} {label:<11} {med(sides, lambda s: s.wall_s):8.1f} {med(sides, lambda s: s.concurrency):6.1f} "
                     f"{med(sides, lambda s: s.runner_cpu_per_trial):11.3f} {med(sides, lambda s: s.tree_cpu_per_trial):9.2f} "
                     f"{med(sides, lambda s: s.peak_rss_bytes) / 2**20:9.0f}")
     for mode, sides in evals.items():
-        rows.append(f"  {width:>5} {labels[mode] + '/pool':<6}"
+        rows.append(f"  {width:>5} {labels[mode] + '/pool':<11}"
                     f"{ratio(med(sides, lambda s: s.wall_s), med(pools, lambda s: s.wall_s)):>9} "
                     f"{ratio(med(sides, lambda s: s.concurrency), med(pools, lambda s: s.concurrency)):>6} "
                     f"{ratio(med(sides, lambda s: s.runner_cpu_per_trial), med(pools, lambda s: s.runner_cpu_per_trial)):>11} "
@@ -311,8 +311,8 @@ def width_lines(width: int, evals: dict[str, list[Side]], pools: list[Side]) -> 
     return rows
 
 
-HEADER = ("  width side    wall s   conc  runner CPU  tree CPU  peak MiB\n"
-          "                                 s/trial   s/trial      tree")
+HEADER = ("  width side         wall s   conc  runner CPU  tree CPU  peak MiB\n"
+          "                                      s/trial   s/trial      tree")
 
 
 def fixed_lines(evals: list[Side], scripts: list[Side]) -> list[str]:
