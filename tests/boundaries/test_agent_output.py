@@ -36,10 +36,17 @@ def fake(spec: dict[str, Any], checks: list[dict[str, Any]]) -> Callable[[Projec
     return lambda p: p.scenario(scenario_doc(task={"fixture": "eval/fixtures/app", "prompt": prompt}, checks=checks))
 
 
+# Twice the runner's RSS bound: read whole, the file breaks the bound; copied whole, it takes 512
+# MiB of disk, which the check below sees.  No larger: a file over 8 MiB is hashed, not diffed, and
+# the run reads every byte of it several times (the baseline, the sandbox after the trial).
+SPARSE_FIXTURE_BYTES = 512 * MIB
+
+
 def sparse_fixture(p: Project) -> None:
-    sparse(p.root / "eval/fixtures/app/disk.img", 2 * GIB, b"head")
-    # A sandbox copy that is not sparse would take 2 GiB of disk; the check measures the copy.
-    blocks = "import os,sys; st=os.stat('disk.img'); sys.exit(0 if st.st_size == 2**31 and st.st_blocks * 512 < 2**20 else 1)"
+    sparse(p.root / "eval/fixtures/app/disk.img", SPARSE_FIXTURE_BYTES, b"head")
+    # A sandbox copy that is not sparse would take the file's whole size of disk; the check measures the copy.
+    blocks = ("import os,sys; st=os.stat('disk.img'); "
+              f"sys.exit(0 if st.st_size == {SPARSE_FIXTURE_BYTES} and st.st_blocks * 512 < 2**20 else 1)")
     fake({}, [{"type": "command", "run": [sys.executable, "-c", blocks]}])(p)
 
 
@@ -94,7 +101,7 @@ CASES: list[tuple[str, Callable[[Project], None], Callable[[EvalReport, Outcome]
      fake({}, [{"type": "command", "run": [sys.executable, "-c", NO_NEWLINE]}]), check_output),
     ("host-prints-300mib-without-newline",
      fake({"noline": 300 * MIB, "usage": [10]}, [{"type": "file-exists", "path": "README.md"}]), host_line),
-    ("fixture-has-a-2gib-sparse-file", sparse_fixture, passes),
+    ("fixture-has-a-512mib-sparse-file", sparse_fixture, passes),
     ("agent-leaves-a-fifo-where-a-check-reads",
      fake({"fifo": ["pipe"]}, [{"type": "file-contains", "path": "pipe", "pattern": "x"}]), fifo_checked),
 ]
