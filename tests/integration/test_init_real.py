@@ -1,7 +1,8 @@
 """``atlante init`` in an empty directory, then what the README's quick start runs next, through
 the real CLIs and the scripted model: ``atlante build``, ``atlante selftest`` (the scenario is
-``sound``) and ``atlante eval --scripted`` on each host, each exit 0; a second init changes nothing.
-``EVERY_HOST``: what init writes must be sound on every host, each building and running it its own way.
+``sound``) on each host and ``atlante eval --scripted``, each exit 0; a second init changes nothing.
+``EVERY_HOST``: what init writes must be sound on every host, each building and running it its own way;
+the eval command and the second init are the same on every host (``ONE_HOST``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EVERY_HOST
+from conftest import EVERY_HOST, ONE_HOST
 from pytest_atlante.report.model import EvalReport
 
 pytestmark = pytest.mark.hosts
@@ -31,21 +32,37 @@ def files(root: Path) -> dict[str, bytes]:
             if p.is_file() and ".atlante" not in p.relative_to(root).parts}
 
 
-@pytest.mark.parametrize("host", EVERY_HOST)
-def test_init_then_selftest_and_scripted_eval_on_each_host(tmp_path: Path, hosts_path: Callable[[], str], host: str) -> None:
+def initialised(tmp_path: Path, env: dict[str, str]) -> Path:
+    """``atlante init`` in an empty directory, then ``atlante build``: the project the README's quick start runs."""
     project = tmp_path / "new-project"
-    env = {**os.environ, "PATH": hosts_path()}
     created = atlante(tmp_path, env, "init", str(project))
     assert created.returncode == 0, created.stderr
     assert "atlante init: created atlante.jsonc" in created.stdout
     built = atlante(project, env, "build")
     assert built.returncode == 0, built.stdout + built.stderr
+    return project
+
+
+@pytest.mark.parametrize("host", EVERY_HOST)
+def test_init_then_selftest_on_each_host(tmp_path: Path, hosts_path: Callable[[], str], host: str) -> None:
+    # The self-test's reference trial is the scenario's scripted trial through this host's CLI,
+    # exactly as `atlante eval --scripted` runs it: "sound" says what init wrote runs on this host.
+    env = {**os.environ, "PATH": hosts_path()}
+    project = initialised(tmp_path, env)
     selftest = atlante(project, env, "selftest", "--host", host, "--out", str(tmp_path / "selftest"),
                        "-p", "no:cacheprovider")
     assert selftest.returncode == 0, selftest.stdout[-4000:] + selftest.stderr[-2000:]
+    text = selftest.stdout + selftest.stderr
+    assert "Exit" not in text and "Warning" not in text, text[-4000:]
     [scenario] = json.loads((tmp_path / "selftest" / "selftest.json").read_text())["scenarios"]
     assert (scenario["name"], scenario["status"]) == ("adds-farewell", "sound")
 
+
+def test_init_then_scripted_eval_and_a_second_init(tmp_path: Path, hosts_path: Callable[[], str]) -> None:
+    # The quick start's `atlante eval --scripted` and a second init are the same on every host (each
+    # host's scripted trial of this scenario is its self-test's reference trial, above): ONE_HOST.
+    env = {**os.environ, "PATH": hosts_path()}
+    project = initialised(tmp_path, env)
     # One trial, not the three init writes: the scripted model plays each the same way, and the
     # CI's 20 minutes are spent on real CLIs (the file is put back before the second init below).
     config = project / "atlante.jsonc"
@@ -53,11 +70,11 @@ def test_init_then_selftest_and_scripted_eval_on_each_host(tmp_path: Path, hosts
     assert '"trials": 3' in written
     config.write_text(written.replace('"trials": 3', '"trials": 1'))
     out = tmp_path / "eval"
-    run = atlante(project, env, "eval", "--scripted", "--host", host, "--out", str(out), "-p", "no:cacheprovider")
+    run = atlante(project, env, "eval", "--scripted", "--host", ONE_HOST, "--out", str(out), "-p", "no:cacheprovider")
     config.write_text(written)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     report = EvalReport.model_validate_json((out / "report.json").read_text())
-    assert report.host is not None and report.host.name == host and report.scripted
+    assert report.host is not None and report.host.name == ONE_HOST and report.scripted
     assert [t.verdict for s in report.scenarios for t in s.trials] == ["pass"]
     text = run.stdout + run.stderr
     assert "Exit" not in text and "Warning" not in text and "scripted run: answered offline by scripted-model" in text
