@@ -88,3 +88,15 @@ def test_trials_in_flight_on_a_real_cli_keep_apart(pytester: pytest.Pytester, re
     assert status == 0, text
     assert len(list(meet.iterdir())) == AT_ONCE
     assert sleeping(marker) == [], "the escaped sleeper outlived the run"
+
+
+def test_trials_in_flight_under_namespace_isolation(pytester: pytest.Pytester, real_project: Project) -> None:
+    """The default where bubblewrap works: four sandboxes at once, each its own PID namespace whose
+    init bubblewrap hands to the runner (``reap_session``); every trial passes as a serial one does."""
+    real_project.config(config_doc(ONE_HOST, budget={"trials": AT_ONCE}))
+    real_project.script("writes-hello", turns("sleep 2", "echo hello > hello.txt"))
+    real_project.build()
+    status, report, text = run_scripted_eval(pytester, real_project, "-p", "no:xdist", "--atlante-in-flight", str(AT_ONCE),
+                                             "--atlante-isolation", "namespace")
+    assert [(t.trial, t.verdict) for s in report.scenarios for t in s.trials] == [(n, "pass") for n in range(1, AT_ONCE + 1)], text
+    assert status == 0, text
