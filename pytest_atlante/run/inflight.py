@@ -22,7 +22,8 @@ What that changes, and why it is kept:
 - Ctrl-C or SIGTERM interrupts the trials in flight: each is recorded as interrupted, as a serial
   run records the one it was running; a stop pytest chose (``-x``, ``--maxfail``, ``--sw``) also
   interrupts them, and they are not run, as in a serial run, which would not have started them;
-- the live line of one trial's phases is not shown (several run at once).
+- the live line says how many trials are in flight and done while an item waits; one trial's
+  phases are not shown (several run at once).
 
 Threads, not processes: everything a trial starts is a separate process (the host CLI, the
 scripted model's and the proxy's servers run in threads of their own), the runner's part holds the
@@ -60,14 +61,17 @@ class TrialsInFlight:
     """
 
     def __init__(self, width: int, work: Callable[[TrialItem], None], before_start: Callable[[Sequence[TrialItem]], None],
-                 forget: Callable[[Sequence[TrialItem]], None]) -> None:
+                 forget: Callable[[Sequence[TrialItem]], None],
+                 waiting: Callable[[Callable[[], str]], None] = lambda detail: None) -> None:
         """``work`` runs one item's trial(s) (the plan's ``run_item``); ``before_start`` is told the
         items about to start, in the main thread (the role builds each arm's runner there once);
-        ``forget`` is told the items whose trials a stop pytest chose (``-x``) cut short."""
+        ``forget`` is told the items whose trials a stop pytest chose (``-x``) cut short;
+        ``waiting`` that an item waits for its trial, with what says how the others fare."""
         self.width = width
         self._work = work
         self._before_start = before_start
         self._forget = forget
+        self._waiting = waiting
         self._items: dict[str, TrialItem] = {}
         self._futures: dict[str, Future[None]] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -82,6 +86,8 @@ class TrialsInFlight:
             # Not among the items seen at the start (a plugin added it later): run it here.
             self._work(item)
             return
+        if not future.done():
+            self._waiting(self.status)
         try:
             future.result()
         except KeyboardInterrupt as exc:
@@ -102,6 +108,13 @@ class TrialsInFlight:
             # Submitted in item order: the pool's queue starts them in that order as slots free up.
             self._futures[trial.nodeid] = self._pool.submit(self._work, trial)
             self._items[trial.nodeid] = trial
+
+    def status(self) -> str:
+        """`4 in flight, 9 of 32 done`: the trials running now and those finished, of this process."""
+        futures = list(self._futures.values())
+        done = sum(f.done() for f in futures)
+        running = sum(f.running() for f in futures)
+        return f"{running} in flight, {done} of {len(futures)} done"
 
     def stop(self) -> list[TrialItem]:
         """Cancel the trials not started, interrupt those in flight, wait for them to record it;

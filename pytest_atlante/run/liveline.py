@@ -1,5 +1,7 @@
 """A live status at the end of the terminal's current line while a long host session runs: the
-elapsed time and the model turns served so far (`` 12s, 3 turns``).
+elapsed time and the model turns served so far (`` 12s, 3 turns``); with trials in flight
+(``--atlante-in-flight``), while an item waits for its trial, how many run and how many are done
+(`` 12s; 4 in flight, 9 of 32 done``).
 
 pytest prints nothing between a trial's start and its result, and a host session can take minutes;
 this says it is alive.  It is drawn only on a terminal (``write`` returns False otherwise, and the
@@ -21,14 +23,17 @@ FIRST_AFTER = 2.0   # seconds before the first update: a quick session shows not
 INTERVAL = 1.0      # seconds between updates: at most one a second
 
 Turns = Callable[[], int]
+Detail = Callable[[], str]
 Write = Callable[[str], bool]   # raw text to the terminal; False: not a terminal, stop drawing
 
 
-def status(elapsed: float, turns: int | None) -> str:
-    """The live text: `` 12s`` or `` 12s, 3 turns``."""
+def status(elapsed: float, turns: int | None, detail: str | None = None) -> str:
+    """The live text: `` 12s``, `` 12s, 3 turns`` or `` 12s; <detail>``."""
     text = f" {elapsed:.0f}s"
     if turns is not None:
         text += f", {turns} turn{'s' if turns != 1 else ''}"
+    if detail:
+        text += f"; {detail}"
     return text
 
 
@@ -46,13 +51,14 @@ class LiveLine:
         self._started = 0.0
         self._last = -interval            # when the last update was drawn
         self._turns: Turns | None = None
+        self._detail: Detail | None = None
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def start(self, turns: Turns | None = None) -> None:
+    def start(self, turns: Turns | None = None, detail: Detail | None = None) -> None:
         self.stop()
-        self._turns, self._started, self._last = turns, self._clock(), -self._interval
+        self._turns, self._detail, self._started, self._last = turns, detail, self._clock(), -self._interval
         self._halt = threading.Event()
         self._thread = threading.Thread(target=self._run, name="atlante-live-line", daemon=True)
         self._thread.start()
@@ -75,7 +81,7 @@ class LiveLine:
             if now - self._last < self._interval:
                 return True
             turns = self._turns() if self._turns is not None else None
-            text = status(now - self._started, turns)
+            text = status(now - self._started, turns, self._detail() if self._detail is not None else None)
             pad = max(len(self._shown) - len(text), 0)
             if not self._write("\b" * len(self._shown) + text + " " * pad + "\b" * pad):
                 self._shown = ""

@@ -29,6 +29,7 @@ import pickle
 import shutil
 import signal
 import socket
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -450,6 +451,9 @@ class Controller(TrialRole):
 
     def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
         self.state.records[item.nodeid] = record
+
+    def _waiting(self, detail: Callable[[], str]) -> None:
+        self.terminal.waiting(detail)
 
     def _forget(self, item: TrialItem) -> None:
         record = self.state.records.get(item.nodeid)

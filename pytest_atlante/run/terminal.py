@@ -65,6 +65,10 @@ class SerialProgress:
     def session_started(self, turns: Callable[[], int] | None) -> None:
         self.live.start(turns)
 
+    def waiting(self, detail: Callable[[], str]) -> None:
+        """An item waits for its trial, others in flight beside it (``run/inflight.py``)."""
+        self.live.start(detail=detail)
+
     def _raw(self, text: str) -> bool:
         # Straight to the terminal, not through pytest's writer: the status is erased with
         # backspaces, and the writer must go on measuring the line it wrote (xdist and pytest's
@@ -142,6 +146,13 @@ class EvalTerminalReporter:
             self.serial = SerialProgress(reporter, self.config.pluginmanager.get_plugin("capturemanager"),
                                          verbose=self.config.get_verbosity() > 0)
         return self.serial
+
+    def waiting(self, detail: Callable[[], str]) -> None:
+        """With trials in flight: the live line while an item waits for its own (its phases run
+        in another thread, beside others, and are not shown)."""
+        progress = self.phases()
+        if isinstance(progress, SerialProgress):
+            progress.waiting(detail)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

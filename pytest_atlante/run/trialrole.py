@@ -15,7 +15,7 @@ import pickle
 import signal
 import socket
 import threading
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -233,7 +233,8 @@ class TrialRole:
             for item in items:
                 self._forget(item)
 
-        self.in_flight = TrialsInFlight(width, lambda item: self.plan.run_item(self, item), before_start, forget)
+        self.in_flight = TrialsInFlight(width, lambda item: self.plan.run_item(self, item), before_start, forget,
+                                        self._waiting)
         self.config.pluginmanager.register(self.in_flight, "atlante-in-flight")
 
     def run_trial(self, item: TrialItem) -> None:
@@ -264,6 +265,9 @@ class TrialRole:
 
     def _interrupted(self, item: TrialItem, record: TrialRecord) -> None:
         """Ctrl-C inside a trial (a worker's record dies with it; the controller sees it started)."""
+
+    def _waiting(self, detail: Callable[[], str]) -> None:
+        """An item waits for its trial while others are in flight (the controller's live line)."""
 
     def _forget(self, item: TrialItem) -> None:
         """A trial cut short by a stop pytest chose (``-x``) while in flight: not run (inflight.py)."""

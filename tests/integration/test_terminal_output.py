@@ -71,16 +71,10 @@ def test_unpriced_costs_print_as_a_dash_and_skipped_trials_as_not_run(pytester: 
     assert "unpriced[trial-1]: pass in " in text and "tokens, $-" in text
 
 
-def test_a_long_host_session_shows_a_live_line_on_a_terminal_only(fake_project: Project, tmp_path: Path) -> None:  # noqa: F811
-    """A pty as the terminal: the status (elapsed seconds) is drawn at most once a second after the
-    first two, and erased with backspaces before pytest writes the outcome; a pipe gets none of it."""
-    fake_project.config(config_doc(budget={"trials": 1}))
-    fake_project.scenario(fake_scenario("slow", {"sleep": 4.5, "write": {"README.md": "x"}}), "eval/scenarios/main.eval.json")
-    fake_project.build()
-    argv = [sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-project", str(fake_project.root),
-            "--atlante-out", str(tmp_path / "out"), "-p", "no:cacheprovider", "--rootdir", str(fake_project.root)]
+def on_a_pty(argv: list[str], cwd: Path) -> tuple[int, str]:
+    """Run ``argv`` with a pty as its terminal: its exit status and everything it drew."""
     controller, terminal = pty.openpty()
-    proc = subprocess.Popen(argv, cwd=fake_project.root, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal)
+    proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal)
     os.close(terminal)
     chunks: list[bytes] = []
     deadline = time.monotonic() + 240
@@ -99,7 +93,32 @@ def test_a_long_host_session_shows_a_live_line_on_a_terminal_only(fake_project: 
     proc.wait(timeout=60)
     os.close(controller)
     shown = b"".join(chunks).decode("utf-8", "replace")
-    assert proc.returncode == 0, shown
+    return proc.returncode, shown
+
+
+def test_trials_in_flight_show_how_many_run_on_the_live_line(fake_project: Project, tmp_path: Path) -> None:  # noqa: F811
+    """--atlante-in-flight: while an item waits for its trial, the live line says how the others fare."""
+    fake_project.config(config_doc(budget={"trials": 2}))
+    fake_project.scenario(fake_scenario("slow", {"sleep": 4.5, "write": {"README.md": "x"}}), "eval/scenarios/main.eval.json")
+    fake_project.build()
+    argv = [sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-project", str(fake_project.root),
+            "--atlante-out", str(tmp_path / "out"), "-p", "no:cacheprovider", "-p", "no:xdist",
+            "--rootdir", str(fake_project.root), "--atlante-in-flight", "2"]
+    returncode, shown = on_a_pty(argv, fake_project.root)
+    assert returncode == 0, shown
+    assert re.search(r" \d+s; [0-2] in flight, [0-2] of 2 done", shown), repr(shown)
+
+
+def test_a_long_host_session_shows_a_live_line_on_a_terminal_only(fake_project: Project, tmp_path: Path) -> None:  # noqa: F811
+    """A pty as the terminal: the status (elapsed seconds) is drawn at most once a second after the
+    first two, and erased with backspaces before pytest writes the outcome; a pipe gets none of it."""
+    fake_project.config(config_doc(budget={"trials": 1}))
+    fake_project.scenario(fake_scenario("slow", {"sleep": 4.5, "write": {"README.md": "x"}}), "eval/scenarios/main.eval.json")
+    fake_project.build()
+    argv = [sys.executable, "-m", "pytest", "--atlante-eval", "--atlante-project", str(fake_project.root),
+            "--atlante-out", str(tmp_path / "out"), "-p", "no:cacheprovider", "--rootdir", str(fake_project.root)]
+    returncode, shown = on_a_pty(argv, fake_project.root)
+    assert returncode == 0, shown
     statuses = re.findall(r"\x08* (\d+)s", shown)
     assert statuses and all(int(s) >= 2 for s in statuses), repr(shown)
     assert len(statuses) <= 4, repr(shown)                         # at most one a second over ~4.5 s

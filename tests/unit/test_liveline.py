@@ -45,3 +45,11 @@ def test_gives_up_when_the_output_is_no_terminal() -> None:
 
 def test_status_text() -> None:
     assert status(3.4, None) == " 3s" and status(61, 2) == " 61s, 2 turns"
+    assert status(12, None, "4 in flight, 9 of 32 done") == " 12s; 4 in flight, 9 of 32 done"
+
+
+def test_trials_in_flight_show_how_the_others_fare() -> None:
+    writes: list[str] = []
+    line = LiveLine(lambda text: writes.append(text) or True, clock=lambda: 7.0)
+    line._detail, line._started = (lambda: "3 in flight, 1 of 8 done"), 0.0  # as start(detail=...) sets them
+    assert line.tick() and shown_after(writes) == " 7s; 3 in flight, 1 of 8 done"
