@@ -31,12 +31,12 @@ from trial_helpers import (
     AGENT_CASE,
     ALL_CHECKS_PASS,
     DONE,
-    MATRIX,
     HostName,
     TrialCase,
     assert_clean_run,
     bash_turn,
     expected_table,
+    matrix_for,
     outcome_table,
     run_agent_cases,
     run_eval,
@@ -70,13 +70,14 @@ def no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("on_path")
 def test_check_matrix_serially(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path) -> None:
-    # The same matrix with -n 2 is host-neutral and runs in test_claude_trials.py (ONE_HOST).
+    # The same matrix with -n 2, and its rows about checks alone, are host-neutral and run in
+    # test_claude_trials.py (ONE_HOST).
     for run in run_matrix(pytester, tmp_path, private_tmp, HOST):
         host = run.report.host
         assert host is not None and (host.version, host.dialect) == (VERSION, "opencode-v1")
         # Every trial that ran a session knows the model its host asked for, which only the stored
         # session tells; the scripted model answered it.
-        sessions = [case.name for case in MATRIX if case.setup is None]
+        sessions = [case.name for case in matrix_for(HOST) if case.setup is None]
         assert {name: run.trial(name).requestedModel for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL)
         assert {name: run.trial(name).modelIdentity for name in sessions} == dict.fromkeys(sessions, SCRIPTED_MODEL_ID)
         assert (run.trial("setup-fails").modelIdentity, run.trial("setup-fails").requestedModel) == (None, None)

@@ -233,6 +233,17 @@ SETUP_FAILS = TrialCase(
 )
 
 MATRIX = [ALL_CHECKS_PASS, ALL_CHECKS_FAIL, CHECK_TIMES_OUT, CHECK_CANNOT_START, SETUP_FAILS]
+# The matrix rows whose point is a check the runner runs after the session (one that times out, one
+# that cannot start): the same on every host, so only ``ONE_HOST`` runs them; their sessions are
+# ``ALL_CHECKS_PASS``'s again.
+RUNNER_ONLY_ROWS = frozenset({CHECK_TIMES_OUT.name, CHECK_CANNOT_START.name})
+
+
+def matrix_for(host: HostName) -> list[TrialCase]:
+    """``MATRIX`` as ``host`` runs it: every row on ``ONE_HOST``, the others without ``RUNNER_ONLY_ROWS``."""
+    from conftest import ONE_HOST
+
+    return MATRIX if host == ONE_HOST else [case for case in MATRIX if case.name not in RUNNER_ONLY_ROWS]
 # What the first line of each non-passing matrix trial's failure text says after
 # "<name> trial 1: <verdict>: ": the first failed check (or the setup) and why.
 FIRST_LINES = {
@@ -426,8 +437,10 @@ def assert_clean_run(run: EvalRun, private_tmp: Path) -> None:
     assert [p.name for p in private_tmp.iterdir() if p.name.startswith(SANDBOX_DIR_PREFIX)] == []
 
 
-def assert_matrix_evidence(run: EvalRun) -> None:
-    """The ``MATRIX`` trial records carry the evidence: messages, exit codes, outputs, diff."""
+def assert_matrix_evidence(run: EvalRun, cases: list[TrialCase]) -> None:
+    """The matrix trial records (``cases``, ``MATRIX`` or a host's part of it) carry the evidence:
+    messages, exit codes, outputs, diff."""
+    names = {case.name for case in cases}
     passing = run.trial("writes-hello")
     assert passing.verdict == "pass" and passing.error is None
     assert passing.changedPaths == ["hello.txt"]
@@ -448,24 +461,27 @@ def assert_matrix_evidence(run: EvalRun) -> None:
     assert failing.changedPaths == ["README.md", "bye.txt", "hello.txt"]
     assert failing.diff is not None and "+# renamed app" in failing.diff
 
-    timed_out = run.trial("check-times-out").checks[0]
-    assert timed_out.timedOut and not timed_out.passed and not timed_out.error
-    assert "timed out after 1500 ms" in timed_out.message
+    if CHECK_TIMES_OUT.name in names:
+        timed_out = run.trial(CHECK_TIMES_OUT.name).checks[0]
+        assert timed_out.timedOut and not timed_out.passed and not timed_out.error
+        assert "timed out after 1500 ms" in timed_out.message
 
-    cannot_start = run.trial("check-cannot-start")
-    assert cannot_start.checks[0].error and "could not start" in cannot_start.checks[0].message
+    if CHECK_CANNOT_START.name in names:
+        cannot_start = run.trial(CHECK_CANNOT_START.name)
+        assert cannot_start.checks[0].error and "could not start" in cannot_start.checks[0].message
 
     setup = run.trial("setup-fails")
     assert setup.error is not None and "exited 4" in setup.error and "setup broke" in setup.error
     assert setup.checks == [] and setup.usage is None  # no host session, no checks
 
 
-def assert_junit_first_lines(junit: Path, run: EvalRun) -> None:
-    """JUnit XML of a ``MATRIX`` run: one failure per non-passing trial, whose first line says what
-    failed (``FIRST_LINES``)."""
+def assert_junit_first_lines(junit: Path, run: EvalRun, cases: list[TrialCase]) -> None:
+    """JUnit XML of a matrix run of ``cases``: one failure per non-passing trial, whose first line
+    says what failed (``FIRST_LINES``)."""
     failures = junit_failures(junit)
-    assert set(failures) == {f"{name}[trial-1]" for name in FIRST_LINES}
-    for name, (subject, why) in FIRST_LINES.items():
+    first_lines = {name: line for name, line in FIRST_LINES.items() if name in {case.name for case in cases}}
+    assert set(failures) == {f"{name}[trial-1]" for name in first_lines}
+    for name, (subject, why) in first_lines.items():
         first_line = failures[f"{name}[trial-1]"].splitlines()[0]
         verdict = run.trial(name).verdict
         assert first_line.startswith(f"{name} trial 1: {verdict}: {subject}") and why in first_line, first_line
@@ -594,12 +610,13 @@ def run_odd_names(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, 
 
 
 def run_matrix(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, host: HostName) -> list[EvalRun]:
-    """``MATRIX`` run serially (with JUnit XML): what must hold for every host.  On ``ONE_HOST`` also
-    with ``-n 2``, which must give the same report: how xdist workers share the trials out and merge
-    their records is the runner's, the same for every host."""
+    """``matrix_for(host)`` run serially (with JUnit XML): what must hold for every host.  On
+    ``ONE_HOST`` also with ``-n 2``, which must give the same report: how xdist workers share the
+    trials out and merge their records is the runner's, the same for every host."""
     from conftest import ONE_HOST
 
-    project = write_project(tmp_path / "project", host, MATRIX)
+    cases = matrix_for(host)
+    project = write_project(tmp_path / "project", host, cases)
     junit = tmp_path / "junit.xml"
     runs = [run_eval(pytester, project, tmp_path / "out-serial", f"--junitxml={junit}")]
     if host == ONE_HOST:
@@ -608,11 +625,12 @@ def run_matrix(pytester: pytest.Pytester, tmp_path: Path, private_tmp: Path, hos
         assert run.result.ret == 1, run.output()
         assert_clean_run(run, private_tmp)
         assert run.report.complete and run.report.host is not None and run.report.host.name == host
-        assert outcome_table(run, MATRIX) == expected_table(MATRIX)
-        assert_matrix_evidence(run)
+        assert outcome_table(run, cases) == expected_table(cases)
+        assert sorted(s.name for s in run.report.scenarios) == sorted(case.name for case in cases)
+        assert_matrix_evidence(run, cases)
     assert all(normalise(run.report) == normalise(runs[0].report) for run in runs[1:])
     assert processes_with(CHECK_SLEEP_MARKER) == []
-    assert_junit_first_lines(junit, runs[0])
+    assert_junit_first_lines(junit, runs[0], cases)
     return runs
 
 
