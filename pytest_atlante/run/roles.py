@@ -551,6 +551,11 @@ class Controller(TrialRole):
         capture = self.config.pluginmanager.get_plugin("capturemanager")
         if capture is not None:
             capture.suspend_global_capture(in_=True)
+        if self.in_flight is not None:
+            # The other trials in flight stop their hosts and record themselves interrupted before
+            # the process ends (the hung one may not answer: the stop waits a bounded time); the
+            # hung trial's record below is the guard's, whatever its thread wrote meanwhile.
+            self.in_flight.stop()
         self.state.records[item.nodeid] = TrialRecord(
             scenario=item.entry.scenario.name, trial=item.trial, nodeId=item.nodeid, verdict="infra-error", variant=item.arm,
             error=f"pytest-timeout's guard fired after {seconds:g} s: the trial hung past its own timeouts")
@@ -575,6 +580,10 @@ class Controller(TrialRole):
 
         assert self.suite is not None
         state = self.state
+        for node_id, record in list(self.finished_here.items()):
+            # With trials in flight, a trial may have finished while the run stopped before its
+            # item reported it (Ctrl-C, -x, the guard): it ran and was paid for, so it counts.
+            state.records.setdefault(node_id, record)
         if interrupted:
             # Under xdist an interrupted trial's record dies with its worker; the controller saw it
             # start, so it is reported as interrupted (a serial run recorded it already).

@@ -173,15 +173,19 @@ def test_a_stop_interrupts_every_trial_in_flight(atlante_project: Project, tmp_p
 @pytest.mark.timeout(600)
 def test_x_stops_and_the_trials_in_flight_are_not_run(atlante_project: Project, tmp_path: Path) -> None:
     """``-x``: the first failure stops the run, as in a serial run; the trials still in flight are
-    stopped (no host lives on) and count as not run, not as interrupted."""
+    stopped (no host lives on) and count as not run, not as interrupted; one that had finished
+    before its item was reached counts (it ran, and was paid for)."""
     barrier = tmp_path / "barrier"
     meet = {"dir": str(barrier), "count": 4, "timeout": 120}
     write_suite(atlante_project, 2, {"a-fails": {"barrier": meet},
                                      "b-slow": {"barrier": meet, "sleep": 300, "write": {"out.txt": "x"}}})
     result, report = run(atlante_project, tmp_path, "out", "-p", "no:xdist", "--atlante-in-flight", "4", "-x")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert trials_of(report) == [("a-fails", 1, "fail")]
-    assert [(s.name, s.notRun) for s in report.scenarios] == [("a-fails", 1), ("b-slow", 2)]
+    fails, slow = report.scenarios
+    # Trial 2 of a-fails either finished before the stop (it counts) or was cut short (not run).
+    assert trials_of(report)[0] == ("a-fails", 1, "fail") and set(trials_of(report)[1:]) <= {("a-fails", 2, "fail")}
+    assert len(fails.trials) + fails.notRun == 2 and not any(t.interrupted for t in fails.trials)
+    assert (slow.name, slow.trials, slow.notRun) == ("b-slow", [], 2)
     assert not report.complete and not report.interrupted
     pids = [int((barrier / name).read_text()) for name in os.listdir(barrier)]
     assert len(pids) == 4 and [pid for pid in pids if alive(pid)] == []

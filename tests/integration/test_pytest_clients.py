@@ -127,7 +127,10 @@ def test_a_flaky_mark_never_buys_a_hidden_session(pytester: pytest.Pytester, fak
     assert "bad trial 1: reruns are refused in eval runs" in text
 
 
-def test_a_guard_timeout_in_a_serial_run_keeps_the_report(pytester: pytest.Pytester, fake_project: Project, tmp_path: Path) -> None:  # noqa: F811
+@pytest.mark.parametrize("in_flight", [[], ["--atlante-in-flight", "2"]], ids=["one-at-a-time", "in-flight"])
+def test_a_guard_timeout_in_a_serial_run_keeps_the_report(pytester: pytest.Pytester, fake_project: Project, tmp_path: Path,  # noqa: F811
+                                                          in_flight: list[str]) -> None:
+    """Also with trials in flight: the good trial counts whether or not its item was reached."""
     sessions = tmp_path / "sessions.log"
     fake_project.config(config_doc(budget={"trials": 1, "timeoutMs": 60000}))
     good = {"usage": [10], "sessions": str(sessions), "write": {"ok.txt": "ok\n"}}
@@ -142,7 +145,7 @@ def test_a_guard_timeout_in_a_serial_run_keeps_the_report(pytester: pytest.Pytes
         "        if 'bad' in item.nodeid:\n"
         "            item.add_marker(pytest.mark.timeout(3, method='thread', func_only=True))\n"))
     fake_project.build()
-    status, report, text = run(pytester, fake_project)
+    status, report, text = run(pytester, fake_project, *in_flight)
     assert status == 3 and report is not None, text
     assert report.exitStatus == 3 and report.complete is False
     trials = {t.scenario: t for s in report.scenarios for t in s.trials}
