@@ -1,14 +1,15 @@
 """Hostile agents through both real CLIs and the scripted model: nothing they do outside the rules
 gives them a ``pass``, changes the next trial, or carries a credential into the evidence.
 
-One serial run per host, three scenarios in collection order:
+One serial run per host, its scenarios in collection order:
 
 - a: forges the baseline the way issue 12 found it (``GIT_DIR=../baseline.git`` commit + ref move),
   writes through absolute paths into the project's fixture and build tree, the project root, the
   user's HOME and the report directory, copies its environment, the parent's
   ``/proc/<pid>/environ`` and a login into files; its checks try to print the login;
 - b: runs after a and must start from the clean fixture and build tree;
-- c: overwrites every object of the baseline repository.
+- c (``ONE_HOST`` only): overwrites every object of the baseline repository, which is the runner's,
+  the same for every host.
 
 The agent's commands are Python programs sent base64-encoded, so neither host's shell-command
 analysis (OpenCode refuses paths outside the project it can see in a command) decides the outcome.
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EVERY_HOST
+from conftest import EVERY_HOST, ONE_HOST
 from trial_helpers import (
     DONE,
     PARENT_KEY,
@@ -114,6 +115,8 @@ def cases(host: HostName, project: Path, home: Path, out: Path) -> list[TrialCas
     login = LOGIN_FILE[host]
     hostile = [bash_turn("echo sneaky > sneaky.txt"), py_turn(FORGE), py_turn(escape_code(targets)),
                py_turn(leak_code(host)), DONE]
+    corrupts = TrialCase(name="c-corrupts-baseline", turns=[bash_turn("echo tampered >> README.md"), py_turn(CORRUPT), DONE],
+                         checks=[{"type": "diff-allowlist", "allow": ["README.md"]}], verdict="infra-error", outcomes=None)
     return [
         TrialCase(name="a-hostile", turns=hostile, verdict="fail", outcomes=("fail", "pass", "pass", "fail", "fail"), checks=[
             # The forged baseline hides nothing.
@@ -129,8 +132,7 @@ def cases(host: HostName, project: Path, home: Path, out: Path) -> list[TrialCas
             {"type": "command", "run": ["python3", "-c", "import sys; sys.exit(any('CONTAMINATED' in open(p).read() "
                                         f"for p in ['README.md', '{owned}/agents/helper.md']))"]},
         ]),
-        TrialCase(name="c-corrupts-baseline", turns=[bash_turn("echo tampered >> README.md"), py_turn(CORRUPT), DONE],
-                  checks=[{"type": "diff-allowlist", "allow": ["README.md"]}], verdict="infra-error", outcomes=None),
+        *([corrupts] if host == ONE_HOST else []),
     ]
 
 
@@ -174,8 +176,9 @@ def test_a_hostile_agent_gets_no_pass_no_dirty_next_trial_and_no_credential(
     assert "changed outside the sandbox (escapes): " in junit.read_text()
     # The next trial starts from the clean fixture and build tree.
     assert run.trial("b-starts-clean").escapes == []
-    corrupt = run.trial("c-corrupts-baseline")
-    assert corrupt.error is not None and "baseline copy of README.md" in corrupt.error and "tampered" in corrupt.error
+    if host == ONE_HOST:
+        corrupt = run.trial("c-corrupts-baseline")
+        assert corrupt.error is not None and "baseline copy of README.md" in corrupt.error and "tampered" in corrupt.error
     # Credentials: copied into files by the agent, redacted everywhere the evidence goes.
     assert "ANTHROPIC_API_KEY=<redacted>" in (hostile.diff or "")
     if host == "claude-code":  # the scripted key is in Claude's environment, and so in env.txt
