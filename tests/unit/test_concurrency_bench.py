@@ -63,11 +63,15 @@ def test_the_ratio_row_is_eval_over_pool_of_the_medians() -> None:
     evals = [bench.Side(12.0, [4.0] * 6, 1.2, 6.0, 300 * 2**20), bench.Side(10.0, [4.0] * 6, 0.6, 6.0, 100 * 2**20),
              bench.Side(11.0, [4.0] * 6, 0.9, 6.0, 200 * 2**20)]
     pools = [bench.Side(8.0, [4.0] * 6, 0.3, 3.0, 100 * 2**20)]
-    rows = bench.width_lines(4, evals, pools)
-    assert rows[0].split() == ["4", "eval", "11.0", "2.2", "0.150", "1.00", "200"]
-    assert rows[1].split() == ["4", "pool", "8.0", "3.0", "0.050", "0.50", "100"]
+    flight = [bench.Side(6.0, [4.0] * 6, 0.3, 3.0, 100 * 2**20)]
+    rows = bench.width_lines(4, {"xdist": evals, "flight": flight}, pools)
+    assert rows[0].split() == ["4", "-n", "11.0", "2.2", "0.150", "1.00", "200"]
+    assert rows[1].split() == ["4", "flight", "6.0", "4.0", "0.050", "0.50", "100"]
+    assert rows[2].split() == ["4", "pool", "8.0", "3.0", "0.050", "0.50", "100"]
     # wall 11/8, concurrency (24/11)/(24/8) = 8/11, runner CPU 0.15/0.05, tree 1/0.5, memory 2
-    assert rows[2].split() == ["4", "ratio", "1.38x", "0.73x", "3.00x", "2.00x", "2.00x"]
+    assert rows[3].split() == ["4", "-n/pool", "1.38x", "0.73x", "3.00x", "2.00x", "2.00x"]
+    # wall 6/8, concurrency (24/6)/(24/8) = 4/3, the rest equal
+    assert rows[4].split() == ["4", "flight/pool", "0.75x", "1.33x", "1.00x", "1.00x", "1.00x"]
     assert bench.ratio(1.0, 0.0).strip() == "-"
 
 
