@@ -72,8 +72,7 @@ class TrialsInFlight:
         self._before_start = before_start
         self._forget = forget
         self._waiting = waiting
-        self._items: dict[str, TrialItem] = {}
-        self._futures: dict[str, Future[None]] = {}
+        self._futures: dict[str, tuple[TrialItem, Future[None]]] = {}   # by node id, in item order
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -81,11 +80,12 @@ class TrialsInFlight:
         """``item``'s outcome: started now with the trials behind it, or earlier; re-raises its exception."""
         if self._pool is None:
             self._start(item)
-        future = self._futures.get(item.nodeid)
-        if future is None:
+        started = self._futures.get(item.nodeid)
+        if started is None:
             # Not among the items seen at the start (a plugin added it later): run it here.
             self._work(item)
             return
+        future = started[1]
         if not future.done():
             self._waiting(self.status)
         try:
@@ -106,12 +106,11 @@ class TrialsInFlight:
         self._pool = ThreadPoolExecutor(max_workers=self.width, thread_name_prefix="atlante-trial")
         for trial in trials:
             # Submitted in item order: the pool's queue starts them in that order as slots free up.
-            self._futures[trial.nodeid] = self._pool.submit(self._work, trial)
-            self._items[trial.nodeid] = trial
+            self._futures[trial.nodeid] = (trial, self._pool.submit(self._work, trial))
 
     def status(self) -> str:
         """`4 in flight, 9 of 32 done`: the trials running now and those finished, of this process."""
-        futures = list(self._futures.values())
+        futures = [future for _, future in self._futures.values()]
         done = sum(f.done() for f in futures)
         running = sum(f.running() for f in futures)
         return f"{running} in flight, {done} of {len(futures)} done"
@@ -123,18 +122,18 @@ class TrialsInFlight:
             pool, self._pool = self._pool, None
         if pool is None:
             return []
-        pending = {node: f for node, f in self._futures.items() if not f.done()}
-        for future in pending.values():
+        pending = [(item, future) for item, future in self._futures.values() if not future.done()]
+        for _, future in pending:
             future.cancel()
-        running = {node: f for node, f in pending.items() if not f.cancelled()}
+        running = [(item, future) for item, future in pending if not future.cancelled()]
         if running:
             interrupt_runs()
             try:
-                wait_for(running.values(), timeout=_STOP_WAIT_S)
+                wait_for([future for _, future in running], timeout=_STOP_WAIT_S)
             finally:
                 resume_runs()
         pool.shutdown(wait=False, cancel_futures=True)
-        return [self._items[node] for node in running]
+        return [item for item, _ in running]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:

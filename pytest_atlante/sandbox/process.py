@@ -161,28 +161,20 @@ class _Interrupts:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pipe: tuple[int, int] | None = None
+        self.fd, self._write_fd = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self.active = False
 
-    def fd(self) -> int:
-        with self._lock:
-            if self._pipe is None:
-                self._pipe = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-            return self._pipe[0]
-
     def interrupt(self) -> None:
-        read = self.fd()
         with self._lock:
-            assert self._pipe is not None and read == self._pipe[0]
             if not self.active:
                 self.active = True
-                os.write(self._pipe[1], b"!")
+                os.write(self._write_fd, b"!")
 
     def resume(self) -> None:
         with self._lock:
-            if self.active and self._pipe is not None:
+            if self.active:
                 with contextlib.suppress(BlockingIOError):
-                    os.read(self._pipe[0], 64)
+                    os.read(self.fd, 64)
             self.active = False
 
 
@@ -266,7 +258,7 @@ class _Supervisor:
         self._selector.register(self._pidfd, selectors.EVENT_READ, "exit")
         if abort_fd is not None:
             self._selector.register(abort_fd, selectors.EVENT_READ, "abort")
-        self._selector.register(_INTERRUPTS.fd(), selectors.EVENT_READ, "interrupt")
+        self._selector.register(_INTERRUPTS.fd, selectors.EVENT_READ, "interrupt")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
